@@ -1,0 +1,63 @@
+"""Sans-IO Kafka wire protocol on top of kio: bytes in, requests out; responses in, bytes out.
+
+Nothing here touches a socket, a clock or a thread, so all of it is testable and
+benchmarkable in isolation.
+"""
+
+from .apis import API_VERSIONS_KEY, KAFKA_4_RANGES, ApiRange, api_name
+from .errors import (
+    FrameTooLarge,
+    InvalidFrameSize,
+    InvalidRecordBatch,
+    ProtocolError,
+    TruncatedHeader,
+    UndecodableRequest,
+    UnsupportedApi,
+    UnsupportedVersion,
+)
+from .framing import DEFAULT_MAX_FRAME_BYTES, FrameReader, size_prefixed
+from .messages import (
+    Request,
+    RequestHeader,
+    check_served,
+    decode_header,
+    decode_request,
+    encode_api_versions_fallback,
+    encode_response,
+    encode_response_body,
+    encode_response_header,
+    peek_header,
+)
+from .record_batch import RecordBatchHeader, crc_matches, iter_batches, read_batch_header
+
+__all__ = [
+    "API_VERSIONS_KEY",
+    "DEFAULT_MAX_FRAME_BYTES",
+    "KAFKA_4_RANGES",
+    "ApiRange",
+    "FrameReader",
+    "FrameTooLarge",
+    "InvalidFrameSize",
+    "InvalidRecordBatch",
+    "ProtocolError",
+    "RecordBatchHeader",
+    "Request",
+    "RequestHeader",
+    "TruncatedHeader",
+    "UndecodableRequest",
+    "UnsupportedApi",
+    "UnsupportedVersion",
+    "api_name",
+    "check_served",
+    "crc_matches",
+    "decode_header",
+    "decode_request",
+    "encode_api_versions_fallback",
+    "encode_response",
+    "encode_response_body",
+    "encode_response_header",
+    "iter_batches",
+    "peek_header",
+    "read_batch_header",
+    "size_prefixed",
+]

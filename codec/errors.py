@@ -1,0 +1,41 @@
+"""Errors the codec raises. Every one means the peer broke the protocol.
+
+Like h11's RemoteProtocolError: the broker answers them by closing the connection with one
+log line, since after a framing or header error the byte stream cannot be trusted.
+"""
+
+
+class ProtocolError(Exception):
+    """The peer sent bytes that are not a valid Kafka request."""
+
+
+class FrameTooLarge(ProtocolError):
+    """A size prefix above the configured maximum frame size."""
+
+
+class InvalidFrameSize(ProtocolError):
+    """A negative size prefix, or one too small to hold a request header."""
+
+
+class TruncatedHeader(ProtocolError):
+    """A frame ends inside its request header."""
+
+
+class UnsupportedApi(ProtocolError):
+    """A request for an API key this broker does not serve."""
+
+
+class UnsupportedVersion(ProtocolError):
+    """A request for a served API key at a version outside the advertised range."""
+
+
+class UndecodableRequest(ProtocolError):
+    """A request body that does not decode under its schema, or has bytes left over."""
+
+
+class InvalidRecordBatch(ProtocolError):
+    """Bytes that do not frame a RecordBatch v2.
+
+    Raised by the batch view; the broker turns it into a per-partition error code, not a
+    closed connection.
+    """

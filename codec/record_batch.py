@@ -1,0 +1,132 @@
+"""A zero-copy view of a RecordBatch v2 header. It never decompresses the records."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from crc32c import crc32c
+
+from .errors import InvalidRecordBatch
+
+# Offsets into a RecordBatch v2, as ../shared/PROTOCOL.md lists them.
+BATCH_LENGTH_OFFSET = 8
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+HEADER_BYTES = 61
+# batchLength counts the bytes after itself.
+LOG_OVERHEAD = 12
+
+_LENGTH = struct.Struct(">i")
+# partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta, baseTimestamp, maxTimestamp,
+# producerId, producerEpoch, baseSequence, recordCount: bytes 12 to 61.
+_HEADER_AFTER_LENGTH = struct.Struct(">ibIhiqqqhii")
+_BASE_OFFSET = struct.Struct(">q")
+
+COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordBatchHeader:
+    """The header fields of one RecordBatch v2, read from its first 61 bytes."""
+
+    base_offset: int
+    length: int
+    """Bytes of the whole batch on the wire, its offset and length fields included."""
+    partition_leader_epoch: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def compression(self) -> str:
+        code = self.attributes & 0x07
+        return COMPRESSION_NAMES[code] if code < len(COMPRESSION_NAMES) else f"unknown({code})"
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & 0x10)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & 0x20)
+
+    @property
+    def last_sequence(self) -> int:
+        """The sequence number of the batch's last record, wrapping like Kafka's."""
+        return (self.base_sequence + self.last_offset_delta) % (2**31)
+
+
+def read_batch_header(data: bytes | bytearray | memoryview, offset: int = 0) -> RecordBatchHeader:
+    """Read the header of the batch starting at `offset`.
+
+    Raises InvalidRecordBatch for a batch that is not magic v2, is shorter than its header,
+    or claims more bytes than `data` holds.
+    """
+    available = len(data) - offset
+    if available < HEADER_BYTES:
+        raise InvalidRecordBatch(
+            f"record batch of {available} bytes is shorter than the {HEADER_BYTES}-byte header"
+        )
+    magic = data[offset + MAGIC_OFFSET]
+    if magic != 2:
+        raise InvalidRecordBatch(f"record batch has magic {magic}; only magic v2 is accepted")
+    (batch_length,) = _LENGTH.unpack_from(data, offset + BATCH_LENGTH_OFFSET)
+    length = batch_length + LOG_OVERHEAD
+    if length < HEADER_BYTES or length > available:
+        raise InvalidRecordBatch(
+            f"record batch length field says {length} bytes but {available} are present"
+        )
+    (base_offset,) = _BASE_OFFSET.unpack_from(data, offset)
+    (
+        epoch,
+        _magic,
+        crc,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        record_count,
+    ) = _HEADER_AFTER_LENGTH.unpack_from(data, offset + 12)
+    return RecordBatchHeader(
+        base_offset,
+        length,
+        epoch,
+        crc,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        record_count,
+    )
+
+
+
+def crc_matches(data: bytes | bytearray | memoryview, header: RecordBatchHeader, offset: int = 0) -> bool:
+    """Whether the batch's CRC-32C (attributes to the end) matches its bytes."""
+    view = memoryview(data)[offset + ATTRIBUTES_OFFSET : offset + header.length]
+    return crc32c(view) == header.crc
+
+
+def iter_batches(data: bytes | bytearray | memoryview) -> list[RecordBatchHeader]:
+    """The headers of every batch in a records field, in order."""
+    headers = []
+    offset = 0
+    while offset < len(data):
+        header = read_batch_header(data, offset)
+        headers.append(header)
+        offset += header.length
+    return headers

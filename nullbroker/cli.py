@@ -1,0 +1,146 @@
+"""The `nullbroker` command."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+import trio
+
+from . import __version__
+from .config import CONFIG_FILE_VARIABLE, Config, ConfigError, load
+from .server import BrokerServer
+
+log = logging.getLogger("nullbroker")
+
+DESCRIPTION = """\
+A Kafka-compatible broker whose storage engine is /dev/null. It answers every request
+real clients send (Produce with real, contiguous offsets; Metadata; admin APIs), counts
+exactly what it was sent, and stores nothing. Point producers, perf tests and pipelines
+at it to measure them with a broker that costs nothing.
+"""
+
+SERVE_EPILOG = f"""\
+settings come, lowest priority first, from: defaults, the --config TOML file (top-level
+keys named like the flags: listen = "127.0.0.1:9092", partitions = 4, no-auto-create = true),
+environment variables NULLBROKER_<SETTING> (NULLBROKER_PARTITIONS=4, NULLBROKER_LISTEN=...;
+{CONFIG_FILE_VARIABLE} names the config file), then these flags.
+
+Every 5 s with traffic, one line on stdout: records/sec, MB/sec (2^20 bytes), requests/sec,
+p50 and p99 broker-side request latency in microseconds, connections, RSS.
+SIGINT or SIGTERM: stop accepting, answer requests in flight, write --summary-json, exit 0.
+
+example:
+  nullbroker serve --listen 127.0.0.1:9092 --partitions 4 --metrics 127.0.0.1:9100 \\
+      --summary-json summary.json
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="nullbroker", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"nullbroker {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = commands.add_parser(
+        "serve",
+        help="run the broker",
+        description="Run the broker until SIGINT or SIGTERM.",
+        epilog=SERVE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    defaults = Config()
+    serve.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help=f"where to accept Kafka clients (default {defaults.listen}; port 0 picks a free "
+        "port, printed at start)",
+    )
+    serve.add_argument(
+        "--advertise",
+        metavar="HOST:PORT",
+        help="the address Metadata gives clients (default: the address each client connected to)",
+    )
+    serve.add_argument(
+        "--partitions",
+        type=int,
+        metavar="N",
+        help=f"partitions of auto-created topics and of CreateTopics without a count "
+        f"(default {defaults.partitions})",
+    )
+    serve.add_argument(
+        "--no-auto-create",
+        action="store_const",
+        const=True,
+        help="do not create topics on Metadata or Produce; unknown topics get "
+        "UNKNOWN_TOPIC_OR_PARTITION",
+    )
+    serve.add_argument(
+        "--verify-crc",
+        action="store_const",
+        const=True,
+        help="check every batch's CRC-32C; a mismatch gets CORRUPT_MESSAGE (default: off, "
+        "since it costs a pass over the bytes)",
+    )
+    serve.add_argument(
+        "--max-frame-bytes",
+        type=int,
+        metavar="BYTES",
+        help=f"close connections that send a larger request (default {defaults.max_frame_bytes}, "
+        "100 MiB, as Kafka's socket.request.max.bytes)",
+    )
+    serve.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        help="serve Prometheus text at http://HOST:PORT/metrics (default: off)",
+    )
+    serve.add_argument(
+        "--summary-json", metavar="PATH", help="write what the broker counted here at shutdown"
+    )
+    serve.add_argument(
+        "--report-interval",
+        type=float,
+        metavar="SECONDS",
+        help=f"seconds between console lines (default {defaults.report_interval:g})",
+    )
+    serve.add_argument(
+        "--config", metavar="FILE", help=f"a TOML file of settings (or ${CONFIG_FILE_VARIABLE})"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr
+    )
+    flags = {key: value for key, value in vars(args).items() if key not in ("command", "config")}
+    try:
+        config = load(flags, args.config or os.environ.get(CONFIG_FILE_VARIABLE))
+    except ConfigError as error:
+        print(f"nullbroker: {error}", file=sys.stderr)
+        return 2
+    try:
+        trio.run(_serve_until_signalled, config)
+    except OSError as error:
+        print(f"nullbroker: cannot listen: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _serve_until_signalled(config: Config) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        server = BrokerServer(config)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.serve)
+            assert server.address is not None
+            print(f"nullbroker listening on {server.address.host}:{server.address.port}", flush=True)
+            if server.metrics_address is not None:
+                metrics = server.metrics_address
+                print(f"metrics on http://{metrics.host}:{metrics.port}/metrics", flush=True)
+            async for signum in signals:
+                log.info("received %s; shutting down", signal.Signals(signum).name)
+                server.stop()
+                break

@@ -1,0 +1,263 @@
+"""Topic administration: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from codec import Request
+from codec.entities import make, response_module
+
+from ..configs import ConfigEntry, broker_entries, topic_entries
+from ..topics import invalid_name_reason
+from .common import NO_THROTTLE, counted
+
+if TYPE_CHECKING:
+    from ..broker import Broker, Session
+
+CREATE_TOPICS = 19
+DELETE_TOPICS = 20
+DESCRIBE_CONFIGS = 32
+CREATE_PARTITIONS = 37
+
+DEFAULT = -1
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+BROKER_LOGGER_RESOURCE = 8
+
+
+class _Refusal(Exception):
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+def handle_create_topics(broker: Broker, request: Request, session: Session) -> Any:
+    types = response_module(CREATE_TOPICS, request.header.api_version)
+    body = request.body
+    times_named = Counter(topic.name for topic in body.topics)
+    results = []
+    for wanted in body.topics:
+        topic_id = None
+        partitions = DEFAULT
+        replication = DEFAULT
+        configs: tuple[Any, ...] | None = None
+        try:
+            if times_named[wanted.name] > 1:
+                raise _Refusal(
+                    ErrorCode.invalid_request,
+                    f"topic {wanted.name!r} is named more than once in the request",
+                )
+            partitions = _partition_count(broker, wanted)
+            _check_replication(wanted)
+            reason = invalid_name_reason(wanted.name)
+            if reason:
+                raise _Refusal(ErrorCode.invalid_topic_exception, reason)
+            if broker.topics.get(wanted.name) is not None:
+                raise _Refusal(
+                    ErrorCode.topic_already_exists, f"topic {wanted.name!r} already exists"
+                )
+            overrides = {config.name: config.value for config in wanted.configs}
+            if not body.validate_only:
+                topic_id = broker.topics.create(wanted.name, partitions, overrides).id
+            replication = 1
+            # CreateTopics v5+ reports the created topic's configuration.
+            configs = None if not hasattr(types, "CreatableTopicConfigs") else tuple(
+                make(
+                    types.CreatableTopicConfigs,
+                    name=entry.name,
+                    value=entry.value,
+                    read_only=entry.read_only,
+                    config_source=entry.source,
+                    is_sensitive=False,
+                )
+                for entry in topic_entries(overrides)
+            )
+            error, message = ErrorCode.none, None
+        except _Refusal as refusal:
+            error, message = refusal.error, refusal.message
+            partitions = DEFAULT
+        results.append(
+            make(
+                types.CreatableTopicResult,
+                name=wanted.name,
+                topic_id=topic_id,
+                error_code=counted(broker, error),
+                error_message=message,
+                num_partitions=partitions,
+                replication_factor=replication,
+                configs=configs,
+            )
+        )
+    return make(types.CreateTopicsResponse, throttle_time=NO_THROTTLE, topics=tuple(results))
+
+
+def _partition_count(broker: Broker, wanted: Any) -> int:
+    if wanted.assignments:
+        if wanted.num_partitions != DEFAULT or wanted.replication_factor != DEFAULT:
+            raise _Refusal(
+                ErrorCode.invalid_request,
+                "give either replica assignments or partitions and replication factor",
+            )
+        return len(wanted.assignments)
+    if wanted.num_partitions == DEFAULT:
+        return broker.config.partitions
+    if wanted.num_partitions < 1:
+        raise _Refusal(
+            ErrorCode.invalid_partitions,
+            f"number of partitions must be at least 1, not {wanted.num_partitions}",
+        )
+    return int(wanted.num_partitions)
+
+
+def _check_replication(wanted: Any) -> None:
+    factor = wanted.replication_factor
+    if factor in (DEFAULT, 1) or wanted.assignments:
+        return
+    if factor < 1:
+        raise _Refusal(
+            ErrorCode.invalid_replication_factor,
+            f"replication factor must be at least 1, not {factor}",
+        )
+    raise _Refusal(
+        ErrorCode.invalid_replication_factor,
+        f"replication factor {factor} cannot be reached: nullbroker is a single broker",
+    )
+
+
+def handle_delete_topics(broker: Broker, request: Request, session: Session) -> Any:
+    types = response_module(DELETE_TOPICS, request.header.api_version)
+    body = request.body
+    if hasattr(body, "topics"):  # v6+: by name or by id
+        wanted = [(state.name, state.topic_id) for state in body.topics]
+    else:
+        wanted = [(name, None) for name in body.topic_names]
+    results = []
+    for name, topic_id in wanted:
+        if name is not None:
+            topic = broker.topics.get(name)
+            missing = ErrorCode.unknown_topic_or_partition
+        else:
+            topic = broker.topics.by_id(topic_id) if topic_id is not None else None
+            missing = ErrorCode.unknown_topic_id
+        if topic is None:
+            error, message = missing, f"topic {name or topic_id} does not exist"
+        else:
+            broker.topics.delete(topic)
+            broker.producers.forget_topic(topic.name)
+            name, topic_id = topic.name, topic.id
+            error, message = ErrorCode.none, None
+        results.append(
+            make(
+                types.DeletableTopicResult,
+                name=name,
+                topic_id=topic_id,
+                error_code=counted(broker, error),
+                error_message=message,
+            )
+        )
+    return make(types.DeleteTopicsResponse, throttle_time=NO_THROTTLE, responses=tuple(results))
+
+
+def handle_create_partitions(broker: Broker, request: Request, session: Session) -> Any:
+    types = response_module(CREATE_PARTITIONS, request.header.api_version)
+    body = request.body
+    results = []
+    for wanted in body.topics:
+        topic = broker.topics.get(wanted.name)
+        if topic is None:
+            error = ErrorCode.unknown_topic_or_partition
+            message: str | None = f"topic {wanted.name!r} does not exist"
+        elif wanted.count <= len(topic.partitions):
+            error = ErrorCode.invalid_partitions
+            message = (
+                f"topic {wanted.name!r} has {len(topic.partitions)} partitions; "
+                f"the new count must be higher, not {wanted.count}"
+            )
+        else:
+            error, message = ErrorCode.none, None
+            if not body.validate_only:
+                topic.add_partitions(wanted.count)
+        results.append(
+            make(
+                types.CreatePartitionsTopicResult,
+                name=wanted.name,
+                error_code=counted(broker, error),
+                error_message=message,
+            )
+        )
+    return make(types.CreatePartitionsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
+
+
+def handle_describe_configs(broker: Broker, request: Request, session: Session) -> Any:
+    types = response_module(DESCRIBE_CONFIGS, request.header.api_version)
+    body = request.body
+    include_documentation = getattr(body, "include_documentation", False)
+    include_synonyms = getattr(body, "include_synonyms", False)
+    results = []
+    for resource in body.resources:
+        entries: list[ConfigEntry] = []
+        error, message = ErrorCode.none, None
+        if resource.resource_type == TOPIC_RESOURCE:
+            topic = broker.topics.get(resource.resource_name)
+            if topic is None:
+                error = ErrorCode.unknown_topic_or_partition
+                message = f"topic {resource.resource_name!r} does not exist"
+            else:
+                entries = topic_entries(topic.configs)
+        elif resource.resource_type in (BROKER_RESOURCE, BROKER_LOGGER_RESOURCE):
+            if resource.resource_name not in ("", str(broker.node_id)):
+                error = ErrorCode.invalid_request
+                message = f"this is broker {broker.node_id}, not {resource.resource_name!r}"
+            elif resource.resource_type == BROKER_RESOURCE:
+                entries = broker_entries(broker.config, broker.node_id)
+        else:
+            error = ErrorCode.invalid_request
+            message = f"resource type {resource.resource_type} has no configuration here"
+        keys = resource.configuration_keys
+        if keys is not None:
+            entries = [entry for entry in entries if entry.name in keys]
+        results.append(
+            make(
+                types.DescribeConfigsResult,
+                error_code=counted(broker, error),
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                configs=tuple(
+                    make(
+                        types.DescribeConfigsResourceResult,
+                        name=entry.name,
+                        value=entry.value,
+                        read_only=entry.read_only,
+                        config_source=entry.source,
+                        is_sensitive=False,
+                        synonyms=(
+                            make(
+                                types.DescribeConfigsSynonym,
+                                name=entry.name,
+                                value=entry.value,
+                                source=entry.source,
+                            ),
+                        )
+                        if include_synonyms
+                        else (),
+                        config_type=entry.type,
+                        documentation=entry.documentation if include_documentation else None,
+                    )
+                    for entry in entries
+                ),
+            )
+        )
+    return make(types.DescribeConfigsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
+
+
+HANDLERS = {
+    CREATE_TOPICS: handle_create_topics,
+    DELETE_TOPICS: handle_delete_topics,
+    CREATE_PARTITIONS: handle_create_partitions,
+    DESCRIBE_CONFIGS: handle_describe_configs,
+}

@@ -1,0 +1,45 @@
+"""Small pieces every handler family uses."""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+
+NO_THROTTLE = datetime.timedelta(0)
+
+# Kafka's sentinel for "authorized operations were not requested".
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+# AclOperation codes (org.apache.kafka.common.acl.AclOperation). nullbroker authorizes all.
+_READ, _WRITE, _CREATE, _DELETE, _ALTER, _DESCRIBE = 3, 4, 5, 6, 7, 8
+_CLUSTER_ACTION, _DESCRIBE_CONFIGS, _ALTER_CONFIGS, _IDEMPOTENT_WRITE = 9, 10, 11, 12
+_DESCRIBE_TOKENS, _ALTER_TOKENS = 13, 14
+
+
+def _bits(*operations: int) -> int:
+    return sum(1 << operation for operation in operations)
+
+
+TOPIC_OPERATIONS = _bits(
+    _READ, _WRITE, _CREATE, _DELETE, _ALTER, _DESCRIBE, _DESCRIBE_CONFIGS, _ALTER_CONFIGS
+)
+CLUSTER_OPERATIONS = _bits(
+    _CREATE, _ALTER, _DESCRIBE, _CLUSTER_ACTION, _DESCRIBE_CONFIGS, _ALTER_CONFIGS,
+    _IDEMPOTENT_WRITE, _DESCRIBE_TOKENS, _ALTER_TOKENS,
+)
+
+
+def authorized_operations(requested: bool, operations: int) -> int:
+    return operations if requested else AUTHORIZED_OPERATIONS_OMITTED
+
+
+def counted(broker: Broker, error: ErrorCode) -> ErrorCode:
+    """Return `error`, having counted it in the broker's accounts if it is one."""
+    if error is not ErrorCode.none:
+        broker.stats.error(error.name)
+    return error

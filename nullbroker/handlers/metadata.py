@@ -1,0 +1,170 @@
+"""Metadata and DescribeCluster: one node that leads every partition."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from kio.schema.errors import ErrorCode
+
+from codec import Request
+from codec.entities import make, response_module
+
+from ..topics import Topic, invalid_name_reason
+from .common import (
+    CLUSTER_OPERATIONS,
+    NO_THROTTLE,
+    TOPIC_OPERATIONS,
+    authorized_operations,
+    counted,
+)
+
+if TYPE_CHECKING:
+    from ..broker import Broker, Session
+
+METADATA = 3
+DESCRIBE_CLUSTER = 60
+
+# nullbroker reports no leader epochs (-1): clients then skip leader-epoch validation
+# (OffsetsForLeaderEpoch), which a broker that never changes leader does not need.
+NO_LEADER_EPOCH = -1
+
+BROKERS_ENDPOINT = 1
+
+
+def handle_metadata(broker: Broker, request: Request, session: Session) -> Any:
+    version = request.header.api_version
+    types = response_module(METADATA, version)
+    body = request.body
+    include_topic_operations = getattr(body, "include_topic_authorized_operations", False)
+    # Before v4 there is no flag, and a Metadata request may always create topics.
+    allow_auto_create = getattr(body, "allow_auto_topic_creation", True)
+
+    requested = body.topics
+    if requested is None or (version == 0 and not requested):
+        topics = [_topic(types, broker, topic, include_topic_operations) for topic in broker.topics]
+    else:
+        topics = [
+            _requested_topic(types, broker, wanted, allow_auto_create, include_topic_operations)
+            for wanted in requested
+        ]
+
+    return make(
+        types.MetadataResponse,
+        throttle_time=NO_THROTTLE,
+        brokers=(
+            make(
+                types.MetadataResponseBroker,
+                node_id=broker.node_id,
+                host=session.advertised.host,
+                port=session.advertised.port,
+                rack=None,
+            ),
+        ),
+        cluster_id=broker.cluster_id,
+        controller_id=broker.node_id,
+        topics=tuple(topics),
+        cluster_authorized_operations=authorized_operations(
+            getattr(body, "include_cluster_authorized_operations", False), CLUSTER_OPERATIONS
+        ),
+        error_code=ErrorCode.none,
+    )
+
+
+def _requested_topic(
+    types: Any, broker: Broker, wanted: Any, allow_auto_create: bool, include_operations: bool
+) -> Any:
+    name = wanted.name
+    topic_id = getattr(wanted, "topic_id", None)
+    if name is None:
+        topic = broker.topics.by_id(topic_id) if topic_id is not None else None
+        if topic is None:
+            return _topic_error(types, broker, None, topic_id, ErrorCode.unknown_topic_id)
+        return _topic(types, broker, topic, include_operations)
+    if invalid_name_reason(name) is not None:
+        return _topic_error(types, broker, name, None, ErrorCode.invalid_topic_exception)
+    topic = (
+        broker.topics.get_or_auto_create(name) if allow_auto_create else broker.topics.get(name)
+    )
+    if topic is None:
+        return _topic_error(types, broker, name, None, ErrorCode.unknown_topic_or_partition)
+    return _topic(types, broker, topic, include_operations)
+
+
+def _topic(types: Any, broker: Broker, topic: Topic, include_operations: bool) -> Any:
+    node = (broker.node_id,)
+    partition_type = types.MetadataResponsePartition
+    return make(
+        types.MetadataResponseTopic,
+        error_code=ErrorCode.none,
+        name=topic.name,
+        topic_id=topic.id,
+        is_internal=False,
+        partitions=tuple(
+            make(
+                partition_type,
+                error_code=ErrorCode.none,
+                partition_index=partition.index,
+                leader_id=broker.node_id,
+                leader_epoch=NO_LEADER_EPOCH,
+                replica_nodes=node,
+                isr_nodes=node,
+                offline_replicas=(),
+            )
+            for partition in topic.partitions
+        ),
+        topic_authorized_operations=authorized_operations(include_operations, TOPIC_OPERATIONS),
+    )
+
+
+def _topic_error(
+    types: Any, broker: Broker, name: str | None, topic_id: Any, error: ErrorCode
+) -> Any:
+    return make(
+        types.MetadataResponseTopic,
+        error_code=counted(broker, error),
+        name=name,
+        topic_id=topic_id or UUID(int=0),
+        is_internal=False,
+        partitions=(),
+        topic_authorized_operations=authorized_operations(False, 0),
+    )
+
+
+def handle_describe_cluster(broker: Broker, request: Request, session: Session) -> Any:
+    version = request.header.api_version
+    types = response_module(DESCRIBE_CLUSTER, version)
+    body = request.body
+    endpoint_type = getattr(body, "endpoint_type", BROKERS_ENDPOINT)
+    error = ErrorCode.none
+    message = None
+    if endpoint_type != BROKERS_ENDPOINT:
+        error = counted(broker, ErrorCode.unsupported_endpoint_type)
+        message = "nullbroker has no controller endpoints; ask for brokers (endpoint type 1)"
+    return make(
+        types.DescribeClusterResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=error,
+        error_message=message,
+        endpoint_type=endpoint_type,
+        cluster_id=broker.cluster_id,
+        controller_id=broker.node_id,
+        brokers=(
+            make(
+                types.DescribeClusterBroker,
+                broker_id=broker.node_id,
+                host=session.advertised.host,
+                port=session.advertised.port,
+                rack=None,
+                is_fenced=False,
+            ),
+        )
+        if error is ErrorCode.none
+        else (),
+        cluster_authorized_operations=authorized_operations(
+            body.include_cluster_authorized_operations, CLUSTER_OPERATIONS
+        ),
+    )
+
+
+HANDLERS = {METADATA: handle_metadata, DESCRIBE_CLUSTER: handle_describe_cluster}

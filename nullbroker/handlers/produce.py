@@ -1,0 +1,100 @@
+"""Produce and InitProducerId: the write side, into the null sink."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from codec import Request
+from codec.entities import make, response_module
+
+from .. import null_sink
+from ..topics import Topic, invalid_name_reason
+from .common import NO_THROTTLE, counted
+
+if TYPE_CHECKING:
+    from ..broker import Broker, Session
+
+PRODUCE = 0
+INIT_PRODUCER_ID = 22
+
+
+def handle_produce(broker: Broker, request: Request, session: Session) -> Any:
+    version = request.header.api_version
+    body = request.body
+    types = response_module(PRODUCE, version)
+    topic_responses = []
+    for topic_data in body.topic_data:
+        topic, error = _resolve_topic(broker, topic_data)
+        partition_responses = []
+        for partition_data in topic_data.partition_data:
+            if topic is not None and 0 <= partition_data.index < len(topic.partitions):
+                result = null_sink.append(
+                    topic.name,
+                    topic.partitions[partition_data.index],
+                    partition_data.records,
+                    broker.producers,
+                    broker.config.verify_crc,
+                )
+                log_start = topic.partitions[partition_data.index].log_start_offset
+            else:
+                result = null_sink.AppendResult(
+                    error if topic is None else ErrorCode.unknown_topic_or_partition
+                )
+                log_start = -1
+            partition_responses.append(
+                make(
+                    types.PartitionProduceResponse,
+                    index=partition_data.index,
+                    error_code=counted(broker, result.error),
+                    base_offset=result.base_offset,
+                    log_append_time=None,
+                    log_start_offset=log_start,
+                    record_errors=(),
+                    error_message=result.message,
+                )
+            )
+        topic_responses.append(
+            make(
+                types.TopicProduceResponse,
+                name=getattr(topic_data, "name", None),
+                topic_id=getattr(topic_data, "topic_id", None),
+                partition_responses=tuple(partition_responses),
+            )
+        )
+    if body.acks == 0:
+        return None
+    return make(types.ProduceResponse, responses=tuple(topic_responses), throttle_time=NO_THROTTLE)
+
+
+def _resolve_topic(broker: Broker, topic_data: Any) -> tuple[Topic | None, ErrorCode]:
+    """The topic a Produce request names (by name, or by id from v13), or the error."""
+    name = getattr(topic_data, "name", None)
+    if name is None:
+        topic = broker.topics.by_id(topic_data.topic_id)
+        return topic, ErrorCode.unknown_topic_id
+    if invalid_name_reason(name) is not None:
+        return None, ErrorCode.invalid_topic_exception
+    topic = broker.topics.get_or_auto_create(name)
+    return topic, ErrorCode.unknown_topic_or_partition
+
+
+def handle_init_producer_id(broker: Broker, request: Request, session: Session) -> Any:
+    body = request.body
+    producer_id, epoch = broker.producers.init_producer(
+        body.transactional_id,
+        getattr(body, "producer_id", -1),
+        getattr(body, "producer_epoch", -1),
+    )
+    types = response_module(INIT_PRODUCER_ID, request.header.api_version)
+    return make(
+        types.InitProducerIdResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+    )
+
+
+HANDLERS = {PRODUCE: handle_produce, INIT_PRODUCER_ID: handle_init_producer_id}

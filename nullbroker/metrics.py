@@ -1,0 +1,102 @@
+"""Prometheus exposition of the broker's accounts, built only when scraped."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from .stats import LATENCY_BOUNDS_NS, PROMETHEUS_BOUNDS_NS, BrokerStats
+
+
+class BrokerCollector(Collector):
+    """Reads BrokerStats at scrape time; the hot path never touches prometheus_client."""
+
+    def __init__(self, stats: BrokerStats) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self.stats
+        labels = ["topic", "partition"]
+        records = CounterMetricFamily(
+            "nullbroker_produced_records", "Records accepted by Produce.", labels=labels
+        )
+        produced_bytes = CounterMetricFamily(
+            "nullbroker_produced_bytes", "Record-batch bytes accepted by Produce.", labels=labels
+        )
+        batches = CounterMetricFamily(
+            "nullbroker_produced_batches", "Record batches accepted by Produce.", labels=labels
+        )
+        for (topic, partition), counters in sorted(stats.produced.items()):
+            key = [topic, str(partition)]
+            records.add_metric(key, counters.records)
+            produced_bytes.add_metric(key, counters.bytes)
+            batches.add_metric(key, counters.batches)
+        yield from (records, produced_bytes, batches)
+
+        requests = CounterMetricFamily(
+            "nullbroker_requests", "Requests answered, by API.", labels=["api"]
+        )
+        latency = HistogramMetricFamily(
+            "nullbroker_request_latency_seconds",
+            "Broker time per request (decode, handle, encode), by API.",
+            labels=["api"],
+        )
+        for api, api_stats in sorted(stats.apis.items()):
+            requests.add_metric([api], api_stats.requests)
+            latency.add_metric(
+                [api], _cumulative_buckets(api_stats.latency.counts), api_stats.latency.sum_ns / 1e9
+            )
+        yield from (requests, latency)
+
+        errors = CounterMetricFamily(
+            "nullbroker_errors", "Error codes answered, by Kafka error name.", labels=["error"]
+        )
+        for name, count in sorted(stats.errors.items()):
+            errors.add_metric([name], count)
+        yield errors
+
+        closed = CounterMetricFamily(
+            "nullbroker_connections_closed_on_error",
+            "Connections closed because a request broke the protocol, by reason.",
+            labels=["reason"],
+        )
+        for reason, count in sorted(stats.protocol_errors.items()):
+            closed.add_metric([reason], count)
+        yield closed
+
+        yield GaugeMetricFamily(
+            "nullbroker_connections", "Open client connections.", value=stats.connections
+        )
+
+
+def _cumulative_buckets(counts: list[int]) -> list[tuple[str, float]]:
+    exposed = set(PROMETHEUS_BOUNDS_NS)
+    buckets = []
+    cumulative = 0
+    for bound, count in zip(LATENCY_BOUNDS_NS, counts, strict=False):
+        cumulative += count
+        if bound in exposed:
+            buckets.append((repr(bound / 1e9), float(cumulative)))
+    buckets.append(("+Inf", float(sum(counts))))
+    return buckets
+
+
+def make_registry(stats: BrokerStats) -> CollectorRegistry:
+    """A registry with the broker's metrics and the process metrics (CPU, RSS, fds)."""
+    registry = CollectorRegistry()
+    registry.register(BrokerCollector(stats))
+    ProcessCollector(registry=registry)
+    return registry
+
+
+def exposition(registry: CollectorRegistry) -> bytes:
+    """Prometheus text format 0.0.4 of everything in the registry."""
+    return generate_latest(registry)

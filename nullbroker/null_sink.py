@@ -1,0 +1,100 @@
+"""The null sink: checks a partition's record batch, counts it, gives it offsets, drops it.
+
+Per batch it reads the 61-byte header and nothing else: record counts come from the
+header, compressed records are never inflated, the bytes are never stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kio.schema.errors import ErrorCode
+
+from codec import InvalidRecordBatch, crc_matches, read_batch_header
+
+from .producers import ProducerRegistry, SequenceVerdict
+from .topics import Partition
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    error: ErrorCode
+    base_offset: int = -1
+    message: str | None = None
+
+
+NO_SEQUENCE = -1
+
+
+def append(
+    topic: str,
+    partition: Partition,
+    records: bytes | None,
+    producers: ProducerRegistry,
+    verify_crc: bool,
+) -> AppendResult:
+    """Accept one partition's records from a Produce request, or say why not.
+
+    Like Kafka for Produce v3+, exactly one RecordBatch v2 per partition is accepted.
+    """
+    if not records:
+        return AppendResult(ErrorCode.invalid_record, message="no record batch in the request")
+    try:
+        batch = read_batch_header(records)
+    except InvalidRecordBatch as error:
+        code = ErrorCode.invalid_record if "magic" in str(error) else ErrorCode.corrupt_message
+        return AppendResult(code, message=str(error))
+    if batch.length != len(records):
+        return AppendResult(
+            ErrorCode.invalid_record,
+            message="Produce requests v3+ may carry exactly one record batch per partition",
+        )
+    if batch.record_count <= 0 or batch.last_offset_delta != batch.record_count - 1:
+        return AppendResult(
+            ErrorCode.invalid_record,
+            message=f"record batch says {batch.record_count} records but its last offset "
+            f"delta is {batch.last_offset_delta}",
+        )
+    if batch.is_control:
+        return AppendResult(
+            ErrorCode.invalid_record, message="clients may not produce control batches"
+        )
+    if verify_crc and not crc_matches(records, batch):
+        return AppendResult(
+            ErrorCode.corrupt_message, message="record batch CRC-32C does not match its bytes"
+        )
+
+    idempotent = batch.producer_id >= 0 and batch.base_sequence != NO_SEQUENCE
+    if idempotent:
+        check = producers.check(
+            batch.producer_id,
+            batch.producer_epoch,
+            topic,
+            partition.index,
+            batch.base_sequence,
+            batch.last_sequence,
+        )
+        if check.verdict is SequenceVerdict.DUPLICATE:
+            return AppendResult(ErrorCode.none, check.duplicate_base_offset)
+        if check.verdict is SequenceVerdict.OUT_OF_ORDER:
+            return AppendResult(ErrorCode.out_of_order_sequence_number, message=check.reason)
+        if check.verdict is SequenceVerdict.FENCED:
+            return AppendResult(ErrorCode.invalid_producer_epoch, message=check.reason)
+
+    base_offset = partition.log_end_offset
+    partition.log_end_offset = base_offset + batch.record_count
+    produced = partition.produced
+    produced.records += batch.record_count
+    produced.bytes += batch.length
+    produced.batches += 1
+    if idempotent:
+        producers.record(
+            batch.producer_id,
+            batch.producer_epoch,
+            topic,
+            partition.index,
+            batch.base_sequence,
+            batch.last_sequence,
+            base_offset,
+        )
+    return AppendResult(ErrorCode.none, base_offset)

@@ -1,0 +1,137 @@
+"""Producer ids and the idempotence checks Kafka makes on each batch's sequence numbers."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from enum import Enum
+
+# Kafka remembers the metadata of the last five batches per producer and partition: the
+# most a producer has in flight (max.in.flight.requests.per.connection <= 5 with idempotence).
+RECENT_BATCHES = 5
+
+FIRST_PRODUCER_ID = 1000
+MAX_EPOCH = 32767
+
+
+class SequenceVerdict(Enum):
+    ACCEPT = "accept"
+    DUPLICATE = "duplicate"
+    OUT_OF_ORDER = "out of order"
+    FENCED = "fenced"
+
+
+@dataclass(slots=True)
+class _RecentBatch:
+    first_sequence: int
+    last_sequence: int
+    base_offset: int
+
+
+@dataclass(slots=True)
+class PartitionSequences:
+    """One producer's sequence state on one partition."""
+
+    epoch: int
+    last_sequence: int = -1
+    recent: deque[_RecentBatch] = field(default_factory=lambda: deque(maxlen=RECENT_BATCHES))
+
+
+@dataclass(slots=True)
+class SequenceCheck:
+    verdict: SequenceVerdict
+    duplicate_base_offset: int = -1
+    reason: str = ""
+
+
+class ProducerRegistry:
+    """Hands out producer ids and epochs, and checks batch sequences per partition."""
+
+    def __init__(self) -> None:
+        self._next_id = FIRST_PRODUCER_ID
+        self._transactional: dict[str, tuple[int, int]] = {}
+        self._sequences: dict[tuple[int, str, int], PartitionSequences] = {}
+
+    def init_producer(
+        self, transactional_id: str | None, producer_id: int = -1, producer_epoch: int = -1
+    ) -> tuple[int, int]:
+        """The (producer id, epoch) for an InitProducerId request.
+
+        A transactional id keeps its producer id and gets the next epoch each time; an
+        idempotent producer asking to bump its epoch (KIP-360) keeps its id too.
+        """
+        if transactional_id is not None:
+            known = self._transactional.get(transactional_id)
+            if known is None or known[1] >= MAX_EPOCH:
+                assigned = (self._allocate(), 0)
+            else:
+                assigned = (known[0], known[1] + 1)
+            self._transactional[transactional_id] = assigned
+            return assigned
+        if producer_id >= 0 and 0 <= producer_epoch < MAX_EPOCH:
+            return producer_id, producer_epoch + 1
+        return self._allocate(), 0
+
+    def _allocate(self) -> int:
+        producer_id = self._next_id
+        self._next_id += 1
+        return producer_id
+
+    def check(
+        self,
+        producer_id: int,
+        epoch: int,
+        topic: str,
+        partition: int,
+        first_sequence: int,
+        last_sequence: int,
+    ) -> SequenceCheck:
+        """Judge a batch's sequence numbers against what this producer sent before."""
+        state = self._sequences.get((producer_id, topic, partition))
+        if state is None or epoch > state.epoch:
+            if first_sequence != 0:
+                return SequenceCheck(
+                    SequenceVerdict.OUT_OF_ORDER,
+                    reason=f"first batch of producer {producer_id} epoch {epoch} has "
+                    f"sequence {first_sequence}, expected 0",
+                )
+            return SequenceCheck(SequenceVerdict.ACCEPT)
+        if epoch < state.epoch:
+            return SequenceCheck(
+                SequenceVerdict.FENCED,
+                reason=f"producer {producer_id} epoch {epoch} is older than epoch {state.epoch}",
+            )
+        for batch in state.recent:
+            if batch.first_sequence == first_sequence and batch.last_sequence == last_sequence:
+                return SequenceCheck(SequenceVerdict.DUPLICATE, batch.base_offset)
+        expected = (state.last_sequence + 1) % (2**31)
+        if first_sequence != expected:
+            return SequenceCheck(
+                SequenceVerdict.OUT_OF_ORDER,
+                reason=f"producer {producer_id} sent sequence {first_sequence}, "
+                f"expected {expected}",
+            )
+        return SequenceCheck(SequenceVerdict.ACCEPT)
+
+    def record(
+        self,
+        producer_id: int,
+        epoch: int,
+        topic: str,
+        partition: int,
+        first_sequence: int,
+        last_sequence: int,
+        base_offset: int,
+    ) -> None:
+        """Remember an accepted batch, so a retry of it is recognised as a duplicate."""
+        key = (producer_id, topic, partition)
+        state = self._sequences.get(key)
+        if state is None or state.epoch != epoch:
+            state = self._sequences[key] = PartitionSequences(epoch)
+        state.last_sequence = last_sequence
+        state.recent.append(_RecentBatch(first_sequence, last_sequence, base_offset))
+
+    def forget_topic(self, topic: str) -> None:
+        """Drop the sequence state of a deleted topic."""
+        for key in [key for key in self._sequences if key[1] == topic]:
+            del self._sequences[key]

@@ -1,0 +1,151 @@
+"""The broker's accounts: plain integers and fixed-bucket histograms.
+
+Updated once per request (never per record) and read only when someone asks: the
+Prometheus collector, the console reporter and the summary JSON all read these objects.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from bisect import bisect_left
+from collections import Counter
+from dataclasses import dataclass, field
+
+# Latency bucket upper bounds in nanoseconds: 1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8 per decade
+# from 1 µs to 100 s, so that percentiles read from the buckets are within 25 %.
+_MANTISSAS = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
+LATENCY_BOUNDS_NS: tuple[int, ...] = tuple(
+    round(mantissa * 10**exponent) for exponent in range(3, 11) for mantissa in _MANTISSAS
+) + (10**11,)
+
+# The bounds exposed to Prometheus (1, 2.5, 5 per decade): a subset of the internal ones,
+# so the cumulative counts at these bounds are exact.
+PROMETHEUS_BOUNDS_NS: tuple[int, ...] = tuple(
+    bound for bound in LATENCY_BOUNDS_NS if str(bound).rstrip("0") in ("1", "25", "5")
+)
+
+
+class LatencyHistogram:
+    """Counts of observations per fixed bucket, plus their sum, in nanoseconds."""
+
+    __slots__ = ("counts", "sum_ns")
+
+    def __init__(self) -> None:
+        # One more bucket than bounds: the last counts what exceeds the largest bound.
+        self.counts = [0] * (len(LATENCY_BOUNDS_NS) + 1)
+        self.sum_ns = 0
+
+    def observe(self, nanoseconds: int) -> None:
+        self.counts[bisect_left(LATENCY_BOUNDS_NS, nanoseconds)] += 1
+        self.sum_ns += nanoseconds
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
+
+    def snapshot(self) -> list[int]:
+        return list(self.counts)
+
+
+def percentile_ns(counts: list[int], fraction: float) -> float:
+    """The `fraction` quantile of bucket counts, interpolated within its bucket."""
+    total = sum(counts)
+    if total == 0:
+        return 0.0
+    rank = fraction * total
+    seen = 0
+    for index, count in enumerate(counts):
+        if count and seen + count >= rank:
+            lower = LATENCY_BOUNDS_NS[index - 1] if index else 0
+            upper = LATENCY_BOUNDS_NS[min(index, len(LATENCY_BOUNDS_NS) - 1)]
+            return lower + (upper - lower) * (rank - seen) / count
+        seen += count
+    return float(LATENCY_BOUNDS_NS[-1])
+
+
+@dataclass(slots=True)
+class PartitionCounters:
+    """What producers wrote to one partition: records, record-batch bytes, batches."""
+
+    records: int = 0
+    bytes: int = 0
+    batches: int = 0
+
+
+@dataclass(slots=True)
+class ApiStats:
+    requests: int = 0
+    latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+
+
+class BrokerStats:
+    """Every count the broker keeps."""
+
+    def __init__(self) -> None:
+        self.started_at = time.time()
+        self._started_monotonic = time.monotonic()
+        self.produced: dict[tuple[str, int], PartitionCounters] = {}
+        self.apis: dict[str, ApiStats] = {}
+        self.errors: Counter[str] = Counter()
+        self.connections = 0
+        self.connections_total = 0
+        self.protocol_errors: Counter[str] = Counter()
+        """Connections closed for a broken request, by reason (codec error class)."""
+
+    def partition_counters(self, topic: str, partition: int) -> PartitionCounters:
+        """The counters of a partition, created on first use and kept for the broker's life."""
+        key = (topic, partition)
+        counters = self.produced.get(key)
+        if counters is None:
+            counters = self.produced[key] = PartitionCounters()
+        return counters
+
+    def api(self, name: str) -> ApiStats:
+        stats = self.apis.get(name)
+        if stats is None:
+            stats = self.apis[name] = ApiStats()
+        return stats
+
+    def error(self, name: str, count: int = 1) -> None:
+        """Count an error code the broker answered with, by its Kafka name."""
+        self.errors[name] += count
+
+    @property
+    def uptime_seconds(self) -> float:
+        return time.monotonic() - self._started_monotonic
+
+    def totals(self) -> PartitionCounters:
+        total = PartitionCounters()
+        for counters in self.produced.values():
+            total.records += counters.records
+            total.bytes += counters.bytes
+            total.batches += counters.batches
+        return total
+
+    def requests_total(self) -> int:
+        return sum(stats.requests for stats in self.apis.values())
+
+    def latency_counts(self) -> list[int]:
+        """Bucket counts of all APIs' latencies together."""
+        merged = [0] * (len(LATENCY_BOUNDS_NS) + 1)
+        for stats in self.apis.values():
+            for index, count in enumerate(stats.latency.counts):
+                merged[index] += count
+        return merged
+
+
+def rss_bytes() -> int:
+    """The process's resident set size now, from /proc (0 where there is no /proc)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            resident_pages = int(statm.read().split()[1])
+    except OSError:
+        return 0
+    return resident_pages * resource.getpagesize()
+
+
+def peak_rss_bytes() -> int:
+    """The process's highest resident set size so far."""
+    # Linux reports ru_maxrss in KiB.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
