@@ -17,17 +17,17 @@ from .apis import request_schema, response_schema
 
 
 @cache
-def _field_names(entity_type: type[Any]) -> frozenset[str]:
+def _field_names(entity_type: type) -> frozenset[str]:
     return frozenset(field.name for field in fields(entity_type))
 
 
-def make(entity_type: type[Any], **values: Any) -> Any:
+def make(entity_type: type, **values: Any) -> Any:
     """An instance of `entity_type` from the values whose names it has as fields."""
     names = _field_names(entity_type)
     return entity_type(**{name: value for name, value in values.items() if name in names})
 
 
-def has_field(entity_type: type[Any], name: str) -> bool:
+def has_field(entity_type: type, name: str) -> bool:
     """Whether instances of `entity_type` carry a field called `name`."""
     return name in _field_names(entity_type)
 

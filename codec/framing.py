@@ -21,8 +21,9 @@ class FrameReader:
 
     `feed()` appends what the socket returned; `frames()` yields every complete frame as a
     memoryview of the internal buffer (no copy). A view stays valid after later feeds, since
-    the reader moves to a new buffer instead of resizing one whose frames were handed out. A size prefix over `max_frame_bytes` raises before a
-    byte of the body is buffered, so a hostile size never costs memory.
+    the reader moves to a new buffer instead of resizing one whose frames were handed out.
+    A size prefix over `max_frame_bytes` raises before a byte of the body is buffered, so a
+    hostile size never costs memory.
     """
 
     __slots__ = ("_buffer", "_start", "max_frame_bytes")

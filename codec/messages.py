@@ -13,6 +13,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader
+from kio.serial.readers import Reader
 from kio.static.primitive import i16
 
 from .apis import (
@@ -30,7 +31,10 @@ from .framing import size_prefixed
 _KEY_VERSION_CORRELATION = struct.Struct(">hhi")
 _CORRELATION = struct.Struct(">i")
 
-_HEADER_READERS = {1: entity_reader(RequestHeaderV1), 2: entity_reader(RequestHeaderV2)}
+_HEADER_READERS: dict[int, Reader[RequestHeaderV1 | RequestHeaderV2]] = {
+    1: entity_reader(RequestHeaderV1),
+    2: entity_reader(RequestHeaderV2),
+}
 
 
 @dataclass(frozen=True, slots=True)

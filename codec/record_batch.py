@@ -114,8 +114,9 @@ def read_batch_header(data: bytes | bytearray | memoryview, offset: int = 0) -> 
     )
 
 
-
-def crc_matches(data: bytes | bytearray | memoryview, header: RecordBatchHeader, offset: int = 0) -> bool:
+def crc_matches(
+    data: bytes | bytearray | memoryview, header: RecordBatchHeader, offset: int = 0
+) -> bool:
     """Whether the batch's CRC-32C (attributes to the end) matches its bytes."""
     view = memoryview(data)[offset + ATTRIBUTES_OFFSET : offset + header.length]
     return crc32c(view) == header.crc

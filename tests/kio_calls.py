@@ -1,0 +1,104 @@
+"""Call a Broker in-process with kio entities: encode a request frame, decode the answer."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
+from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
+from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
+from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
+from kio.serial import entity_reader, entity_writer
+
+from codec.apis import (
+    request_header_version,
+    request_schema,
+    response_header_version,
+    response_schema,
+)
+from codec.entities import request_module
+from nullbroker.broker import Broker, Endpoint, Session
+
+SESSION = Session(peer="127.0.0.1:50000", advertised=Endpoint("127.0.0.1", 9092))
+
+
+def request_frame(
+    api_key: int, version: int, body: Any, correlation_id: int = 7, client_id: str = "tests"
+) -> bytes:
+    """A request frame (no size prefix) as a client would send it."""
+    header_type = (
+        RequestHeaderV2 if request_header_version(api_key, version) == 2 else RequestHeaderV1
+    )
+    buffer = io.BytesIO()
+    entity_writer(header_type)(
+        buffer,
+        header_type(
+            request_api_key=api_key,
+            request_api_version=version,
+            correlation_id=correlation_id,
+            client_id=client_id,
+        ),
+    )
+    entity_writer(request_schema(api_key, version))(buffer, body)
+    return buffer.getvalue()
+
+
+def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]:
+    """(correlation id, response entity) from a size-prefixed response frame."""
+    size = int.from_bytes(frame[:4], "big")
+    assert size == len(frame) - 4, "the size prefix must cover exactly the rest of the frame"
+    header_type = (
+        ResponseHeaderV1 if response_header_version(api_key, version) else ResponseHeaderV0
+    )
+    header, header_size = entity_reader(header_type)(frame, 4)
+    body, body_size = entity_reader(response_schema(api_key, version))(frame, 4 + header_size)
+    assert 4 + header_size + body_size == len(frame), "no bytes may follow the response body"
+    return header.correlation_id, body
+
+
+def call(broker: Broker, api_key: int, version: int, **fields: Any) -> Any:
+    """Send one request built from `fields` and return the decoded response entity."""
+    body = request_schema(api_key, version)(**fields)
+    answer = broker.answer(request_frame(api_key, version, body), SESSION)
+    assert answer is not None, "this request should have been answered"
+    correlation_id, response = decode_response(api_key, version, answer)
+    assert correlation_id == 7
+    return response
+
+
+def types(api_key: int, version: int) -> Any:
+    """The kio module with the request entity and its nested types."""
+    return request_module(api_key, version)
+
+
+def record_batch(
+    count: int,
+    *,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    value: bytes = b"v" * 16,
+) -> bytes:
+    """An uncompressed RecordBatch v2 of `count` records, written by kio."""
+    import datetime
+
+    from kio.records.schema import NewRecordBatch, Record
+    from kio.records.writers import write_new_batch
+
+    when = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    buffer = io.BytesIO()
+    write_new_batch(
+        buffer,
+        NewRecordBatch(
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=base_sequence,
+            attributes=0,
+            records=tuple(
+                Record(attributes=0, timestamp=when, offset=i, key=None, value=value, headers=())
+                for i in range(count)
+            ),
+        ),
+    )
+    return buffer.getvalue()

@@ -1,0 +1,551 @@
+"""Each API's behaviour, through Broker.answer: request bytes in, response bytes out."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from nullbroker.broker import Broker
+from nullbroker.config import Config
+from nullbroker.handlers import HANDLERS
+
+from .kio_calls import SESSION, call, record_batch, request_frame, types
+
+PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
+FIND_COORDINATOR, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS = 10, 18, 19, 20
+INIT_PRODUCER_ID, DESCRIBE_CONFIGS, CREATE_PARTITIONS, DESCRIBE_CLUSTER = 22, 32, 37, 60
+
+
+def broker(**settings: Any) -> Broker:
+    return Broker(Config(**settings))
+
+
+def metadata(b: Broker, *names: str, version: int = 12, auto_create: bool = True) -> Any:
+    t = types(METADATA, version)
+    return call(
+        b,
+        METADATA,
+        version,
+        topics=tuple(t.MetadataRequestTopic(topic_id=None, name=name) for name in names),
+        allow_auto_topic_creation=auto_create,
+        include_topic_authorized_operations=False,
+    )
+
+
+def produce(
+    b: Broker, topic: str, partition: int, batch: bytes, version: int = 10, acks: int = -1
+) -> Any:
+    t = types(PRODUCE, version)
+    body = t.ProduceRequest(
+        transactional_id=None,
+        acks=acks,
+        timeout=datetime.timedelta(seconds=30),
+        topic_data=(
+            t.TopicProduceData(
+                name=topic,
+                partition_data=(t.PartitionProduceData(index=partition, records=batch),),
+            ),
+        ),
+    )
+    if acks == 0:
+        return b.answer(request_frame(PRODUCE, version, body), SESSION)
+    return call(
+        b,
+        PRODUCE,
+        version,
+        transactional_id=None,
+        acks=acks,
+        timeout=body.timeout,
+        topic_data=body.topic_data,
+    )
+
+
+def produced_partition(response: Any) -> Any:
+    return response.responses[0].partition_responses[0]
+
+
+def list_offsets(b: Broker, topic: str, partition: int, timestamp: int, version: int = 7) -> Any:
+    t = types(LIST_OFFSETS, version)
+    response = call(
+        b,
+        LIST_OFFSETS,
+        version,
+        replica_id=-1,
+        isolation_level=0,
+        topics=(
+            t.ListOffsetsTopic(
+                name=topic,
+                partitions=(
+                    t.ListOffsetsPartition(
+                        partition_index=partition, current_leader_epoch=-1, timestamp=timestamp
+                    ),
+                ),
+            ),
+        ),
+    )
+    return response.topics[0].partitions[0]
+
+
+# ApiVersions
+
+
+def test_api_versions_advertises_exactly_the_keys_with_handlers() -> None:
+    response = call(
+        broker(), API_VERSIONS, 4, client_software_name="t", client_software_version="1"
+    )
+    assert response.error_code is ErrorCode.none
+    assert {api.api_key for api in response.api_keys} == set(HANDLERS)
+    produce_range = next(api for api in response.api_keys if api.api_key == PRODUCE)
+    assert (produce_range.min_version, produce_range.max_version) == (3, 13)
+
+
+@pytest.mark.parametrize("version", range(5))
+def test_every_api_versions_version_gets_the_same_key_list(version: int) -> None:
+    fields = {"client_software_name": "t", "client_software_version": "1"} if version >= 3 else {}
+    response = call(broker(), API_VERSIONS, version, **fields)
+    assert len(response.api_keys) == len(HANDLERS)
+
+
+# Metadata
+
+
+def test_metadata_auto_creates_a_topic_with_the_default_partition_count() -> None:
+    response = metadata(broker(partitions=3), "orders")
+    (topic,) = response.topics
+    assert topic.error_code is ErrorCode.none
+    assert [p.partition_index for p in topic.partitions] == [0, 1, 2]
+    assert all(p.leader_id == 0 and p.replica_nodes == (0,) for p in topic.partitions)
+    assert topic.topic_id != uuid.UUID(int=0)
+    assert response.brokers[0].host == "127.0.0.1" and response.brokers[0].port == 9092
+
+
+def test_topic_ids_are_stable_across_broker_restarts() -> None:
+    first = metadata(broker(), "orders").topics[0].topic_id
+    again = metadata(broker(), "orders").topics[0].topic_id
+    assert first == again
+
+
+def test_metadata_without_auto_create_reports_unknown_topics() -> None:
+    b = broker(auto_create=False)
+    (topic,) = metadata(b, "orders").topics
+    assert topic.error_code is ErrorCode.unknown_topic_or_partition
+    assert b.stats.errors["unknown_topic_or_partition"] == 1
+
+
+def test_metadata_honours_the_clients_allow_auto_topic_creation_flag() -> None:
+    b = broker()
+    (topic,) = metadata(b, "orders", auto_create=False).topics
+    assert topic.error_code is ErrorCode.unknown_topic_or_partition
+    assert b.topics.get("orders") is None
+
+
+def test_metadata_refuses_illegal_topic_names() -> None:
+    (topic,) = metadata(broker(), "bad name!").topics
+    assert topic.error_code is ErrorCode.invalid_topic_exception
+
+
+def test_metadata_null_topics_lists_all_and_v0_empty_list_lists_all() -> None:
+    b = broker()
+    metadata(b, "a", "b")
+    everything = call(
+        b,
+        METADATA,
+        12,
+        topics=None,
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+    assert sorted(t.name for t in everything.topics) == ["a", "b"]
+    assert sorted(t.name for t in call(b, METADATA, 0, topics=()).topics) == ["a", "b"]
+    assert call(b, METADATA, 1, topics=()).topics == ()
+
+
+def test_metadata_finds_a_topic_by_id() -> None:
+    b = broker()
+    topic_id = metadata(b, "orders").topics[0].topic_id
+    t = types(METADATA, 12)
+    response = call(
+        b,
+        METADATA,
+        12,
+        topics=(t.MetadataRequestTopic(topic_id=topic_id, name=None),),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+    assert response.topics[0].name == "orders"
+
+
+# Produce
+
+
+def test_produce_gives_contiguous_base_offsets_per_partition_and_counts_exactly() -> None:
+    b = broker(partitions=2)
+    offsets = [
+        produced_partition(produce(b, "t", 0, record_batch(n))).base_offset for n in (3, 5, 1)
+    ]
+    assert offsets == [0, 3, 8]
+    assert produced_partition(produce(b, "t", 1, record_batch(4))).base_offset == 0
+    counters = b.stats.produced[("t", 0)]
+    assert (counters.records, counters.batches) == (9, 3)
+    assert counters.bytes == sum(len(record_batch(n)) for n in (3, 5, 1))
+    assert list_offsets(b, "t", 0, -1).offset == 9
+
+
+def test_produce_with_acks_0_gets_no_response_but_is_counted() -> None:
+    b = broker()
+    assert produce(b, "t", 0, record_batch(2), acks=0) is None
+    assert b.stats.produced[("t", 0)].records == 2
+
+
+def test_idempotent_duplicate_gets_its_first_offset_and_is_counted_once() -> None:
+    b = broker()
+    produce(b, "t", 0, record_batch(2))
+    first = record_batch(3, producer_id=1000, producer_epoch=0, base_sequence=0)
+    assert produced_partition(produce(b, "t", 0, first)).base_offset == 2
+    second = record_batch(2, producer_id=1000, producer_epoch=0, base_sequence=3)
+    assert produced_partition(produce(b, "t", 0, second)).base_offset == 5
+    retry = produced_partition(produce(b, "t", 0, first))
+    assert (retry.error_code, retry.base_offset) == (ErrorCode.none, 2)
+    assert b.stats.produced[("t", 0)].records == 7
+
+
+def test_idempotent_sequence_gap_is_out_of_order_and_not_counted() -> None:
+    b = broker()
+    produce(b, "t", 0, record_batch(2, producer_id=7, producer_epoch=0, base_sequence=0))
+    gap = produced_partition(
+        produce(b, "t", 0, record_batch(1, producer_id=7, producer_epoch=0, base_sequence=5))
+    )
+    assert gap.error_code is ErrorCode.out_of_order_sequence_number
+    assert b.stats.produced[("t", 0)].records == 2
+    assert b.stats.errors["out_of_order_sequence_number"] == 1
+
+
+def test_a_new_producer_must_start_at_sequence_0() -> None:
+    response = produce(
+        broker(), "t", 0, record_batch(1, producer_id=9, producer_epoch=0, base_sequence=4)
+    )
+    assert produced_partition(response).error_code is ErrorCode.out_of_order_sequence_number
+
+
+def test_an_older_epoch_is_fenced_and_a_newer_one_restarts_sequences() -> None:
+    b = broker()
+    produce(b, "t", 0, record_batch(1, producer_id=9, producer_epoch=1, base_sequence=0))
+    old = produce(b, "t", 0, record_batch(1, producer_id=9, producer_epoch=0, base_sequence=1))
+    assert produced_partition(old).error_code is ErrorCode.invalid_producer_epoch
+    new = produce(b, "t", 0, record_batch(1, producer_id=9, producer_epoch=2, base_sequence=0))
+    assert produced_partition(new).error_code is ErrorCode.none
+
+
+def test_sequences_are_tracked_per_partition() -> None:
+    b = broker(partitions=2)
+    for partition in (0, 1):
+        response = produce(
+            b, "t", partition, record_batch(2, producer_id=3, producer_epoch=0, base_sequence=0)
+        )
+        assert produced_partition(response).error_code is ErrorCode.none
+
+
+def test_produce_to_a_missing_partition_is_unknown_topic_or_partition() -> None:
+    response = produce(broker(), "t", 5, record_batch(1))
+    assert produced_partition(response).error_code is ErrorCode.unknown_topic_or_partition
+
+
+def test_produce_v13_addresses_topics_by_id() -> None:
+    b = broker()
+    topic_id = metadata(b, "t").topics[0].topic_id
+    t = types(PRODUCE, 13)
+    response = call(
+        b,
+        PRODUCE,
+        13,
+        transactional_id=None,
+        acks=-1,
+        timeout=datetime.timedelta(seconds=5),
+        topic_data=(
+            t.TopicProduceData(
+                topic_id=topic_id,
+                partition_data=(t.PartitionProduceData(index=0, records=record_batch(4)),),
+            ),
+        ),
+    )
+    assert response.responses[0].topic_id == topic_id
+    assert produced_partition(response).base_offset == 0
+    assert b.stats.produced[("t", 0)].records == 4
+
+
+@pytest.mark.parametrize("version", range(3, 13))
+def test_every_produce_version_by_name_is_answered(version: int) -> None:
+    b = broker()
+    response = produce(b, "t", 0, record_batch(1), version=version)
+    assert produced_partition(response).error_code is ErrorCode.none
+
+
+# InitProducerId
+
+
+def test_init_producer_id_hands_out_distinct_ids() -> None:
+    b = broker()
+    first = call(
+        b,
+        INIT_PRODUCER_ID,
+        4,
+        transactional_id=None,
+        transaction_timeout=datetime.timedelta(minutes=1),
+        producer_id=-1,
+        producer_epoch=-1,
+    )
+    second = call(
+        b,
+        INIT_PRODUCER_ID,
+        4,
+        transactional_id=None,
+        transaction_timeout=datetime.timedelta(minutes=1),
+        producer_id=-1,
+        producer_epoch=-1,
+    )
+    assert first.producer_id != second.producer_id
+    assert first.producer_epoch == second.producer_epoch == 0
+
+
+def test_a_transactional_id_keeps_its_producer_id_and_bumps_its_epoch() -> None:
+    b = broker()
+    first = call(
+        b,
+        INIT_PRODUCER_ID,
+        0,
+        transactional_id="tx",
+        transaction_timeout=datetime.timedelta(minutes=1),
+    )
+    second = call(
+        b,
+        INIT_PRODUCER_ID,
+        0,
+        transactional_id="tx",
+        transaction_timeout=datetime.timedelta(minutes=1),
+    )
+    assert second.producer_id == first.producer_id
+    assert second.producer_epoch == first.producer_epoch + 1
+
+
+def test_an_idempotent_producer_can_bump_its_epoch() -> None:
+    bumped = call(
+        broker(),
+        INIT_PRODUCER_ID,
+        4,
+        transactional_id=None,
+        transaction_timeout=datetime.timedelta(minutes=1),
+        producer_id=1234,
+        producer_epoch=3,
+    )
+    assert (bumped.producer_id, bumped.producer_epoch) == (1234, 4)
+
+
+# ListOffsets
+
+
+def test_list_offsets_earliest_latest_and_timestamps() -> None:
+    b = broker()
+    produce(b, "t", 0, record_batch(6))
+    assert list_offsets(b, "t", 0, -2).offset == 0
+    assert list_offsets(b, "t", 0, -1).offset == 6
+    assert list_offsets(b, "t", 0, 1_700_000_000_000).offset == -1
+    assert list_offsets(b, "missing", 0, -1).error_code is ErrorCode.unknown_topic_or_partition
+
+
+# CreateTopics, DeleteTopics, CreatePartitions
+
+
+def create_topics(
+    b: Broker, *specs: tuple[str, int, int], version: int = 7, validate_only: bool = False
+) -> Any:
+    t = types(CREATE_TOPICS, version)
+    return call(
+        b,
+        CREATE_TOPICS,
+        version,
+        topics=tuple(
+            t.CreatableTopic(
+                name=name,
+                num_partitions=count,
+                replication_factor=factor,
+                assignments=(),
+                configs=(),
+            )
+            for name, count, factor in specs
+        ),
+        timeout=datetime.timedelta(seconds=30),
+        validate_only=validate_only,
+    ).topics
+
+
+def test_create_topics_creates_and_reports_errors_per_topic() -> None:
+    b = broker(partitions=2)
+    results = create_topics(
+        b,
+        ("new", 4, 1),
+        ("default", -1, -1),
+        ("replicated", 1, 3),
+        ("none", 0, 1),
+        ("bad/name", 1, 1),
+    )
+    errors = {r.name: r.error_code for r in results}
+    assert errors == {
+        "new": ErrorCode.none,
+        "default": ErrorCode.none,
+        "replicated": ErrorCode.invalid_replication_factor,
+        "none": ErrorCode.invalid_partitions,
+        "bad/name": ErrorCode.invalid_topic_exception,
+    }
+    assert len(b.topics.get("new").partitions) == 4
+    assert len(b.topics.get("default").partitions) == 2
+    assert results[0].topic_id == b.topics.get("new").id
+    assert {c.name for c in results[0].configs} >= {"retention.ms", "cleanup.policy"}
+    assert create_topics(b, ("new", 1, 1))[0].error_code is ErrorCode.topic_already_exists
+
+
+def test_create_topics_validate_only_creates_nothing() -> None:
+    b = broker()
+    assert create_topics(b, ("dry", 3, 1), validate_only=True)[0].error_code is ErrorCode.none
+    assert b.topics.get("dry") is None
+
+
+def test_a_topic_named_twice_in_one_request_is_an_invalid_request() -> None:
+    results = create_topics(broker(), ("twice", 1, 1), ("twice", 1, 1))
+    assert all(r.error_code is ErrorCode.invalid_request for r in results)
+
+
+@pytest.mark.parametrize("version", range(2, 8))
+def test_every_create_topics_version_is_answered(version: int) -> None:
+    assert create_topics(broker(), ("t", 1, 1), version=version)[0].error_code is ErrorCode.none
+
+
+def test_delete_topics_by_name_and_id_keeps_the_produced_counts() -> None:
+    b = broker()
+    produce(b, "gone", 0, record_batch(3))
+    response = call(
+        b,
+        DELETE_TOPICS,
+        5,
+        topic_names=("gone", "never"),
+        timeout=datetime.timedelta(seconds=5),
+    )
+    assert [(r.name, r.error_code) for r in response.responses] == [
+        ("gone", ErrorCode.none),
+        ("never", ErrorCode.unknown_topic_or_partition),
+    ]
+    assert b.topics.get("gone") is None
+    assert b.stats.produced[("gone", 0)].records == 3
+
+    old_id = b.topics.create("again").id
+    b.topics.delete(b.topics.get("again"))
+    assert b.topics.create("again").id != old_id, "a re-created topic gets a new id"
+
+    t = types(DELETE_TOPICS, 6)
+    by_id = call(
+        b,
+        DELETE_TOPICS,
+        6,
+        topics=(t.DeleteTopicState(name=None, topic_id=b.topics.get("again").id),),
+        timeout=datetime.timedelta(seconds=5),
+    )
+    assert by_id.responses[0].name == "again" and by_id.responses[0].error_code is ErrorCode.none
+
+
+def test_create_partitions_only_grows() -> None:
+    b = broker()
+    metadata(b, "t")
+    t = types(CREATE_PARTITIONS, 3)
+
+    def grow(count: int, name: str = "t") -> ErrorCode:
+        response = call(
+            b,
+            CREATE_PARTITIONS,
+            3,
+            topics=(t.CreatePartitionsTopic(name=name, count=count, assignments=None),),
+            timeout=datetime.timedelta(seconds=5),
+            validate_only=False,
+        )
+        return response.results[0].error_code
+
+    assert grow(3) is ErrorCode.none
+    assert len(b.topics.get("t").partitions) == 3
+    assert grow(2) is ErrorCode.invalid_partitions
+    assert grow(5, "missing") is ErrorCode.unknown_topic_or_partition
+
+
+# DescribeConfigs, DescribeCluster, FindCoordinator
+
+
+def describe_configs(
+    b: Broker, resource_type: int, name: str, keys: tuple[str, ...] | None = None
+) -> Any:
+    t = types(DESCRIBE_CONFIGS, 4)
+    return call(
+        b,
+        DESCRIBE_CONFIGS,
+        4,
+        resources=(
+            t.DescribeConfigsResource(
+                resource_type=resource_type, resource_name=name, configuration_keys=keys
+            ),
+        ),
+        include_synonyms=True,
+        include_documentation=False,
+    ).results[0]
+
+
+def test_describe_configs_reports_topic_defaults_and_overrides() -> None:
+    b = broker()
+    b.topics.create("t", 1, {"retention.ms": "1000"})
+    result = describe_configs(b, 2, "t")
+    configs = {c.name: c for c in result.configs}
+    assert configs["retention.ms"].value == "1000" and configs["retention.ms"].config_source == 1
+    assert (
+        configs["cleanup.policy"].value == "delete" and configs["cleanup.policy"].config_source == 5
+    )
+    assert configs["retention.ms"].synonyms[0].value == "1000"
+    only = describe_configs(b, 2, "t", keys=("min.insync.replicas",))
+    assert [c.name for c in only.configs] == ["min.insync.replicas"]
+    assert describe_configs(b, 2, "missing").error_code is ErrorCode.unknown_topic_or_partition
+
+
+def test_describe_configs_reports_the_brokers_own_settings() -> None:
+    result = describe_configs(broker(partitions=6), 4, "0")
+    configs = {c.name: c.value for c in result.configs}
+    assert configs["num.partitions"] == "6"
+    assert configs["auto.create.topics.enable"] == "true"
+    assert describe_configs(broker(), 4, "7").error_code is ErrorCode.invalid_request
+
+
+def test_describe_cluster_lists_this_node() -> None:
+    b = broker()
+    response = call(
+        b, DESCRIBE_CLUSTER, 1, include_cluster_authorized_operations=False, endpoint_type=1
+    )
+    assert response.cluster_id == b.cluster_id
+    assert [(n.broker_id, n.host, n.port) for n in response.brokers] == [(0, "127.0.0.1", 9092)]
+    controllers = call(
+        b, DESCRIBE_CLUSTER, 1, include_cluster_authorized_operations=False, endpoint_type=2
+    )
+    assert controllers.error_code is ErrorCode.unsupported_endpoint_type
+
+
+def test_find_coordinator_points_at_this_node_in_old_and_batched_versions() -> None:
+    b = broker()
+    single = call(b, FIND_COORDINATOR, 3, key="group", key_type=0)
+    assert (single.node_id, single.host, single.port) == (0, "127.0.0.1", 9092)
+    batched = call(b, FIND_COORDINATOR, 6, key_type=0, coordinator_keys=("g1", "g2"))
+    assert [c.key for c in batched.coordinators] == ["g1", "g2"]
+
+
+def test_every_request_is_counted_per_api_with_its_latency() -> None:
+    b = broker()
+    metadata(b, "t")
+    produce(b, "t", 0, record_batch(1))
+    assert b.stats.apis["Metadata"].requests == 1
+    assert b.stats.apis["Produce"].requests == 1
+    assert b.stats.apis["Produce"].latency.count == 1
