@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 import trio
 
@@ -40,8 +41,16 @@ example:
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    """Reports a bad command line in one line, like a bad setting, instead of argparse's
+    usage block followed by the error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nullbroker", description=DESCRIPTION)
+    parser = _Parser(prog="nullbroker", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"nullbroker {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = commands.add_parser(

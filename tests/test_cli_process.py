@@ -1,0 +1,172 @@
+"""`nullbroker serve` as a process: its help, flag errors, console line, /metrics, signals."""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import subprocess
+
+import pytest
+from confluent_kafka import Producer
+
+from tests.broker_process import metric_total, nullbroker_command, random_values, samples
+from tests.conftest import StartBroker
+
+TIMEOUT = 30.0
+SERVE_FLAGS = (
+    "--listen",
+    "--advertise",
+    "--partitions",
+    "--no-auto-create",
+    "--verify-crc",
+    "--max-frame-bytes",
+    "--metrics",
+    "--summary-json",
+    "--report-interval",
+    "--config",
+)
+CONSOLE_LINE = re.compile(
+    r"^(?P<records>\d+\.\d) records/sec \(\d+\.\d\d MB/sec\), \d+\.\d requests/sec, "
+    r"\d+ us p50, \d+ us p99 request latency, (?P<connections>\d+) connections, "
+    r"\d+\.\d MiB RSS\.$"
+)
+SUMMARY_KEYS = {
+    "produced",
+    "requests",
+    "requests_total",
+    "errors",
+    "connections_closed_on_error",
+    "connections_total",
+    "uptime_seconds",
+    "peak_rss_bytes",
+}
+
+
+def run_cli(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*nullbroker_command(), *arguments],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+
+
+def test_serve_help_explains_every_flag_and_the_shutdown_signals() -> None:
+    result = run_cli("serve", "--help")
+    assert result.returncode == 0, result.stderr
+    for flag in SERVE_FLAGS:
+        assert flag in result.stdout, flag
+    assert "SIGTERM" in result.stdout
+    assert "port 0" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "names"),
+    [
+        ("--partitions", "0", "partitions"),
+        ("--partitions", "abc", "--partitions"),
+        ("--listen", "nonsense", "listen"),
+        ("--metrics", "nowhere", "metrics"),
+        ("--report-interval", "0", "report_interval"),
+        ("--max-frame-bytes", "10", "max_frame_bytes"),
+    ],
+)
+def test_bad_flag_value_exits_2_with_a_one_line_error_naming_it(
+    flag: str, value: str, names: str
+) -> None:
+    result = run_cli("serve", "--listen", "127.0.0.1:0", flag, value)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("nullbroker"), result.stderr
+    assert names in lines[0] and value in lines[0], result.stderr
+
+
+def test_console_line_reports_rates_latency_connections_and_rss_while_traffic_flows(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--partitions", "2", "--report-interval", "0.5")
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+    values = random_values(200)
+    # A line reporting records, not one from an interval that saw only Metadata.
+    with_records = re.compile(r"^(?!0\.0 )" + CONSOLE_LINE.pattern.removeprefix("^"))
+    try:
+        # Keep records flowing until such a line shows up; bounded in rounds, and each
+        # round's flush and wait are bounded in time.
+        line = None
+        for _ in range(50):
+            for i, value in enumerate(values):
+                producer.produce("console", value=value, partition=i % 2)
+            assert producer.flush(TIMEOUT) == 0
+            line = broker.find_line(with_records, timeout=0.2)
+            if line is not None:
+                break
+        assert line is not None, broker.stdout_lines
+    finally:
+        producer.close()
+    match = CONSOLE_LINE.match(line)
+    assert match is not None and int(match["connections"]) >= 1
+    summary = broker.stop()
+    # Every console line has the documented shape; the address lines come first.
+    lines = broker.stdout_lines
+    assert lines[0].startswith("nullbroker listening on ")
+    assert lines[1].startswith("metrics on http://")
+    assert all(CONSOLE_LINE.match(found) for found in lines[2:]), lines
+    assert summary["produced"]["records"] % len(values) == 0
+
+
+def test_metrics_endpoint_serves_process_metrics_and_the_open_connection_count(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker()
+    families = broker.scrape()
+    assert metric_total(families, "process_resident_memory_bytes") > 0
+    assert metric_total(families, "nullbroker_connections") == 0
+    assert samples(families, "nullbroker_produced_records_total") == {}
+
+    host, port = broker.bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=TIMEOUT):
+        broker.scrape_until(lambda families: metric_total(families, "nullbroker_connections") == 1)
+    broker.scrape_until(lambda families: metric_total(families, "nullbroker_connections") == 0)
+    summary = broker.stop()
+    assert summary["connections_total"] == 1
+    assert summary["requests_total"] == 0
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_with_connected_clients_exits_0_and_writes_the_summary(
+    start_broker: StartBroker, signum: signal.Signals
+) -> None:
+    broker = start_broker("--partitions", "2")
+    producer = Producer(
+        {"bootstrap.servers": broker.bootstrap, "enable.idempotence": True, "acks": "all"}
+    )
+    host, port = broker.bootstrap.rsplit(":", 1)
+    # An idle TCP client and one that has sent only part of a request: neither may hold
+    # the broker up at shutdown.
+    idle = socket.create_connection((host, int(port)), timeout=TIMEOUT)
+    partial = socket.create_connection((host, int(port)), timeout=TIMEOUT)
+    try:
+        partial.sendall(b"\x00\x00\x01\x00\x00\x12")
+        for i, value in enumerate(random_values(300)):
+            producer.produce("shutdown", value=value, partition=i % 2)
+        assert producer.flush(TIMEOUT) == 0
+        broker.scrape_until(lambda families: metric_total(families, "nullbroker_connections") >= 3)
+        # The producer is still connected when the signal arrives.
+        summary = broker.stop(signum=signum)
+    finally:
+        idle.close()
+        partial.close()
+        producer.close()
+
+    assert summary.keys() >= SUMMARY_KEYS
+    assert summary["produced"]["records"] == 300
+    assert summary["produced"]["topics"]["shutdown"]["partitions"]["0"]["records"] == 150
+    assert summary["produced"]["topics"]["shutdown"]["partitions"]["1"]["records"] == 150
+    assert summary["connections_total"] >= 3
+    assert summary["requests_total"] == sum(summary["requests"].values())
+    assert summary["uptime_seconds"] > 0
+    assert summary["peak_rss_bytes"] > 0
