@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
-from collections.abc import Callable
+
+import trio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +24,8 @@ from codec import (
 from .config import Config
 from .producers import ProducerRegistry
 from .stats import BrokerStats
-from .topics import TopicRegistry
+from .source import now_ms
+from .topics import PartitionCountersFor, TopicRegistry
 
 log = logging.getLogger("nullbroker")
 
@@ -44,8 +48,11 @@ class Session:
 
 
 Handler = Callable[["Broker", Request, Session], Any]
-"""A request handler: returns a kio response entity, pre-encoded body bytes, or None for
-no response (Produce with acks=0)."""
+"""A request handler: returns a kio response entity, pre-encoded body bytes, None for no
+response (Produce with acks=0), or an awaitable of one of these for a request that waits."""
+
+Answer = bytes | None | Awaitable[bytes | None]
+"""A response frame, none, or an awaitable of either."""
 
 
 class Broker:
@@ -59,31 +66,55 @@ class Broker:
         self.cluster_id = config.cluster_id
         self.stats = BrokerStats()
         self.topics = TopicRegistry(
-            self.stats.partition_counters, config.partitions, config.auto_create
+            PartitionCountersFor(self.stats.partition_counters, self.stats.fetch_counters),
+            config.partitions,
+            config.auto_create,
+            config.produced_record_size,
         )
+        started_ms = now_ms()
+        for source in config.sources:
+            self.topics.create(source.name, source=source, now_ms=started_ms)
         self.producers = ProducerRegistry()
+        self.log_growth = trio.Event()
+        """Set, and replaced, whenever a log grows: held Fetch requests wait on it."""
         self.handlers: dict[int, Handler] = HANDLERS
         self.served: dict[int, ApiRange] = served_ranges()
         self._api_versions = self.served[API_VERSIONS_KEY]
 
-    def answer(self, frame: memoryview | bytes, session: Session) -> bytes | None:
-        """The size-prefixed response frame to one request frame, or None (acks=0).
+    def log_grew(self) -> None:
+        """Wake the Fetch requests held at a log end."""
+        if self.log_growth.statistics().tasks_waiting:
+            self.log_growth.set()
+            self.log_growth = trio.Event()
+
+    def answer(self, frame: memoryview | bytes, session: Session) -> Answer:
+        """The size-prefixed response frame to one request frame, or None (acks=0), or,
+        for a request that waits (a Fetch held at the log end, a JoinGroup), an awaitable
+        of either.
 
         Raises codec.ProtocolError for a request that must close the connection. The
-        latency accounted is the broker's whole cost: decode, handle and encode.
+        latency accounted is the broker's whole cost: decode, handle (and wait), encode.
         """
         started = time.perf_counter_ns()
         peeked = peek_header(frame)
         if peeked.api_key == API_VERSIONS_KEY and peeked.api_version > self._api_versions.max_version:
-            response: bytes | None = encode_api_versions_fallback(
-                peeked.correlation_id, self._api_versions
-            )
             self.stats.error("unsupported_version")
-        else:
-            request = decode_request(frame, self.served)
-            body = self.handlers[request.header.api_key](self, request, session)
-            response = None if body is None else encode_response(request.header, body)
-        api = self.stats.api(peeked.api_name)
+            response = encode_api_versions_fallback(peeked.correlation_id, self._api_versions)
+            self._account(peeked.api_name, started)
+            return response
+        request = decode_request(frame, self.served)
+        body = self.handlers[request.header.api_key](self, request, session)
+        if inspect.isawaitable(body):
+            return self._answer_later(request, body, started)
+        self._account(peeked.api_name, started)
+        return None if body is None else encode_response(request.header, body)
+
+    async def _answer_later(self, request: Request, pending: Awaitable[Any], started: int) -> bytes | None:
+        body = await pending
+        self._account(request.header.api_name, started)
+        return None if body is None else encode_response(request.header, body)
+
+    def _account(self, api_name: str, started: int) -> None:
+        api = self.stats.api(api_name)
         api.requests += 1
         api.latency.observe(time.perf_counter_ns() - started)
-        return response

@@ -115,6 +115,22 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"seconds between console lines (default {defaults.report_interval:g})",
     )
     serve.add_argument(
+        "--source",
+        action="append",
+        metavar="NAME:OPTIONS",
+        help="declare a synthetic source topic (repeatable): NAME:partitions=P,records=N,"
+        "size=S[,key-size=K][,rate=R][,compression=none|gzip|snappy|lz4|zstd][,headers=H]. "
+        "records=N per partition exist from the start; rate=R grows each partition by R "
+        "records/s from the broker's start (capped by records when both are given)",
+    )
+    serve.add_argument(
+        "--produced-record-size",
+        type=int,
+        metavar="BYTES",
+        help=f"value size of the synthetic records Fetch serves for produced topics "
+        f"(default {defaults.produced_record_size})",
+    )
+    serve.add_argument(
         "--config", metavar="FILE", help=f"a TOML file of settings (or ${CONFIG_FILE_VARIABLE})"
     )
     return parser

@@ -11,6 +11,8 @@ from typing import Any
 
 from codec import DEFAULT_MAX_FRAME_BYTES
 
+from .source import SourceSpec, SourceSpecError
+
 ENV_PREFIX = "NULLBROKER_"
 CONFIG_FILE_VARIABLE = "NULLBROKER_CONFIG"
 
@@ -41,6 +43,8 @@ class Config:
     metrics: str | None = None
     summary_json: str | None = None
     report_interval: float = 5.0
+    produced_record_size: int = 100
+    sources: tuple[SourceSpec, ...] = ()
     cluster_id: str = "nullbroker-cluster-0001"
 
     def __post_init__(self) -> None:
@@ -54,6 +58,14 @@ class Config:
         if self.max_frame_bytes < 1024:
             raise ConfigError(
                 f"max_frame_bytes: must be at least 1024, got {self.max_frame_bytes}"
+            )
+        names = [source.name for source in self.sources]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ConfigError(f"source: topic {duplicates[0]!r} is declared more than once")
+        if self.produced_record_size < 0:
+            raise ConfigError(
+                f"produced_record_size: must not be negative, got {self.produced_record_size}"
             )
         if self.report_interval <= 0:
             raise ConfigError(f"report_interval: must be positive, got {self.report_interval}")
@@ -73,15 +85,41 @@ class Config:
 
 _FIELDS = {field.name: field for field in fields(Config)}
 # `--no-auto-create` reads better on a command line; accept it in files and variables too.
-_ALIASES = {"no_auto_create": ("auto_create", lambda value: not value)}
+_ALIASES: dict[str, tuple[str, Any]] = {
+    "no_auto_create": ("auto_create", lambda value: not value),
+    # `--source` and `[[source]]` name one source topic each.
+    "source": ("sources", lambda value: value),
+}
 
 
 def _normalise_key(key: str) -> str:
     return key.strip().lower().replace("-", "_")
 
 
+def _sources(value: Any, origin: str) -> tuple[SourceSpec, ...]:
+    """Source topics from `NAME:opt=v,...` strings (`;` separates several in one string)
+    or from TOML tables (`[[source]]` with a `name` key)."""
+    items = value if isinstance(value, list | tuple) else [value]
+    specs = []
+    try:
+        for item in items:
+            if isinstance(item, SourceSpec):
+                specs.append(item)
+            elif isinstance(item, dict):
+                if "name" not in item:
+                    raise SourceSpecError("a [[source]] table needs a name")
+                specs.append(SourceSpec.from_mapping(str(item["name"]), item))
+            else:
+                specs.extend(SourceSpec.parse(text) for text in str(item).split(";") if text)
+    except SourceSpecError as error:
+        raise ConfigError(f"{origin}: {error}") from None
+    return tuple(specs)
+
+
 def _coerce(name: str, value: Any, origin: str) -> Any:
     kind = _FIELDS[name].type
+    if name == "sources":
+        return _sources(value, origin)
     try:
         if "bool" in kind:
             if isinstance(value, bool):

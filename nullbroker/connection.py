@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 
 import trio
@@ -63,6 +64,12 @@ async def serve_connection(
             try:
                 for frame in reader.frames():
                     response = broker.answer(frame, session)
+                    if inspect.isawaitable(response):
+                        # A request that waits: what is already answered goes out first.
+                        if responses:
+                            await stream.send_all(b"".join(responses))
+                            responses.clear()
+                        response = await response
                     if response is not None:
                         responses.append(response)
             except ProtocolError as error:
@@ -72,10 +79,12 @@ async def serve_connection(
                 # A bug of ours must cost one connection, never the broker.
                 failure = "InternalError"
                 log.exception("closing connection from %s: internal error", session.peer)
+            if failure is not None:
+                # Counted before sending: a client already gone must not hide the error.
+                stats.protocol_errors[failure] += 1
             if responses:
                 await stream.send_all(b"".join(responses))
             if failure is not None:
-                stats.protocol_errors[failure] += 1
                 break
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         pass  # the client went away; nothing to answer

@@ -41,6 +41,20 @@ class BrokerCollector(Collector):
             batches.add_metric(key, counters.batches)
         yield from (records, produced_bytes, batches)
 
+        fetched_records = CounterMetricFamily(
+            "nullbroker_fetched_records",
+            "Records served by Fetch at or after each fetch offset.",
+            labels=labels,
+        )
+        fetched_bytes = CounterMetricFamily(
+            "nullbroker_fetched_bytes", "Record-batch bytes served by Fetch.", labels=labels
+        )
+        for (topic, partition), fetched in sorted(stats.fetched.items()):
+            key = [topic, str(partition)]
+            fetched_records.add_metric(key, fetched.records)
+            fetched_bytes.add_metric(key, fetched.bytes)
+        yield from (fetched_records, fetched_bytes)
+
         requests = CounterMetricFamily(
             "nullbroker_requests", "Requests answered, by API.", labels=["api"]
         )

@@ -68,6 +68,13 @@ def summary(stats: BrokerStats) -> dict[str, Any]:
             "bytes": counters.bytes,
             "batches": counters.batches,
         }
+    fetched: dict[str, Any] = {"records": 0, "bytes": 0, "topics": {}}
+    for (topic, partition), counters in sorted(stats.fetched.items()):
+        entry = fetched["topics"].setdefault(topic, {"records": 0, "bytes": 0, "partitions": {}})
+        for target in (fetched, entry):
+            target["records"] += counters.records
+            target["bytes"] += counters.bytes
+        entry["partitions"][str(partition)] = {"records": counters.records, "bytes": counters.bytes}
     totals = stats.totals()
     return {
         "started_at": datetime.datetime.fromtimestamp(stats.started_at, datetime.UTC).isoformat(),
@@ -78,6 +85,7 @@ def summary(stats: BrokerStats) -> dict[str, Any]:
             "batches": totals.batches,
             "topics": topics,
         },
+        "fetched": fetched,
         "requests": {api: api_stats.requests for api, api_stats in sorted(stats.apis.items())},
         "requests_total": stats.requests_total(),
         "errors": dict(sorted(stats.errors.items())),

@@ -74,6 +74,15 @@ class PartitionCounters:
 
 
 @dataclass(slots=True)
+class FetchCounters:
+    """What consumers were served from one partition: records at or after each fetch
+    offset, and record-batch bytes."""
+
+    records: int = 0
+    bytes: int = 0
+
+
+@dataclass(slots=True)
 class ApiStats:
     requests: int = 0
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
@@ -86,6 +95,7 @@ class BrokerStats:
         self.started_at = time.time()
         self._started_monotonic = time.monotonic()
         self.produced: dict[tuple[str, int], PartitionCounters] = {}
+        self.fetched: dict[tuple[str, int], FetchCounters] = {}
         self.apis: dict[str, ApiStats] = {}
         self.errors: Counter[str] = Counter()
         self.connections = 0
@@ -99,6 +109,14 @@ class BrokerStats:
         counters = self.produced.get(key)
         if counters is None:
             counters = self.produced[key] = PartitionCounters()
+        return counters
+
+    def fetch_counters(self, topic: str, partition: int) -> FetchCounters:
+        """The read-side counters of a partition, kept for the broker's life."""
+        key = (topic, partition)
+        counters = self.fetched.get(key)
+        if counters is None:
+            counters = self.fetched[key] = FetchCounters()
         return counters
 
     def api(self, name: str) -> ApiStats:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import re
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from .stats import PartitionCounters
+from .source import RecordShape, SourceSpec, compressor
+from .source import now_ms as current_ms
+from .stats import FetchCounters, PartitionCounters
 
 # Kafka's rule for topic names (kafka.common.internals.Topic).
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -38,37 +41,79 @@ class Partition:
     index: int
     produced: PartitionCounters
     """What producers wrote here; outlives the topic, so deleting it miscounts nothing."""
+    fetched: FetchCounters
+    """What consumers were served from here; outlives the topic likewise."""
     log_start_offset: int = 0
     log_end_offset: int = 0
 
 
-CountersFor = Callable[[str, int], PartitionCounters]
+@dataclass(frozen=True, slots=True)
+class PartitionCountersFor:
+    """Where a new partition finds its counters: the broker's accounts, by topic name."""
+
+    produced: Callable[[str, int], PartitionCounters]
+    fetched: Callable[[str, int], FetchCounters]
 
 
 @dataclass(slots=True)
 class Topic:
     name: str
     id: uuid.UUID
-    counters_for: CountersFor
+    counters_for: PartitionCountersFor
+    records: RecordShape
+    """How the synthetic records that Fetch serves from this topic look."""
+    created_ms: int
+    source: SourceSpec | None = None
+    """Set for a declared source topic: its records exist without being produced."""
     partitions: list[Partition] = field(default_factory=list)
     configs: dict[str, str] = field(default_factory=dict)
 
     def add_partitions(self, total: int) -> None:
-        """Grow to `total` partitions; new ones start empty at offset 0."""
+        """Grow to `total` partitions; new ones start at offset 0 (a bounded source topic's
+        hold its records from the start)."""
+        initial_end = (
+            self.source.records
+            if self.source is not None and self.source.rate is None and self.source.records
+            else 0
+        )
         self.partitions.extend(
-            Partition(i, self.counters_for(self.name, i))
+            Partition(
+                i,
+                self.counters_for.produced(self.name, i),
+                self.counters_for.fetched(self.name, i),
+                log_end_offset=initial_end or 0,
+            )
             for i in range(len(self.partitions), total)
         )
+
+    def advance(self, now_ms: int) -> None:
+        """Bring a growing source topic's log end up to `now_ms`: `rate` records/s per
+        partition since the topic was created, capped by `records`."""
+        source = self.source
+        if source is None or source.rate is None:
+            return
+        end = math.floor(max(0, now_ms - self.created_ms) * source.rate / 1000)
+        if source.records is not None:
+            end = min(end, source.records)
+        for partition in self.partitions:
+            if end > partition.log_end_offset:
+                partition.log_end_offset = end
 
 
 class TopicRegistry:
     """Every topic the broker knows, by name and by id."""
 
     def __init__(
-        self, counters_for: CountersFor, default_partitions: int = 1, auto_create: bool = True
+        self,
+        counters_for: PartitionCountersFor,
+        default_partitions: int = 1,
+        auto_create: bool = True,
+        produced_record_size: int = 100,
     ) -> None:
         self.counters_for = counters_for
         self.default_partitions = default_partitions
+        # Every produced topic serves records of one shape, so they share its templates.
+        self.produced_records = RecordShape(size=produced_record_size)
         self.auto_create = auto_create
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
@@ -87,16 +132,38 @@ class TopicRegistry:
         return self._by_id.get(topic_id)
 
     def create(
-        self, name: str, partitions: int | None = None, configs: dict[str, str] | None = None
+        self,
+        name: str,
+        partitions: int | None = None,
+        configs: dict[str, str] | None = None,
+        *,
+        source: SourceSpec | None = None,
+        now_ms: int | None = None,
     ) -> Topic:
         """Create a topic; the caller has checked that the name is legal and free."""
         generation = self._generation.get(name, 0)
         self._generation[name] = generation + 1
         seed = name if generation == 0 else f"{name}#{generation}"
+        records = self.produced_records
+        if source is not None:
+            records = RecordShape(
+                size=source.size,
+                key_size=source.key_size,
+                headers=source.headers,
+                compression=source.compression,
+                rate=source.rate,
+                compress=compressor(source.compression),
+            )
         topic = Topic(
-            name, uuid.uuid5(_ID_NAMESPACE, seed), self.counters_for, configs=dict(configs or {})
+            name,
+            uuid.uuid5(_ID_NAMESPACE, seed),
+            self.counters_for,
+            records,
+            created_ms=current_ms() if now_ms is None else now_ms,
+            source=source,
+            configs=dict(configs or {}),
         )
-        topic.add_partitions(partitions or self.default_partitions)
+        topic.add_partitions(partitions or (source.partitions if source else 0) or self.default_partitions)
         self._by_name[name] = topic
         self._by_id[topic.id] = topic
         return topic

@@ -347,13 +347,25 @@ def test_an_idempotent_producer_can_bump_its_epoch() -> None:
 # ListOffsets
 
 
-def test_list_offsets_earliest_latest_and_timestamps() -> None:
+def test_list_offsets_earliest_and_latest() -> None:
     b = broker()
     produce(b, "t", 0, record_batch(6))
     assert list_offsets(b, "t", 0, -2).offset == 0
     assert list_offsets(b, "t", 0, -1).offset == 6
-    assert list_offsets(b, "t", 0, 1_700_000_000_000).offset == -1
     assert list_offsets(b, "missing", 0, -1).error_code is ErrorCode.unknown_topic_or_partition
+
+
+def test_list_offsets_by_timestamp_finds_the_synthetic_record_fetch_serves() -> None:
+    # Without a rate, synthetic records are 1 ms apart from the topic's creation.
+    b = broker()
+    produce(b, "t", 0, record_batch(6))
+    created = b.topics.get("t").created_ms
+    assert (list_offsets(b, "t", 0, 0).offset, list_offsets(b, "t", 0, 0).timestamp) == (0, created)
+    found = list_offsets(b, "t", 0, created + 3)
+    assert (found.offset, found.timestamp) == (3, created + 3)
+    assert list_offsets(b, "t", 0, created + 6).offset == -1, "no record that late"
+    latest = list_offsets(b, "t", 0, -3)
+    assert (latest.offset, latest.timestamp) == (5, created + 5)
 
 
 # CreateTopics, DeleteTopics, CreatePartitions
@@ -549,3 +561,78 @@ def test_every_request_is_counted_per_api_with_its_latency() -> None:
     assert b.stats.apis["Metadata"].requests == 1
     assert b.stats.apis["Produce"].requests == 1
     assert b.stats.apis["Produce"].latency.count == 1
+
+
+# Read side: DescribeTopicPartitions, DeleteRecords, source topics
+
+
+def test_describe_topic_partitions_pages_with_a_cursor() -> None:
+    b = broker(partitions=3)
+    metadata(b, "a", "b")
+    t = types(75, 0)
+    first = call(
+        b,
+        75,
+        0,
+        topics=(t.TopicRequest(name="b"), t.TopicRequest(name="a"), t.TopicRequest(name="zz")),
+        response_partition_limit=4,
+        cursor=None,
+    )
+    assert [(topic.name, len(topic.partitions)) for topic in first.topics] == [("a", 3), ("b", 1)]
+    assert (first.next_cursor.topic_name, first.next_cursor.partition_index) == ("b", 1)
+    rest = call(
+        b,
+        75,
+        0,
+        topics=(t.TopicRequest(name="b"), t.TopicRequest(name="a"), t.TopicRequest(name="zz")),
+        response_partition_limit=4,
+        cursor=t.Cursor(topic_name="b", partition_index=1),
+    )
+    assert [
+        (topic.name, [p.partition_index for p in topic.partitions]) for topic in rest.topics
+    ] == [
+        ("b", [1, 2]),
+        ("zz", []),
+    ]
+    assert rest.topics[1].error_code is ErrorCode.unknown_topic_or_partition
+    assert rest.next_cursor is None
+
+
+def test_delete_records_advances_the_log_start() -> None:
+    b = broker()
+    produce(b, "t", 0, record_batch(10))
+    t = types(21, 2)
+
+    def delete_below(offset: int) -> Any:
+        return (
+            call(
+                b,
+                21,
+                2,
+                topics=(
+                    t.DeleteRecordsTopic(
+                        name="t",
+                        partitions=(t.DeleteRecordsPartition(partition_index=0, offset=offset),),
+                    ),
+                ),
+                timeout=datetime.timedelta(seconds=5),
+            )
+            .topics[0]
+            .partitions[0]
+        )
+
+    assert delete_below(4).low_watermark == 4
+    assert list_offsets(b, "t", 0, -2).offset == 4
+    assert delete_below(11).error_code is ErrorCode.offset_out_of_range
+    assert delete_below(-1).low_watermark == 10, "-1 means up to the high watermark"
+
+
+def test_a_source_topic_exists_from_the_start_and_refuses_produce() -> None:
+    from nullbroker.source import SourceSpec
+
+    b = broker(sources=(SourceSpec("src", partitions=2, records=500),))
+    assert [p.log_end_offset for p in b.topics.get("src").partitions] == [500, 500]
+    assert list_offsets(b, "src", 1, -1).offset == 500
+    refused = produced_partition(produce(b, "src", 0, record_batch(1)))
+    assert refused.error_code is ErrorCode.policy_violation
+    assert b.stats.produced.get(("src", 0)) is None or b.stats.produced[("src", 0)].records == 0

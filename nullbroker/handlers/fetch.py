@@ -1,22 +1,27 @@
-"""Fetch: partition watermarks, and no records yet.
+"""Fetch: synthetic records for every offset that exists, held at the log end.
 
-The null sink stores nothing, so this Fetch reports each partition's log start and end and
-answers with an empty (non-null) record set. Serving synthetic records for every offset in
-[log start, log end) is the read side's work (issue: synthetic source topics).
+Every topic serves records: a declared source topic its configured ones, a produced topic
+records of the configured size for each offset it was given. Batches are rendered from a
+template per shape (codec.batch_template), so serving costs copies, not encoding.
 
-It is served now because clients key features on it: librdkafka enables RecordBatch v2
-(and so idempotence and zstd) only when the broker advertises Fetch v4+.
+At the log end a Fetch is held until `min_bytes` are available or `max_wait` passes, as
+Kafka does, so idle consumers do not spin the broker. Fetch sessions (KIP-227) are not
+kept: every response carries session id 0, and clients then send full fetch requests.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import trio
 from kio.schema.errors import ErrorCode
 
 from codec import Request
 from codec.entities import make, response_module
 
+from ..source import now_ms
+from ..topics import Partition, Topic
 from .common import NO_THROTTLE, counted
 
 if TYPE_CHECKING:
@@ -25,53 +30,202 @@ if TYPE_CHECKING:
 FETCH = 1
 NO_RECORDS = b""
 NO_SESSION = 0
+NO_PREFERRED_REPLICA = -1
+NO_LIMIT = 2**31 - 1
+
+
+@dataclass(slots=True)
+class _Wanted:
+    """One requested partition, resolved against the broker's topics."""
+
+    asked: Any
+    topic: Topic | None
+    partition: Partition | None
+    missing: ErrorCode
+
+
+@dataclass(slots=True)
+class _WantedTopic:
+    asked: Any
+    partitions: list[_Wanted]
+
+
+@dataclass(slots=True)
+class _Answer:
+    """A response built from the log as it is now, and what it would account for."""
+
+    body: Any
+    bytes: int = 0
+    served: list[tuple[Partition, int, int]] = field(default_factory=list)
+    errors: list[ErrorCode] = field(default_factory=list)
 
 
 def handle_fetch(broker: Broker, request: Request, session: Session) -> Any:
-    types = response_module(FETCH, request.header.api_version)
-    responses = []
-    for wanted in request.body.topics:
-        name = getattr(wanted, "topic", None)
-        topic_id = getattr(wanted, "topic_id", None)
-        topic = broker.topics.get(name) if name is not None else broker.topics.by_id(topic_id)
-        missing = ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id
+    body = request.body
+    wanted = _resolve(broker, body)
+    answer = _build(request.header.api_version, body, wanted)
+    if _enough(answer, body) or body.max_wait.total_seconds() <= 0:
+        return _account(broker, answer)
+    return _held(broker, request, wanted, now_ms() + body.max_wait.total_seconds() * 1000)
+
+
+def _enough(answer: _Answer, body: Any) -> bool:
+    return answer.bytes >= max(body.min_bytes, 1) or bool(answer.errors)
+
+
+async def _held(
+    broker: Broker, request: Request, wanted: list[_WantedTopic], deadline_ms: float
+) -> Any:
+    """Wait until a produce or a growing source brings data, or the deadline; then answer."""
+    body = request.body
+    while True:
+        remaining_ms = deadline_ms - now_ms()
+        if remaining_ms > 0:
+            growth_ms = _next_growth_ms(wanted)
+            wait_ms = remaining_ms if growth_ms is None else min(remaining_ms, growth_ms)
+            with trio.move_on_after(wait_ms / 1000):
+                await broker.log_growth.wait()
+        answer = _build(request.header.api_version, body, wanted)
+        if _enough(answer, body) or now_ms() >= deadline_ms:
+            return _account(broker, answer)
+
+
+def _next_growth_ms(wanted: list[_WantedTopic]) -> float | None:
+    """Milliseconds until a growing source topic among `wanted` gains its next record."""
+    soonest = None
+    for wanted_topic in wanted:
+        for fetch in wanted_topic.partitions:
+            topic, partition = fetch.topic, fetch.partition
+            if topic is None or partition is None or topic.source is None:
+                continue
+            source = topic.source
+            if source.rate is None or (
+                source.records is not None and partition.log_end_offset >= source.records
+            ):
+                continue
+            next_at = topic.created_ms + (partition.log_end_offset + 1) * 1000 / source.rate
+            wait = max(1.0, next_at - now_ms())
+            soonest = wait if soonest is None else min(soonest, wait)
+    return soonest
+
+
+def _resolve(broker: Broker, body: Any) -> list[_WantedTopic]:
+    resolved = []
+    for asked_topic in body.topics:
+        name = getattr(asked_topic, "topic", None)
+        if name is not None:
+            topic = broker.topics.get(name)
+            missing = ErrorCode.unknown_topic_or_partition
+        else:
+            topic = broker.topics.by_id(asked_topic.topic_id)
+            missing = ErrorCode.unknown_topic_id
         partitions = []
-        for asked in wanted.partitions:
-            if topic is None or not 0 <= asked.partition < len(topic.partitions):
-                error, log_start, log_end = missing, -1, -1
-            else:
+        for asked in asked_topic.partitions:
+            partition = None
+            if topic is not None and 0 <= asked.partition < len(topic.partitions):
                 partition = topic.partitions[asked.partition]
+            partitions.append(
+                _Wanted(
+                    asked,
+                    topic,
+                    partition,
+                    missing if topic is None else ErrorCode.unknown_topic_or_partition,
+                )
+            )
+        resolved.append(_WantedTopic(asked_topic, partitions))
+    return resolved
+
+
+def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
+    types = response_module(FETCH, version)
+    now = now_ms()
+    budget = getattr(body, "max_bytes", NO_LIMIT)
+    answer = _Answer(body=None)
+    topics = []
+    for wanted_topic in wanted:
+        partitions = []
+        for fetch in wanted_topic.partitions:
+            asked, topic, partition = fetch.asked, fetch.topic, fetch.partition
+            error, log_start, log_end, records = fetch.missing, -1, -1, NO_RECORDS
+            if topic is not None and partition is not None:
+                topic.advance(now)
                 log_start, log_end = partition.log_start_offset, partition.log_end_offset
-                in_range = log_start <= asked.fetch_offset <= log_end
-                error = ErrorCode.none if in_range else ErrorCode.offset_out_of_range
+                if log_start <= asked.fetch_offset <= log_end:
+                    error = ErrorCode.none
+                    limit = min(asked.partition_max_bytes, budget)
+                    records, count = _records(
+                        topic, asked.fetch_offset, log_end, limit, first=answer.bytes == 0
+                    )
+                    if records:
+                        answer.served.append((partition, count, len(records)))
+                        answer.bytes += len(records)
+                        budget -= len(records)
+                else:
+                    error = ErrorCode.offset_out_of_range
+            if error is not ErrorCode.none:
+                answer.errors.append(error)
             partitions.append(
                 make(
                     types.PartitionData,
                     partition_index=asked.partition,
-                    error_code=counted(broker, error),
+                    error_code=error,
                     high_watermark=log_end,
                     last_stable_offset=log_end,
                     log_start_offset=log_start,
                     aborted_transactions=None,
-                    preferred_read_replica=-1,
-                    records=NO_RECORDS,
+                    preferred_read_replica=NO_PREFERRED_REPLICA,
+                    # Never null: librdkafka rejects a flexible response with null records.
+                    records=records,
                 )
             )
-        responses.append(
+        topics.append(
             make(
                 types.FetchableTopicResponse,
-                topic=name,
-                topic_id=topic_id,
+                topic=getattr(wanted_topic.asked, "topic", None),
+                topic_id=getattr(wanted_topic.asked, "topic_id", None),
                 partitions=tuple(partitions),
             )
         )
-    return make(
+    answer.body = make(
         types.FetchResponse,
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         session_id=NO_SESSION,
-        responses=tuple(responses),
+        responses=tuple(topics),
     )
+    return answer
+
+
+def _records(topic: Topic, offset: int, log_end: int, limit: int, first: bool) -> tuple[bytes, int]:
+    """Whole batches from the one holding `offset`, within `limit` bytes, and the number of
+    records in them at or after `offset`.
+
+    As in Kafka (KIP-74), the first batch of a response is sent even if it exceeds the
+    limits, so a consumer always progresses.
+    """
+    shape = topic.records
+    base = shape.batch_base(offset)
+    batches: list[bytearray] = []
+    size = count = 0
+    while base < log_end:
+        batch = shape.batch(base, log_end, topic.created_ms)
+        if size + len(batch) > limit and (batches or not first):
+            break
+        batches.append(batch)
+        size += len(batch)
+        count += min(base + shape.batch_records, log_end) - max(base, offset)
+        base += shape.batch_records
+    return b"".join(batches), count
+
+
+def _account(broker: Broker, answer: _Answer) -> Any:
+    """Count what the response serves, once, when it is sent."""
+    for partition, records, served_bytes in answer.served:
+        partition.fetched.records += records
+        partition.fetched.bytes += served_bytes
+    for error in answer.errors:
+        counted(broker, error)
+    return answer.body
 
 
 HANDLERS = {FETCH: handle_fetch}

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 METADATA = 3
 DESCRIBE_CLUSTER = 60
+DESCRIBE_TOPIC_PARTITIONS = 75
 
 # nullbroker reports no leader epochs (-1): clients then skip leader-epoch validation
 # (OffsetsForLeaderEpoch), which a broker that never changes leader does not need.
@@ -167,4 +168,83 @@ def handle_describe_cluster(broker: Broker, request: Request, session: Session) 
     )
 
 
-HANDLERS = {METADATA: handle_metadata, DESCRIBE_CLUSTER: handle_describe_cluster}
+def handle_describe_topic_partitions(broker: Broker, request: Request, session: Session) -> Any:
+    """The Admin client's describeTopics (Kafka 3.9+): Metadata's partitions, paged.
+
+    Topics come in name order from the cursor on, at most `response_partition_limit`
+    partitions in all; `next_cursor` says where the next page starts.
+    """
+    types = response_module(DESCRIBE_TOPIC_PARTITIONS, request.header.api_version)
+    body = request.body
+    names = sorted({wanted.name for wanted in body.topics})
+    cursor = body.cursor
+    if cursor is not None:
+        names = [name for name in names if name >= cursor.topic_name]
+    budget = body.response_partition_limit
+    topics = []
+    next_cursor = None
+    for name in names:
+        topic = broker.topics.get(name)
+        if topic is None:
+            topics.append(
+                make(
+                    types.DescribeTopicPartitionsResponseTopic,
+                    error_code=counted(broker, ErrorCode.unknown_topic_or_partition),
+                    name=name,
+                    topic_id=UUID(int=0),
+                    partitions=(),
+                    topic_authorized_operations=TOPIC_OPERATIONS,
+                )
+            )
+            continue
+        first = cursor.partition_index if cursor is not None and cursor.topic_name == name else 0
+        indexes = range(first, len(topic.partitions))
+        if len(indexes) > budget:
+            next_cursor = make(types.Cursor, topic_name=name, partition_index=first + budget)
+            indexes = indexes[:budget]
+        budget -= len(indexes)
+        node = (broker.node_id,)
+        topics.append(
+            make(
+                types.DescribeTopicPartitionsResponseTopic,
+                error_code=ErrorCode.none,
+                name=name,
+                topic_id=topic.id,
+                is_internal=False,
+                partitions=tuple(
+                    make(
+                        types.DescribeTopicPartitionsResponsePartition,
+                        error_code=ErrorCode.none,
+                        partition_index=index,
+                        leader_id=broker.node_id,
+                        leader_epoch=NO_LEADER_EPOCH,
+                        replica_nodes=node,
+                        isr_nodes=node,
+                        eligible_leader_replicas=None,
+                        last_known_elr=None,
+                        offline_replicas=(),
+                    )
+                    for index in indexes
+                ),
+                topic_authorized_operations=TOPIC_OPERATIONS,
+            )
+        )
+        if next_cursor is not None or budget == 0:
+            if next_cursor is None and name != names[-1]:
+                next_cursor = make(
+                    types.Cursor, topic_name=names[names.index(name) + 1], partition_index=0
+                )
+            break
+    return make(
+        types.DescribeTopicPartitionsResponse,
+        throttle_time=NO_THROTTLE,
+        topics=tuple(topics),
+        next_cursor=next_cursor,
+    )
+
+
+HANDLERS = {
+    METADATA: handle_metadata,
+    DESCRIBE_CLUSTER: handle_describe_cluster,
+    DESCRIBE_TOPIC_PARTITIONS: handle_describe_topic_partitions,
+}

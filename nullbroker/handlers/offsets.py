@@ -1,4 +1,4 @@
-"""ListOffsets: where each partition's log starts and ends."""
+"""ListOffsets and DeleteRecords: where each partition's log starts and ends."""
 
 from __future__ import annotations
 
@@ -9,40 +9,56 @@ from kio.schema.errors import ErrorCode
 from codec import Request
 from codec.entities import make, response_module
 
-from ..topics import Partition
+from ..source import now_ms
+from ..topics import Partition, Topic
 from .common import NO_THROTTLE, counted
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
 
 LIST_OFFSETS = 2
+DELETE_RECORDS = 21
 
 LATEST = -1
 EARLIEST = -2
+MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
+EARLIEST_PENDING_UPLOAD = -5
+LATEST_TIERED = -6
 NO_TIMESTAMP = -1
 NOT_FOUND = -1
 NO_LEADER_EPOCH = -1
+HIGH_WATERMARK = -1
+
+
+def _partition(topic: Topic | None, index: int) -> Partition | None:
+    if topic is None or not 0 <= index < len(topic.partitions):
+        return None
+    return topic.partitions[index]
 
 
 def handle_list_offsets(broker: Broker, request: Request, session: Session) -> Any:
     types = response_module(LIST_OFFSETS, request.header.api_version)
+    now = now_ms()
     topics = []
     for wanted in request.body.topics:
         topic = broker.topics.get(wanted.name)
+        if topic is not None:
+            topic.advance(now)
         partitions = []
         for asked in wanted.partitions:
-            if topic is None or not 0 <= asked.partition_index < len(topic.partitions):
-                error, offset = ErrorCode.unknown_topic_or_partition, NOT_FOUND
+            partition = _partition(topic, asked.partition_index)
+            if topic is None or partition is None:
+                error, offset, timestamp = ErrorCode.unknown_topic_or_partition, NOT_FOUND, NO_TIMESTAMP
             else:
                 error = ErrorCode.none
-                offset = _offset_for(topic.partitions[asked.partition_index], asked.timestamp)
+                offset, timestamp = _lookup(topic, partition, asked.timestamp)
             partitions.append(
                 make(
                     types.ListOffsetsPartitionResponse,
                     partition_index=asked.partition_index,
                     error_code=counted(broker, error),
-                    timestamp=NO_TIMESTAMP,
+                    timestamp=timestamp,
                     offset=offset,
                     leader_epoch=NO_LEADER_EPOCH,
                 )
@@ -53,17 +69,66 @@ def handle_list_offsets(broker: Broker, request: Request, session: Session) -> A
     return make(types.ListOffsetsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-def _offset_for(partition: Partition, timestamp: int) -> int:
-    """The offset for a ListOffsets timestamp or sentinel.
+def _lookup(topic: Topic, partition: Partition, timestamp: int) -> tuple[int, int]:
+    """(offset, timestamp) for a ListOffsets timestamp or sentinel.
 
-    The null sink keeps no record timestamps, so a search by timestamp (or for the max
-    timestamp, -3) finds nothing, which Kafka answers with offset -1.
+    Timestamps are those of the synthetic records Fetch serves, so a search by time finds
+    the record a consumer would see there. A timestamp after the last record finds none
+    (-1), as in Kafka.
     """
+    start, end = partition.log_start_offset, partition.log_end_offset
     if timestamp == LATEST:
-        return partition.log_end_offset
+        return end, NO_TIMESTAMP
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
-        return partition.log_start_offset
-    return NOT_FOUND
+        return start, NO_TIMESTAMP
+    if timestamp in (EARLIEST_PENDING_UPLOAD, LATEST_TIERED):
+        return NOT_FOUND, NO_TIMESTAMP  # no tiered storage here
+    shape = topic.records
+    if timestamp == MAX_TIMESTAMP:
+        if end == start:
+            return NOT_FOUND, NO_TIMESTAMP
+        return end - 1, shape.timestamp_ms(topic.created_ms, end - 1)
+    offset = shape.offset_for_timestamp(topic.created_ms, timestamp, start, end)
+    if offset == end:
+        return NOT_FOUND, NO_TIMESTAMP
+    return offset, shape.timestamp_ms(topic.created_ms, offset)
 
 
-HANDLERS = {LIST_OFFSETS: handle_list_offsets}
+def handle_delete_records(broker: Broker, request: Request, session: Session) -> Any:
+    """Advance each partition's log start; offsets below it are gone for consumers."""
+    types = response_module(DELETE_RECORDS, request.header.api_version)
+    now = now_ms()
+    topics = []
+    for wanted in request.body.topics:
+        topic = broker.topics.get(wanted.name)
+        if topic is not None:
+            topic.advance(now)
+        partitions = []
+        for asked in wanted.partitions:
+            partition = _partition(topic, asked.partition_index)
+            low_watermark = NOT_FOUND
+            if partition is None:
+                error = ErrorCode.unknown_topic_or_partition
+            else:
+                target = partition.log_end_offset if asked.offset == HIGH_WATERMARK else asked.offset
+                if not 0 <= target <= partition.log_end_offset:
+                    error = ErrorCode.offset_out_of_range
+                else:
+                    error = ErrorCode.none
+                    partition.log_start_offset = max(partition.log_start_offset, target)
+                low_watermark = partition.log_start_offset
+            partitions.append(
+                make(
+                    types.DeleteRecordsPartitionResult,
+                    partition_index=asked.partition_index,
+                    low_watermark=low_watermark,
+                    error_code=counted(broker, error),
+                )
+            )
+        topics.append(
+            make(types.DeleteRecordsTopicResult, name=wanted.name, partitions=tuple(partitions))
+        )
+    return make(types.DeleteRecordsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+HANDLERS = {LIST_OFFSETS: handle_list_offsets, DELETE_RECORDS: handle_delete_records}

@@ -29,7 +29,13 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> Any:
         topic, error = _resolve_topic(broker, topic_data)
         partition_responses = []
         for partition_data in topic_data.partition_data:
-            if topic is not None and 0 <= partition_data.index < len(topic.partitions):
+            if topic is not None and topic.source is not None:
+                result = null_sink.AppendResult(
+                    ErrorCode.policy_violation,
+                    message=f"{topic.name} is a synthetic source topic: it can be read, not written",
+                )
+                log_start = -1
+            elif topic is not None and 0 <= partition_data.index < len(topic.partitions):
                 result = null_sink.append(
                     topic.name,
                     topic.partitions[partition_data.index],
@@ -63,6 +69,7 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> Any:
                 partition_responses=tuple(partition_responses),
             )
         )
+    broker.log_grew()
     if body.acks == 0:
         return None
     return make(types.ProduceResponse, responses=tuple(topic_responses), throttle_time=NO_THROTTLE)

@@ -1,0 +1,219 @@
+"""Synthetic source topics: records that exist without ever having been stored.
+
+A source topic's partitions hold `records` records each from the broker's start, or grow
+by `rate` records/s (capped by `records` when both are given). Every record's key, value,
+headers and timestamp follow from its offset, so a consumer can check what it read:
+
+- records are laid out in batches of `batch_records` aligned at multiples of it; the
+  record at offset `o` has index `i = o % batch_records` within its batch;
+- its value is `size` bytes of `value_pattern(i)`, its key `key_size` bytes of the
+  decimal `i` (no key when 0), its headers `h0..h{H-1}` with value `str(i)`;
+- its timestamp is `start_ms + floor(batch_base * 1000 / rate) + floor(i * 1000 / rate)`
+  (1 ms per record without a rate), so timestamps rise with offsets.
+
+Every batch of one shape is the same template re-based: see codec.batch_template.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+
+from codec.batch_template import COMPRESSION_CODES, BatchTemplate, TemplateRecord, build_template
+
+# About kafka-producer-perf-test's default batch.size: large enough to amortise per-batch
+# cost, small enough that one partition_max_bytes (1 MiB by default) holds many.
+TARGET_BATCH_BYTES = 16 * 1024
+MAX_BATCH_RECORDS = 1000
+NOMINAL_RATE = 1000.0  # records/s for timestamps of a topic that has no rate
+_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+class SourceSpecError(ValueError):
+    """A --source or [[source]] definition that cannot be used; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpec:
+    """How a synthetic source topic looks. Field names are the --source option names."""
+
+    name: str
+    partitions: int = 1
+    records: int | None = None
+    size: int = 100
+    key_size: int = 0
+    rate: float | None = None
+    compression: str = "none"
+    headers: int = 0
+
+    def __post_init__(self) -> None:
+        from .topics import invalid_name_reason
+
+        where = f"source {self.name!r}"
+        reason = invalid_name_reason(self.name)
+        if reason:
+            raise SourceSpecError(f"{where}: {reason}")
+        if self.partitions < 1:
+            raise SourceSpecError(f"{where}: partitions must be at least 1")
+        if self.records is None and self.rate is None:
+            raise SourceSpecError(f"{where}: give records=N, rate=R, or both")
+        if self.records is not None and self.records < 0:
+            raise SourceSpecError(f"{where}: records must not be negative")
+        if self.rate is not None and self.rate <= 0:
+            raise SourceSpecError(f"{where}: rate must be positive")
+        if self.size < 0 or self.key_size < 0 or self.headers < 0:
+            raise SourceSpecError(f"{where}: size, key-size and headers must not be negative")
+        if self.compression not in COMPRESSION_CODES:
+            known = ", ".join(COMPRESSION_CODES)
+            raise SourceSpecError(f"{where}: compression must be one of {known}")
+
+    @classmethod
+    def parse(cls, text: str) -> SourceSpec:
+        """`NAME:partitions=P,records=N,size=S[,key-size=K][,rate=R][,compression=C][,headers=H]`."""
+        name, _, options = text.partition(":")
+        if not name:
+            raise SourceSpecError(f"source {text!r}: expected NAME:option=value,...")
+        values: dict[str, str] = {}
+        for option in filter(None, options.split(",")):
+            key, sep, value = option.partition("=")
+            if not sep:
+                raise SourceSpecError(f"source {name!r}: {option!r} is not option=value")
+            values[key.strip()] = value.strip()
+        return cls.from_mapping(name, values)
+
+    @classmethod
+    def from_mapping(cls, name: str, values: dict[str, object]) -> SourceSpec:
+        """A spec from option names (dashes or underscores) to values, as TOML gives them."""
+        converters: dict[str, Callable[[object], object]] = {
+            "partitions": int,
+            "records": int,
+            "size": int,
+            "key_size": int,
+            "rate": float,
+            "compression": str,
+            "headers": int,
+        }
+        settings: dict[str, object] = {}
+        for raw_key, value in values.items():
+            key = raw_key.replace("-", "_")
+            if key == "name":
+                continue
+            if key not in converters:
+                known = ", ".join(k.replace("_", "-") for k in converters)
+                raise SourceSpecError(f"source {name!r}: unknown option {raw_key!r} (known: {known})")
+            try:
+                settings[key] = converters[key](value)
+            except (TypeError, ValueError):
+                raise SourceSpecError(f"source {name!r}: {raw_key}={value!r} is not valid") from None
+        return cls(name=name, **settings)  # type: ignore[arg-type]
+
+
+def value_pattern(index: int, size: int) -> bytes:
+    """The value of the record at index `index` of its batch: `size` letters from A+index."""
+    start = index % len(_ALPHABET)
+    repeated = (_ALPHABET[start:] + _ALPHABET[:start]) * (size // len(_ALPHABET) + 1)
+    return repeated[:size]
+
+
+def key_pattern(index: int, key_size: int) -> bytes | None:
+    """The key of the record at index `index` of its batch: its decimal index, zero-padded."""
+    if key_size == 0:
+        return None
+    return str(index).zfill(key_size)[-key_size:].encode()
+
+
+@dataclass(slots=True)
+class RecordShape:
+    """The look of a topic's synthetic records and the batch templates that carry them."""
+
+    size: int
+    key_size: int = 0
+    headers: int = 0
+    compression: str = "none"
+    rate: float | None = None
+    compress: Callable[[bytes], bytes] | None = None
+    batch_records: int = field(init=False)
+    _templates: dict[int, BatchTemplate] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        record_bytes = self.size + self.key_size + 8 * self.headers + 16
+        self.batch_records = max(1, min(MAX_BATCH_RECORDS, TARGET_BATCH_BYTES // record_bytes))
+
+    @property
+    def _ms_per_record(self) -> float:
+        return 1000.0 / (self.rate or NOMINAL_RATE)
+
+    def timestamp_ms(self, start_ms: int, offset: int) -> int:
+        """The timestamp of the record at `offset`, for a topic that started at `start_ms`."""
+        base = offset - offset % self.batch_records
+        index = offset - base
+        return (
+            start_ms
+            + math.floor(base * self._ms_per_record)
+            + math.floor(index * self._ms_per_record)
+        )
+
+    def offset_for_timestamp(self, start_ms: int, timestamp_ms: int, low: int, high: int) -> int:
+        """The first offset in [low, high) whose timestamp is at least `timestamp_ms`, or
+        `high` if there is none. Timestamps never fall as offsets rise: a binary search."""
+        while low < high:
+            middle = (low + high) // 2
+            if self.timestamp_ms(start_ms, middle) < timestamp_ms:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    def batch_base(self, offset: int) -> int:
+        """The base offset of the batch holding `offset`."""
+        return offset - offset % self.batch_records
+
+    def template(self, count: int) -> BatchTemplate:
+        """The template of a batch of the first `count` records of the layout."""
+        template = self._templates.get(count)
+        if template is None:
+            template = self._templates[count] = build_template(
+                [self._record(index) for index in range(count)],
+                self.compression,
+                self.compress,
+            )
+        return template
+
+    def _record(self, index: int) -> TemplateRecord:
+        label = str(index).encode()
+        return TemplateRecord(
+            key=key_pattern(index, self.key_size),
+            value=value_pattern(index, self.size),
+            headers=tuple((f"h{h}", label) for h in range(self.headers)),
+            timestamp_delta_ms=math.floor(index * self._ms_per_record),
+        )
+
+    def batch(self, base: int, end: int, start_ms: int) -> bytearray:
+        """The batch starting at aligned offset `base`, cut at log end `end`."""
+        count = min(self.batch_records, end - base)
+        return self.template(count).render(base, self.timestamp_ms(start_ms, base))
+
+
+@cache
+def compressor(compression: str) -> Callable[[bytes], bytes] | None:
+    """The compress function for a codec name, importing cramjam only when one is used."""
+    if compression == "none":
+        return None
+    import cramjam
+
+    functions: dict[str, Callable[[bytes], object]] = {
+        "gzip": cramjam.gzip.compress,
+        # librdkafka and Java both read raw snappy (no xerial framing) in v2 batches.
+        "snappy": cramjam.snappy.compress_raw,
+        "lz4": cramjam.lz4.compress,
+        "zstd": cramjam.zstd.compress,
+    }
+    compress = functions[compression]
+    return lambda data: bytes(compress(data))  # type: ignore[arg-type]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
