@@ -23,6 +23,8 @@ DESCRIBE_CONFIGS = 32
 CREATE_PARTITIONS = 37
 
 DEFAULT = -1
+# Kafka's controller refuses more new partitions than this in one request.
+MAX_PARTITIONS_PER_REQUEST = 10_000
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 BROKER_LOGGER_RESOURCE = 8
@@ -39,6 +41,7 @@ def handle_create_topics(broker: Broker, request: Request, session: Session) -> 
     types = response_module(CREATE_TOPICS, request.header.api_version)
     body = request.body
     times_named = Counter(topic.name for topic in body.topics)
+    new_partitions = 0
     results = []
     for wanted in body.topics:
         topic_id = None
@@ -52,6 +55,8 @@ def handle_create_topics(broker: Broker, request: Request, session: Session) -> 
                     f"topic {wanted.name!r} is named more than once in the request",
                 )
             partitions = _partition_count(broker, wanted)
+            new_partitions += partitions
+            _check_partition_budget(new_partitions)
             _check_replication(wanted)
             reason = invalid_name_reason(wanted.name)
             if reason:
@@ -113,6 +118,15 @@ def _partition_count(broker: Broker, wanted: Any) -> int:
     return int(wanted.num_partitions)
 
 
+def _check_partition_budget(new_partitions: int) -> None:
+    if new_partitions > MAX_PARTITIONS_PER_REQUEST:
+        raise _Refusal(
+            ErrorCode.policy_violation,
+            f"excessively large number of partitions per request: {new_partitions} "
+            f"(at most {MAX_PARTITIONS_PER_REQUEST})",
+        )
+
+
 def _check_replication(wanted: Any) -> None:
     factor = wanted.replication_factor
     if factor in (DEFAULT, 1) or wanted.assignments:
@@ -166,21 +180,27 @@ def handle_create_partitions(broker: Broker, request: Request, session: Session)
     types = response_module(CREATE_PARTITIONS, request.header.api_version)
     body = request.body
     results = []
+    new_partitions = 0
     for wanted in body.topics:
         topic = broker.topics.get(wanted.name)
-        if topic is None:
-            error = ErrorCode.unknown_topic_or_partition
-            message: str | None = f"topic {wanted.name!r} does not exist"
-        elif wanted.count <= len(topic.partitions):
-            error = ErrorCode.invalid_partitions
-            message = (
-                f"topic {wanted.name!r} has {len(topic.partitions)} partitions; "
-                f"the new count must be higher, not {wanted.count}"
-            )
-        else:
-            error, message = ErrorCode.none, None
+        try:
+            if topic is None:
+                raise _Refusal(
+                    ErrorCode.unknown_topic_or_partition, f"topic {wanted.name!r} does not exist"
+                )
+            if wanted.count <= len(topic.partitions):
+                raise _Refusal(
+                    ErrorCode.invalid_partitions,
+                    f"topic {wanted.name!r} has {len(topic.partitions)} partitions; "
+                    f"the new count must be higher, not {wanted.count}",
+                )
+            new_partitions += wanted.count - len(topic.partitions)
+            _check_partition_budget(new_partitions)
             if not body.validate_only:
                 topic.add_partitions(wanted.count)
+            error, message = ErrorCode.none, None
+        except _Refusal as refusal:
+            error, message = refusal.error, refusal.message
         results.append(
             make(
                 types.CreatePartitionsTopicResult,

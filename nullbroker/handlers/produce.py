@@ -8,6 +8,7 @@ from kio.schema.errors import ErrorCode
 
 from codec import Request
 from codec.entities import make, response_module
+from codec.produce import PartitionResult, TopicResults, encode_produce_response_body
 
 from .. import null_sink
 from ..topics import Topic, invalid_name_reason
@@ -20,59 +21,51 @@ PRODUCE = 0
 INIT_PRODUCER_ID = 22
 
 
-def handle_produce(broker: Broker, request: Request, session: Session) -> Any:
-    version = request.header.api_version
+def handle_produce(broker: Broker, request: Request, session: Session) -> bytes | None:
+    """Append each partition's batch to the null sink; answer with the hand-written
+    response encoder (codec.produce), the per-request hot path."""
     body = request.body
-    types = response_module(PRODUCE, version)
-    topic_responses = []
+    topic_results: list[TopicResults] = []
     for topic_data in body.topic_data:
         topic, error = _resolve_topic(broker, topic_data)
-        partition_responses = []
+        results = []
         for partition_data in topic_data.partition_data:
+            index = partition_data.index
+            log_start = -1
             if topic is not None and topic.source is not None:
                 result = null_sink.AppendResult(
                     ErrorCode.policy_violation,
-                    message=f"{topic.name} is a synthetic source topic: it can be read, not written",
+                    message=f"{topic.name} is a synthetic source topic: read-only",
                 )
-                log_start = -1
-            elif topic is not None and 0 <= partition_data.index < len(topic.partitions):
+            elif topic is not None and 0 <= index < len(topic.partitions):
+                partition = topic.partitions[index]
                 result = null_sink.append(
                     topic.name,
-                    topic.partitions[partition_data.index],
+                    partition,
                     partition_data.records,
                     broker.producers,
                     broker.config.verify_crc,
                 )
-                log_start = topic.partitions[partition_data.index].log_start_offset
+                log_start = partition.log_start_offset
             else:
                 result = null_sink.AppendResult(
                     error if topic is None else ErrorCode.unknown_topic_or_partition
                 )
-                log_start = -1
-            partition_responses.append(
-                make(
-                    types.PartitionProduceResponse,
-                    index=partition_data.index,
-                    error_code=counted(broker, result.error),
-                    base_offset=result.base_offset,
-                    log_append_time=None,
-                    log_start_offset=log_start,
-                    record_errors=(),
-                    error_message=result.message,
+            results.append(
+                PartitionResult(
+                    index,
+                    counted(broker, result.error),
+                    result.base_offset,
+                    log_start,
+                    result.message,
                 )
             )
-        topic_responses.append(
-            make(
-                types.TopicProduceResponse,
-                name=getattr(topic_data, "name", None),
-                topic_id=getattr(topic_data, "topic_id", None),
-                partition_responses=tuple(partition_responses),
-            )
-        )
+        name = getattr(topic_data, "name", None)
+        topic_results.append((topic_data.topic_id if name is None else name, results))
     broker.log_grew()
     if body.acks == 0:
         return None
-    return make(types.ProduceResponse, responses=tuple(topic_responses), throttle_time=NO_THROTTLE)
+    return encode_produce_response_body(request.header.api_version, topic_results)
 
 
 def _resolve_topic(broker: Broker, topic_data: Any) -> tuple[Topic | None, ErrorCode]:
