@@ -91,11 +91,11 @@ def build_template(
             encoded,
             Record(
                 attributes=i8(0),
-                # A cast, not TZAwareMicros.parse(): a delta may reach before the epoch.
-                timestamp=cast(
-                    TZAwareMicros,
-                    _EPOCH + datetime.timedelta(milliseconds=record.timestamp_delta_ms),
-                ),
+                # kio writes the delta as int(timestamp() * 1000) - base_timestamp in floating
+                # point, a millisecond short for about one delta in a hundred above 1 s; a
+                # record at the epoch itself (0.0, exact) with the delta moved into the base
+                # is exact for every delta, negative ones included.
+                timestamp=cast(TZAwareMicros, _EPOCH),
                 offset=i64(offset_delta),
                 key=record.key,
                 value=record.value,
@@ -103,7 +103,7 @@ def build_template(
                     RecordHeader(key=name.encode(), value=value) for name, value in record.headers
                 ),
             ),
-            base_timestamp=i64(0),
+            base_timestamp=i64(-record.timestamp_delta_ms),
             base_offset=i64(0),
         )
     payload = encoded.getvalue()

@@ -142,19 +142,16 @@ class RecordShape:
         record_bytes = self.size + self.key_size + 8 * self.headers + 16
         self.batch_records = max(1, min(MAX_BATCH_RECORDS, TARGET_BATCH_BYTES // record_bytes))
 
-    @property
-    def _ms_per_record(self) -> float:
-        return 1000.0 / (self.rate or NOMINAL_RATE)
+    def _ms_for(self, records: int) -> int:
+        """floor(records * 1000 / rate): dividing last keeps whole-number rates exact, where
+        multiplying by a rounded 1000 / rate is a millisecond short at some offsets."""
+        return math.floor(records * 1000 / (self.rate or NOMINAL_RATE))
 
     def timestamp_ms(self, start_ms: int, offset: int) -> int:
         """The timestamp of the record at `offset`, for a topic that started at `start_ms`."""
         base = offset - offset % self.batch_records
         index = offset - base
-        return (
-            start_ms
-            + math.floor(base * self._ms_per_record)
-            + math.floor(index * self._ms_per_record)
-        )
+        return start_ms + self._ms_for(base) + self._ms_for(index)
 
     def offset_for_timestamp(self, start_ms: int, timestamp_ms: int, low: int, high: int) -> int:
         """The first offset in [low, high) whose timestamp is at least `timestamp_ms`, or
@@ -188,7 +185,7 @@ class RecordShape:
             key=key_pattern(index, self.key_size),
             value=value_pattern(index, self.size),
             headers=tuple((f"h{h}", label) for h in range(self.headers)),
-            timestamp_delta_ms=math.floor(index * self._ms_per_record),
+            timestamp_delta_ms=self._ms_for(index),
         )
 
     def batch(self, base: int, end: int, start_ms: int) -> bytearray:

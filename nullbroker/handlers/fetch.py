@@ -204,6 +204,10 @@ def _records(topic: Topic, offset: int, log_end: int, limit: int, first: bool) -
     limits, so a consumer always progresses.
     """
     shape = topic.records
+    if offset >= log_end:
+        # No batch holds the log end. The one before it holds only records the consumer
+        # has: sending it would answer at once, and an idle consumer would spin the broker.
+        return NO_RECORDS, 0
     base = shape.batch_base(offset)
     batches: list[bytearray] = []
     size = count = 0
