@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Awaitable
 
 import trio
 
@@ -47,6 +48,14 @@ class Drain:
         return bytes(data)
 
 
+async def _abandon(pending: Awaitable[object]) -> None:
+    """Cancel a request held for a client that has gone. Awaited under a cancelled scope
+    rather than dropped, since a coroutine never awaited is reported as a bug."""
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await pending
+
+
 async def serve_connection(
     stream: trio.abc.Stream, broker: Broker, session: Session, drain: Drain
 ) -> None:
@@ -67,11 +76,17 @@ async def serve_connection(
                     if inspect.isawaitable(response):
                         # A request that waits: what is already answered goes out first.
                         if responses:
-                            await stream.send_all(b"".join(responses))
+                            try:
+                                await stream.send_all(b"".join(responses))
+                            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                                await _abandon(response)
+                                raise
                             responses.clear()
                         response = await response
                     if response is not None:
                         responses.append(response)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                raise  # the client went away: not a protocol error, nor a bug of ours
             except ProtocolError as error:
                 failure = type(error).__name__
                 log.warning("closing connection from %s: %s", session.peer, error)
