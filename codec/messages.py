@@ -22,11 +22,13 @@ from .apis import (
     api_name,
     request_header_version,
     request_reader,
+    request_schema,
     response_header_version,
     response_writer,
 )
 from .errors import TruncatedHeader, UndecodableRequest, UnsupportedApi, UnsupportedVersion
 from .framing import size_prefixed
+from .validate import Step, entity_check
 
 _KEY_VERSION_CORRELATION = struct.Struct(">hhi")
 _CORRELATION = struct.Struct(">i")
@@ -35,6 +37,13 @@ _HEADER_READERS: dict[int, Reader[RequestHeaderV1 | RequestHeaderV2]] = {
     1: entity_reader(RequestHeaderV1),
     2: entity_reader(RequestHeaderV2),
 }
+
+
+@cache
+def request_check(key: int, version: int) -> Step:
+    """The structure check of the request payload of (key, version)."""
+    schema: type = request_schema(key, version)
+    return entity_check(schema)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +125,13 @@ def decode_request(
     check_served(peek_header(frame), served)
     header, offset = decode_header(frame)
     try:
+        # kio's native reader must only ever see well-formed structure: see validate.py.
+        checked_end = request_check(header.api_key, header.api_version)(frame, offset, len(frame))
+    except UndecodableRequest as error:
+        raise UndecodableRequest(
+            f"{header.api_name} v{header.api_version} body does not decode: {error}"
+        ) from None
+    try:
         # kio's readers return the number of bytes they consumed, not an end offset.
         body, body_size = request_reader(header.api_key, header.api_version)(frame, offset)
     except Exception as error:  # kio's native reader raises several kinds on bad input
@@ -124,6 +140,11 @@ def decode_request(
         ) from None
     # Bytes after the body are ignored, as Apache Kafka ignores them: librdkafka's Metadata
     # v9+ request for all topics writes the null topic array in four bytes instead of one.
+    if offset + body_size != checked_end:
+        raise UndecodableRequest(
+            f"{header.api_name} v{header.api_version} body: kio read {body_size} bytes, "
+            f"the structure check {checked_end - offset}"
+        )
     return Request(header, body, len(frame), len(frame) - offset - body_size)
 
 

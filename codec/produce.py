@@ -27,7 +27,7 @@ FIRST_TOPIC_ID_VERSION = 13
 class PartitionResult(NamedTuple):
     """What the broker answers for one partition of a Produce request."""
 
-    index: int
+    partition: int
     error_code: int
     base_offset: int
     log_start_offset: int
@@ -79,15 +79,15 @@ def encode_produce_response_body(version: int, topics: Sequence[TopicResults]) -
             assert isinstance(topic, str)
             add(_legacy_string(topic))
         add(_uvarint(len(partitions) + 1) if flexible else _INT32.pack(len(partitions)))
-        for index, error_code, base_offset, log_start_offset, message in partitions:
+        for partition, error_code, base_offset, log_start_offset, message in partitions:
             if version >= 5:
                 add(
                     _PARTITION_V5.pack(
-                        index, error_code, base_offset, NO_LOG_APPEND_TIME, log_start_offset
+                        partition, error_code, base_offset, NO_LOG_APPEND_TIME, log_start_offset
                     )
                 )
             else:
-                add(_PARTITION_V2.pack(index, error_code, base_offset, NO_LOG_APPEND_TIME))
+                add(_PARTITION_V2.pack(partition, error_code, base_offset, NO_LOG_APPEND_TIME))
             if flexible:
                 # empty record errors, error message, no tagged fields
                 add(b"\x01" + _compact_string(message) + b"\x00")

@@ -514,13 +514,6 @@ def _null_array_requests() -> list[Any]:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (codec/messages.py decode_request, reported): kio decodes a null where the "
-    "schema has a non-nullable array, and the handler then fails iterating None. The "
-    "connection is closed, but logged as an internal error with a traceback and counted as "
-    "InternalError instead of UndecodableRequest.",
-)
 @pytest.mark.parametrize("wire", _null_array_requests())
 async def test_null_for_a_non_nullable_array_is_an_undecodable_request(
     caplog: pytest.LogCaptureFixture, wire: bytes
@@ -555,15 +548,8 @@ def _unsigned_varint(value: int) -> bytes:
     return bytes(encoded)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (kio 0.6.5 native reader, reached through codec.decode_request; reported): "
-    "an array length is trusted before the bytes are checked, so a 32-byte Metadata v12 "
-    "request whose compact topic count is 2**34 makes Rust allocate 128 GiB and abort the "
-    "process: any client can kill the broker. Any count of 2**32 or more aborts here; "
-    "smaller ones do wherever 8 bytes per element exceed what the OS will commit. Kafka "
-    "checks an array's length against the bytes remaining before allocating.",
-)
+# kio 0.6.5's native reader trusts array lengths (a 2**34 count aborts the process);
+# codec/validate.py checks every length against the bytes left before kio reads.
 async def test_huge_array_length_is_refused_without_killing_the_process() -> None:
     # Compact arrays store the count plus one; kio reads varints of up to 35 bits.
     frame = request_header(3, 12, 1) + _unsigned_varint(2**34 + 1)
@@ -626,10 +612,7 @@ BAD_WRITES = st.lists(
 )
 
 
-# Derandomized: the same examples every run, so the suite stays deterministic while the
-# xfail bugs above are open (a long randomized run of similar inputs found them, and the
-# first kills the whole test process when it is hit).
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=60, deadline=None)
 @given(writes=BAD_WRITES)
 async def test_random_bytes_never_crash_the_broker_nor_disturb_another_connection(
     writes: list[bytes],

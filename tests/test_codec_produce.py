@@ -19,7 +19,7 @@ INT64 = st.integers(-(2**63), 2**63 - 1)
 
 partition_results = st.builds(
     PartitionResult,
-    index=st.integers(0, 2**31 - 1),
+    partition=st.integers(0, 2**31 - 1),
     error_code=st.sampled_from(ERROR_CODES),
     base_offset=INT64,
     log_start_offset=INT64,
@@ -48,7 +48,7 @@ def kio_encoding(version: int, topics: list[TopicResults]) -> bytes:
                 partition_responses=tuple(
                     make(
                         types.PartitionProduceResponse,
-                        index=result.index,
+                        index=result.partition,
                         error_code=ErrorCode(result.error_code),
                         base_offset=result.base_offset,
                         log_append_time=None,
