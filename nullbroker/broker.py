@@ -22,6 +22,7 @@ from codec import (
 )
 
 from .config import Config
+from .groups import GroupCoordinator
 from .producers import ProducerRegistry
 from .stats import BrokerStats
 from .source import now_ms
@@ -75,6 +76,7 @@ class Broker:
         for source in config.sources:
             self.topics.create(source.name, source=source, now_ms=started_ms)
         self.producers = ProducerRegistry()
+        self.groups = GroupCoordinator(self.stats, config.group_initial_rebalance_delay_ms)
         self.log_growth = trio.Event()
         """Set, and replaced, whenever a log grows: held Fetch requests wait on it."""
         self.handlers: dict[int, Handler] = HANDLERS

@@ -131,6 +131,14 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default {defaults.produced_record_size})",
     )
     serve.add_argument(
+        "--group-initial-rebalance-delay-ms",
+        type=int,
+        metavar="MS",
+        help="how long a new or empty consumer group waits for more members before its "
+        f"first rebalance completes (default {defaults.group_initial_rebalance_delay_ms}, as "
+        "Kafka's group.initial.rebalance.delay.ms; 0 for tests)",
+    )
+    serve.add_argument(
         "--config", metavar="FILE", help=f"a TOML file of settings (or ${CONFIG_FILE_VARIABLE})"
     )
     return parser

@@ -46,6 +46,7 @@ class Config:
     produced_record_size: int = 100
     sources: tuple[SourceSpec, ...] = ()
     cluster_id: str = "nullbroker-cluster-0001"
+    group_initial_rebalance_delay_ms: int = 3000
 
     def __post_init__(self) -> None:
         parse_host_port(self.listen, "listen")
@@ -66,6 +67,11 @@ class Config:
         if self.produced_record_size < 0:
             raise ConfigError(
                 f"produced_record_size: must not be negative, got {self.produced_record_size}"
+            )
+        if self.group_initial_rebalance_delay_ms < 0:
+            raise ConfigError(
+                "group_initial_rebalance_delay_ms: must not be negative, "
+                f"got {self.group_initial_rebalance_delay_ms}"
             )
         if self.report_interval <= 0:
             raise ConfigError(f"report_interval: must be positive, got {self.report_interval}")

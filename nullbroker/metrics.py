@@ -90,6 +90,18 @@ class BrokerCollector(Collector):
             "nullbroker_connections", "Open client connections.", value=stats.connections
         )
 
+        groups = GaugeMetricFamily(
+            "nullbroker_groups", "Consumer groups, by state.", labels=["state"]
+        )
+        for state, count in sorted(stats.groups.items()):
+            groups.add_metric([state], count)
+        yield groups
+        yield CounterMetricFamily(
+            "nullbroker_rebalances",
+            "Consumer group join phases completed with members (new generations).",
+            value=stats.rebalances,
+        )
+
 
 def _cumulative_buckets(counts: list[int]) -> list[tuple[str, float]]:
     exposed = set(PROMETHEUS_BOUNDS_NS)

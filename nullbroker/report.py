@@ -91,6 +91,10 @@ def summary(stats: BrokerStats) -> dict[str, Any]:
         "errors": dict(sorted(stats.errors.items())),
         "connections_closed_on_error": dict(sorted(stats.protocol_errors.items())),
         "connections_total": stats.connections_total,
+        "groups": {
+            "by_state": dict(sorted(stats.groups.items())),
+            "rebalances": stats.rebalances,
+        },
         "peak_rss_bytes": peak_rss_bytes(),
     }
 

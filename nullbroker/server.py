@@ -66,6 +66,7 @@ class BrokerServer:
                         metrics_listeners,
                     )
                 services.start_soon(self._report_periodically)
+                services.start_soon(self.broker.groups.run)
                 task_status.started(self)
                 await self._stop.wait()
                 services.cancel_scope.cancel()

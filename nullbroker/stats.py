@@ -102,6 +102,10 @@ class BrokerStats:
         self.connections_total = 0
         self.protocol_errors: Counter[str] = Counter()
         """Connections closed for a broken request, by reason (codec error class)."""
+        self.groups: Counter[str] = Counter()
+        """Consumer groups by state (Empty, PreparingRebalance, CompletingRebalance, Stable)."""
+        self.rebalances = 0
+        """Join phases completed with members: each starts a new group generation."""
 
     def partition_counters(self, topic: str, partition: int) -> PartitionCounters:
         """The counters of a partition, created on first use and kept for the broker's life."""
