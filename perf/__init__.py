@@ -1,0 +1,1 @@
+"""Benchmarks and perf tools: codec microbenchmarks, producer and consumer perf twins."""

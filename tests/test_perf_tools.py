@@ -1,0 +1,589 @@
+"""The perf tools behave as documented: their output lines, JSON files and flag errors.
+
+Smoke runs only (few iterations, small record counts): these tests assert formats and exact
+counts, never speed. The producer and consumer twins run as their users run them, as
+`python -m perf....` processes against a `nullbroker serve` process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from kio.serial import entity_reader
+
+from codec.apis import request_schema
+from perf import codec_bench, consumer_perf, producer_perf
+from perf.frames import fixed_set
+from perf.kafka_tools import ToolError, load_properties, parse_key_values
+from tests.broker_process import BrokerProcess, metric_total
+from tests.conftest import StartBroker
+from tests.vectors import by_file, frame_bytes
+
+REPO = Path(__file__).resolve().parent.parent
+TOOL_TIMEOUT = 60
+
+NUMBER = r"\d+\.\d+"
+ROW = re.compile(
+    r"^(?P<api>\w+) +(?P<dir>req|resp) +(?P<version>\d+) (?P<client>\S+) +(?P<bytes>\d+) +"
+    r"(?P<ours>[\d,]+) +(?P<kio>[\d,]+) +(?P<ratio>\d+\.\d\d)x  (?P<file>\S+)$"
+)
+SUMMARY = re.compile(
+    rf"^summary: kio/ours geometric mean {NUMBER}x over (?P<frames>\d+) frames \(target >= 2x\); "
+    rf"Produce request decode \+ response encode "
+    rf"(?:{NUMBER}x over (?P<pairs>\d+) pairs|n/a \(no Produce request with its response "
+    r"selected\)) \(target >= 5x\)$"
+)
+WINDOW = re.compile(
+    rf"^(?P<records>\d+) records sent, {NUMBER} records/sec \({NUMBER} MB/sec\), "
+    rf"{NUMBER} ms avg latency, {NUMBER} ms max latency\.$"
+)
+TOTAL = re.compile(
+    rf"^(?P<records>\d+)(?P<steady> steady state)? records sent, \d+\.\d{{6}} records/sec "
+    rf"\({NUMBER} MB/sec\), {NUMBER} ms avg latency, {NUMBER} ms max latency, "
+    rf"{NUMBER} ms 50th, {NUMBER} ms 95th, {NUMBER} ms 99th, {NUMBER} ms 99\.9th\.$"
+)
+CONSUMER_HEADER = (
+    "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
+    "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec"
+)
+DETAILED_HEADER = (
+    "time, threadId, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
+    "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec"
+)
+DATE = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:\d{3}"
+FLOAT4 = r"(?:\d+\.\d{4}|Infinity|NaN)"
+CONSUMER_LINE = re.compile(
+    rf"^{DATE}, {DATE}, (?P<mb>\d+\.\d{{4}}), {FLOAT4}, (?P<records>\d+), {FLOAT4}, "
+    rf"(?P<rebalance>\d+), (?P<fetch_ms>\d+), {FLOAT4}, {FLOAT4}$"
+)
+DETAILED_LINE = re.compile(
+    rf"^{DATE}, 0, \d+\.\d{{4}}, {FLOAT4}, (?P<records>\d+), {FLOAT4}, \d+, -?\d+, "
+    r"\d+\.\d{4}, \d+\.\d{4}$"
+)
+METRIC_LINE = re.compile(r"^\w+:[\w.-]+:\{client-id=[^}]*\} +: \S+$")
+
+
+def run_tool(module: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m perf.<module> args...` from the repository root, as the docs say."""
+    return subprocess.run(
+        [sys.executable, "-m", f"perf.{module}", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=TOOL_TIMEOUT,
+        check=False,
+    )
+
+
+# -- codec_bench ------------------------------------------------------------------------------
+
+
+def test_codec_bench_prints_a_row_per_frame_and_writes_the_json_schema(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "codec.json"
+    argv = ["--api", "Produce,heartbeat", "--iterations", "3", "--repeats", "2"]
+    assert codec_bench.main([*argv, "--json", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    selected = [f for f in fixed_set() if f.api in ("Produce", "Heartbeat")]
+
+    assert (
+        lines[0]
+        == f"round trip: {len(selected)} frames byte-identical through codec and through kio"
+    )
+    assert lines[2] == codec_bench.TABLE_HEADER
+    rows = [ROW.match(line) for line in lines[3:-1]]
+    assert all(rows), lines[3:-1]
+    assert [row["file"] for row in rows if row] == [frame.file for frame in selected]
+    summary = SUMMARY.match(lines[-1])
+    assert summary is not None, lines[-1]
+    assert int(summary["frames"]) == len(selected)
+    produce_requests_with_responses = sum(
+        1
+        for frame in selected
+        if frame.api == "Produce"
+        and frame.direction == "request"
+        and any(other.file == frame.file.replace("-request", "-response") for other in selected)
+    )
+    assert int(summary["pairs"]) == produce_requests_with_responses == 12
+
+    document = json.loads(out.read_text())
+    assert [entry["file"] for entry in document["frames"]] == [frame.file for frame in selected]
+    for entry, frame in zip(document["frames"], selected, strict=True):
+        assert set(entry) == {
+            "file",
+            "client",
+            "api",
+            "version",
+            "direction",
+            "ns_per_op",
+            "kio_ns_per_op",
+        }
+        assert (entry["client"], entry["api"], entry["version"], entry["direction"]) == (
+            frame.client,
+            frame.api,
+            frame.version,
+            frame.direction,
+        )
+        assert entry["ns_per_op"] > 0 and entry["kio_ns_per_op"] > 0
+    assert document["summary"]["frames"] == len(selected)
+
+
+def test_codec_bench_without_produce_pairs_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert codec_bench.main(["--api", "CreateTopics", "--iterations", "1", "--repeats", "1"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    match = SUMMARY.match(last)
+    assert match is not None and match["pairs"] is None, last
+
+
+def test_every_frame_of_the_set_round_trips_byte_for_byte() -> None:
+    for frame in fixed_set():
+        codec_bench.check_roundtrip(frame)
+
+
+def test_the_round_trip_check_catches_a_frame_that_does_not_come_back() -> None:
+    frames = {frame.file: frame for frame in fixed_set()}
+    for file in ("java-4.0/007-Produce-v10-request.bin", "java-4.0/007-Produce-v10-response.bin"):
+        tampered = dataclasses.replace(frames[file], data=frames[file].data + b"\x00")
+        with pytest.raises(codec_bench.RoundTripError, match=re.escape(file)):
+            codec_bench.check_roundtrip(tampered)
+
+
+def test_a_produce_response_with_fields_the_broker_never_sets_is_refused() -> None:
+    # As recorded, the mock's answer carries a log append time (1234 ms): codec's Produce
+    # encoder never writes one, so the set holds it with -1, and the raw one must not pass.
+    file = "java-4.0/007-Produce-v10-response.bin"
+    normalised = next(frame for frame in fixed_set() if frame.file == file)
+    assert "log append time set to -1" in normalised.note
+    recorded = dataclasses.replace(normalised, data=frame_bytes(file))
+    with pytest.raises(codec_bench.RoundTripError, match="fields the broker never sets"):
+        codec_bench.check_roundtrip(recorded)
+
+
+def test_a_hand_written_decoders_view_is_written_back_as_kios_entity() -> None:
+    frame = next(f for f in fixed_set() if f.file == "java-4.0/007-Produce-v10-request.bin")
+    schema = request_schema(frame.api_key, frame.version)
+    view = codec_bench.readonly(frame.data)
+    _header, header_size = entity_reader(schema.__header_schema__)(view, 0)
+    entity, _ = entity_reader(schema)(view, header_size)
+    # The shape of codec.produce's view: kio's names, timeout in ms, records as memoryviews.
+    lookalike = SimpleNamespace(
+        transactional_id=entity.transactional_id,
+        acks=entity.acks,
+        timeout_ms=int(entity.timeout.total_seconds() * 1000),
+        topic_data=tuple(
+            SimpleNamespace(
+                name=topic.name,
+                topic_id=None,
+                partition_data=tuple(
+                    SimpleNamespace(index=p.index, records=memoryview(p.records))
+                    for p in topic.partition_data
+                ),
+            )
+            for topic in entity.topic_data
+        ),
+    )
+    assert codec_bench.as_kio_entity(schema, lookalike) == entity
+    assert codec_bench.as_kio_entity(schema, entity) is entity
+
+
+def test_codec_bench_refuses_to_time_a_frame_that_does_not_round_trip(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    frames = fixed_set()
+    broken = dataclasses.replace(frames[0], data=frames[0].data + b"\x00")
+    monkeypatch.setattr(codec_bench, "fixed_set", lambda: [broken, *frames[1:]])
+    with pytest.raises(codec_bench.RoundTripError):
+        codec_bench.main(["--iterations", "1", "--repeats", "1"])
+
+
+def test_the_frame_set_covers_what_the_issue_lists() -> None:
+    frames = fixed_set()
+    apis = {frame.api for frame in frames}
+    assert {
+        "ApiVersions",
+        "Metadata",
+        "Produce",
+        "Fetch",
+        "FindCoordinator",
+        "JoinGroup",
+        "SyncGroup",
+        "Heartbeat",
+        "LeaveGroup",
+        "OffsetCommit",
+        "OffsetFetch",
+        "ListOffsets",
+        "InitProducerId",
+        "CreateTopics",
+    } <= apis
+    entries = by_file()
+    codecs = {
+        codec
+        for frame in frames
+        if frame.api == "Produce" and frame.direction == "request" and frame.client != "built"
+        for codec in entries[frame.file]["produce"]["compression"]
+    }
+    assert codecs == {"none", "gzip", "snappy", "lz4", "zstd"}
+    built = {frame.file for frame in frames if frame.client == "built"}
+    assert built == {
+        "built/CreateTopics-v7-request.bin",
+        "built/CreateTopics-v7-response.bin",
+        "built/Produce-1-record-v10-request.bin",
+        "built/Produce-1-record-v10-response.bin",
+    }
+    fetch_responses = [f for f in frames if f.api == "Fetch" and f.direction == "response"]
+    assert max(len(frame.data) for frame in fetch_responses) > 16 * 1024
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--api", "Nope"], "unknown API nope; the frame set has "),
+        (["--iterations", "0"], "must be a positive integer"),
+        (["--repeats", "-1"], "must be a positive integer"),
+    ],
+)
+def test_codec_bench_flag_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        codec_bench.main(argv)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_codec_bench_lists_the_set(capsys: pytest.CaptureFixture[str]) -> None:
+    assert codec_bench.main(["--list", "--api", "CreateTopics"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == [
+        "built/CreateTopics-v7-request.bin",
+        "built/CreateTopics-v7-response.bin",
+    ]
+    assert all("not recorded: built with kio" in line for line in lines)
+
+
+# -- producer_perf ----------------------------------------------------------------------------
+
+
+def produced_records(broker: BrokerProcess) -> int:
+    return int(metric_total(broker.scrape(), "nullbroker_produced_records_total"))
+
+
+def test_producer_perf_prints_kafkas_lines_and_every_record_reaches_the_broker(
+    start_broker: StartBroker, tmp_path: Path
+) -> None:
+    broker = start_broker()
+    out = tmp_path / "producer.json"
+    result = run_tool(
+        "producer_perf",
+        "--bootstrap-server", broker.bootstrap,
+        "--topic", "perf",
+        "--num-records", "1500",
+        "--record-size", "100",
+        "--throughput", "5000",
+        "--reporting-interval", "100",
+        "--warmup-records", "300",
+        "--json", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == (
+        "Warmup first 300 records. Steady state results will print after the complete test summary."
+    )
+    assert "In steady state." in lines
+    windows = [WINDOW.match(line) for line in lines if line.endswith("max latency.")]
+    assert windows and all(windows), lines
+    total, steady = TOTAL.match(lines[-2]), TOTAL.match(lines[-1])
+    assert total is not None and steady is not None, lines[-2:]
+    assert (total["records"], total["steady"]) == ("1500", None)
+    assert (steady["records"], steady["steady"]) == ("1200", " steady state")
+    assert set(lines) - {lines[0], "In steady state.", lines[-2], lines[-1]} == {
+        line for line in lines if WINDOW.match(line)
+    }
+
+    document = json.loads(out.read_text())
+    assert document["records"] == 1500 and document["bytes"] == 1500 * 100
+    assert document["failed"] == 0
+    assert document["steady_state"]["records"] == 1200
+    for key in ("records_per_sec", "mb_per_sec", "avg_latency_ms", "max_latency_ms"):
+        assert document[key] > 0
+    assert 0 < document["p50_ms"] <= document["p95_ms"] <= document["p99_ms"]
+    assert document["p99_ms"] <= document["p999_ms"] <= document["max_latency_ms"]
+    assert document["windows"] and set(document["windows"][0]) == {
+        "records",
+        "records_per_sec",
+        "mb_per_sec",
+        "avg_latency_ms",
+        "max_latency_ms",
+    }
+    # The Java producer's defaults, in librdkafka's names.
+    assert document["config"]["enable.idempotence"] == "true"
+    assert document["config"]["batch.size"] == "16384"
+    assert produced_records(broker) == 1500
+
+
+def test_producer_perf_reads_payload_files_and_prints_metrics(
+    start_broker: StartBroker, tmp_path: Path
+) -> None:
+    broker = start_broker()
+    payloads = tmp_path / "payloads.txt"
+    payloads.write_text("alpha|beta|gamma\n")
+    config = tmp_path / "producer.properties"
+    config.write_text(f"# as Kafka's tools read them\nbootstrap.servers={broker.bootstrap}\n")
+    out = tmp_path / "producer.json"
+    result = run_tool(
+        "producer_perf",
+        "--producer.config", str(config),
+        "--topic", "payloads",
+        "--num-records", "60",
+        "--payload-file", str(payloads),
+        "--payload-delimiter", r"\||\n",
+        "--throughput", "-1",
+        "--producer-props", "acks=1", "statistics.interval.ms=100",
+        "--print-metrics",
+        "--json", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"Reading payloads from: {payloads.resolve()}"
+    assert lines[1] == "Number of messages read: 3"
+    total = TOTAL.match(lines[2])
+    assert total is not None and total["records"] == "60", lines[2]
+    assert lines[3] == ""
+    assert re.match(r"^Metric Name +Value$", lines[4])
+    metrics = lines[5:]
+    assert metrics and all(METRIC_LINE.match(line) for line in metrics), metrics[:5]
+    assert any(line.startswith("client:txmsgs:") for line in metrics)
+
+    document = json.loads(out.read_text())
+    assert document["records"] == 60
+    assert 60 * len("beta") <= document["bytes"] <= 60 * len("alpha")
+    # acks=1 turns the Java default of idempotence off, as in Java 4.x.
+    assert document["config"]["enable.idempotence"] == "false"
+    assert produced_records(broker) == 60
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--num-records", "5", "--record-size", "1", "--throughput", "-1"], "--topic"),
+        (
+            ["--topic", "t", "--num-records", "5", "--record-size", "1", "--payload-monotonic",
+             "--throughput", "-1"],
+            "not allowed with argument",
+        ),
+        (["--topic", "t", "--num-records", "5", "--throughput", "-1"], "one of the arguments"),
+        (
+            ["--topic", "t", "--num-records", "0", "--record-size", "1", "--throughput", "-1",
+             "--bootstrap-server", "127.0.0.1:1"],
+            "--num-records should be greater than zero",
+        ),
+        (
+            ["--topic", "t", "--num-records", "5", "--record-size", "1", "--throughput", "-1",
+             "--warmup-records", "5", "--bootstrap-server", "127.0.0.1:1"],
+            "--warmup-records must be strictly fewer",
+        ),
+        (
+            ["--topic", "t", "--num-records", "5", "--record-size", "0", "--throughput", "-1",
+             "--bootstrap-server", "127.0.0.1:1"],
+            "--record-size should be greater than zero",
+        ),
+        (
+            ["--topic", "t", "--num-records", "5", "--record-size", "1", "--throughput", "0",
+             "--bootstrap-server", "127.0.0.1:1"],
+            "--throughput must be a positive rate",
+        ),
+        (
+            ["--topic", "t", "--num-records", "5", "--record-size", "1", "--throughput", "-1"],
+            "no broker to send to",
+        ),
+        (
+            ["--topic", "t", "--num-records", "5", "--record-size", "1", "--throughput", "-1",
+             "--command-property", "bootstrap.servers"],
+            "Invalid property: bootstrap.servers",
+        ),
+        (
+            ["--topic", "t", "--num-records", "5", "--record-size", "1", "--throughput", "-1",
+             "--bootstrap-server", "127.0.0.1:1", "--transaction-duration-ms", "0"],
+            "--transaction-duration-ms should be greater than zero",
+        ),
+    ],
+)  # fmt: skip
+def test_producer_perf_flag_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        producer_perf.main(argv)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_producer_perf_without_arguments_prints_its_help(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert producer_perf.main([]) == 0
+    assert "kafka-producer-perf-test on confluent-kafka" in capsys.readouterr().out
+
+
+def test_java_producer_properties_are_mapped_to_librdkafka() -> None:
+    config = producer_perf.producer_config(
+        {
+            "bootstrap.servers": "127.0.0.1:1",
+            "buffer.memory": "1048577",
+            "max.request.size": "2000000",
+            "receive.buffer.bytes": "-1",
+            "compression.zstd.level": "3",
+            "key.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
+            "linger.ms": "0",
+        },
+        warn=sys.stderr,
+    )
+    assert config["queue.buffering.max.kbytes"] == "1025"
+    assert config["message.max.bytes"] == "2000000"
+    assert config["socket.receive.buffer.bytes"] == "0"
+    assert config["compression.level"] == "3"
+    assert "key.serializer" not in config
+    assert config["linger.ms"] == "0"
+    assert config["enable.idempotence"] == "true"
+    assert config["client.id"] == "perf-producer-client"
+
+
+def test_properties_files_and_key_values_parse_as_kafkas_tools_read_them(tmp_path: Path) -> None:
+    path = tmp_path / "client.properties"
+    path.write_text(
+        "# comment\n! also a comment\n\nacks = all\nlinger.ms: 5\nsasl.jaas.config=a=b\n"
+    )
+    assert load_properties(path) == {"acks": "all", "linger.ms": "5", "sasl.jaas.config": "a=b"}
+    assert parse_key_values(["a=1", "b=x=y"]) == {"a": "1", "b": "x=y"}
+    with pytest.raises(ToolError, match="Invalid property: nope"):
+        parse_key_values(["nope"])
+
+
+def test_the_throttler_paces_like_kafkas() -> None:
+    naps: list[float] = []
+    throttler = producer_perf.ThroughputThrottler(1000.0, 0, naps.append)
+    assert not throttler.should_throttle(0, 0)  # no time has passed yet
+    assert throttler.should_throttle(2000, 1000)  # 2000 records in 1 s is above 1000/s
+    assert not throttler.should_throttle(999, 1000)
+    throttler.throttle()  # 1 ms owed: below Kafka's 2 ms minimum nap
+    assert naps == []
+    throttler.throttle()  # 2 ms owed: nap (through the producer's poll)
+    assert naps and naps[0] == pytest.approx(0.002, abs=1e-6)
+    assert throttler.sleep_deficit_ns == 0
+    assert not producer_perf.ThroughputThrottler(-1, 0, naps.append).should_throttle(10**9, 1)
+
+
+# -- consumer_perf ----------------------------------------------------------------------------
+
+
+def consume(broker: BrokerProcess, tmp_path: Path, *args: str) -> tuple[list[str], dict[str, Any]]:
+    out = tmp_path / "consumer.json"
+    result = run_tool(
+        "consumer_perf", "--bootstrap-server", broker.bootstrap, "--json", str(out), *args
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines(), json.loads(out.read_text())
+
+
+def test_consumer_perf_reads_every_record_of_a_source_topic(
+    start_broker: StartBroker, tmp_path: Path
+) -> None:
+    broker = start_broker(
+        "--source", "bounded:partitions=2,records=500,size=100,key-size=4",
+        "--source", "live:partitions=1,rate=2000,size=10",
+    )  # fmt: skip
+    lines, document = consume(
+        broker,
+        tmp_path,
+        "--topic",
+        "bounded",
+        "--messages",
+        "1000",
+        "--assign",
+        "--timeout",
+        "5000",
+    )
+    assert lines[0] == CONSUMER_HEADER
+    line = CONSUMER_LINE.match(lines[1])
+    assert line is not None, lines
+    assert len(lines) == 2
+    assert (line["records"], line["rebalance"]) == ("1000", "0")
+    assert line["mb"] == f"{1000 * 104 / 2**20:.4f}"
+    assert document["records"] == 1000 and document["bytes"] == 1000 * (100 + 4)
+    assert document["mode"] == "assign" and document["timed_out"] is False
+    assert set(document) >= {
+        "start_time", "end_time", "mb", "mb_per_sec", "records", "records_per_sec",
+        "rebalance_time_ms", "fetch_time_ms", "fetch_mb_per_sec", "fetch_records_per_sec",
+    }  # fmt: skip
+
+    # Past the end of a bounded topic: the warning, and the records that were there.
+    lines, document = consume(
+        broker, tmp_path, "--topic", "bounded", "--num-records", "1001", "--assign",
+        "--timeout", "300", "--hide-header",
+    )  # fmt: skip
+    assert lines[0].startswith("WARNING: Exiting before consuming the expected number of records")
+    assert "timeout (300 ms) exceeded" in lines[0]
+    match = CONSUMER_LINE.match(lines[1])
+    assert match is not None and match["records"] == "1000", lines
+    assert document["timed_out"] is True
+
+    # A growing topic from its end: a progress line per interval.
+    lines, document = consume(
+        broker, tmp_path, "--topic", "live", "--num-records", "400", "--assign",
+        "--from-latest", "--show-detailed-stats", "--reporting-interval", "50",
+    )  # fmt: skip
+    assert lines[0] == DETAILED_HEADER
+    progress = [DETAILED_LINE.match(line) for line in lines[1:]]
+    assert progress and all(progress), lines
+    # As Kafka's tool, the last poll's records all count, even past --num-records.
+    assert 400 <= document["records"] < 400 + consumer_perf.DEFAULT_MAX_POLL_RECORDS
+
+
+def test_consumer_perf_subscribe_joins_a_group_and_reads_every_record(
+    start_broker: StartBroker, tmp_path: Path
+) -> None:
+    broker = start_broker("--source", "bounded:partitions=2,records=500,size=100")
+    lines, document = consume(
+        broker, tmp_path, "--topic", "bounded", "--num-records", "1000", "--group", "perf-g"
+    )
+    line = CONSUMER_LINE.match(lines[1])
+    assert line is not None and line["records"] == "1000", lines
+    assert document["mode"] == "subscribe" and document["records"] == 1000
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--topic", "t", "--num-records", "1"], "--bootstrap-server"),
+        (["--bootstrap-server", "h:1", "--topic", "t"], "exactly one of --num-records"),
+        (
+            ["--bootstrap-server", "h:1", "--topic", "t", "--num-records", "1", "--messages", "1"],
+            "exactly one of --num-records",
+        ),
+        (
+            ["--bootstrap-server", "h:1", "--topic", "t", "--num-records", "1",
+             "--reporting-interval", "0"],
+            "Reporting interval must be greater than 0.",
+        ),
+        (
+            ["--bootstrap-server", "h:1", "--topic", "t", "--num-records", "1",
+             "--command-property", "oops"],
+            "Invalid property: oops",
+        ),
+    ],
+)  # fmt: skip
+def test_consumer_perf_flag_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        consumer_perf.main(argv)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
