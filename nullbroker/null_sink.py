@@ -29,7 +29,7 @@ NO_SEQUENCE = -1
 def append(
     topic: str,
     partition: Partition,
-    records: bytes | None,
+    records: bytes | memoryview | None,
     producers: ProducerRegistry,
     verify_crc: bool,
 ) -> AppendResult:

@@ -63,6 +63,16 @@ def with_version(frame: bytes, version: int) -> bytes:
     return frame[:2] + struct.pack(">h", version) + frame[4:]
 
 
+def unsigned_varint(value: int) -> bytes:
+    """Kafka's unsigned varint (compact lengths and counts store the value plus one)."""
+    encoded = bytearray()
+    while value >= 0x80:
+        encoded.append(value & 0x7F | 0x80)
+        value >>= 7
+    encoded.append(value)
+    return bytes(encoded)
+
+
 def request_header(
     api_key: int, api_version: int, correlation_id: int, client_id: str | None = CLIENT_ID
 ) -> bytes:

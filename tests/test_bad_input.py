@@ -52,6 +52,7 @@ from tests.kafka_wire import (
     request_frame,
     request_header,
     size_prefix,
+    unsigned_varint,
     with_version,
 )
 
@@ -539,20 +540,11 @@ except UndecodableRequest:
 """
 
 
-def _unsigned_varint(value: int) -> bytes:
-    encoded = bytearray()
-    while value >= 0x80:
-        encoded.append(value & 0x7F | 0x80)
-        value >>= 7
-    encoded.append(value)
-    return bytes(encoded)
-
-
 # kio 0.6.5's native reader trusts array lengths (a 2**34 count aborts the process);
 # codec/validate.py checks every length against the bytes left before kio reads.
 async def test_huge_array_length_is_refused_without_killing_the_process() -> None:
     # Compact arrays store the count plus one; kio reads varints of up to 35 bits.
-    frame = request_header(3, 12, 1) + _unsigned_varint(2**34 + 1)
+    frame = request_header(3, 12, 1) + unsigned_varint(2**34 + 1)
     with trio.fail_after(60):
         result = await trio.run_process(
             [sys.executable, "-c", _DECODE_IN_A_CHILD, frame.hex()],

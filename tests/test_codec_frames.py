@@ -21,6 +21,7 @@ from kio.serial.readers import Reader
 
 import codec
 from codec import apis
+from tests.produce_views import as_kio_body
 from tests.vectors import (
     FRAMES_DIR,
     Entry,
@@ -164,7 +165,8 @@ def test_served_request_decodes_with_no_trailing_bytes(entry: Entry) -> None:
     assert request.header == codec.RequestHeader(
         entry["api_key"], entry["api_version"], entry["correlation_id"], entry["client_id"]
     )
-    assert type(request.body) is apis.request_schema(entry["api_key"], entry["api_version"])
+    body = as_kio_body(entry["api_key"], entry["api_version"], request.body)
+    assert type(body) is apis.request_schema(entry["api_key"], entry["api_version"])
     assert request.trailing_bytes == 0
     assert request.size == len(frame)
 
@@ -195,7 +197,7 @@ def test_request_reencodes_byte_for_byte_with_kio_writers(entry: Entry) -> None:
         body, body_size = entity_reader(schema)(readonly(frame), header_size)
         assert header_size + body_size == len(frame)
     else:
-        body = codec.decode_request(readonly(frame), SERVED).body
+        body = as_kio_body(key, version, codec.decode_request(readonly(frame), SERVED).body)
     encoded = io.BytesIO()
     entity_writer(schema.__header_schema__)(encoded, header)
     entity_writer(schema)(encoded, body)
