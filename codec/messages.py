@@ -101,12 +101,16 @@ def check_served(header: RequestHeader, served: Mapping[int, ApiRange]) -> None:
         )
 
 
-def decode_header(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader, int]:
-    """Decode the full request header of a frame whose (key, version) is known to kio.
+def decode_header(
+    frame: bytes | bytearray | memoryview, peeked: RequestHeader | None = None
+) -> tuple[RequestHeader, int]:
+    """Decode the full request header of a frame whose (key, version) is known to kio;
+    `peeked` is peek_header(frame) when the caller has it already.
 
     Returns the header and the offset where the payload starts.
     """
-    peeked = peek_header(frame)
+    if peeked is None:
+        peeked = peek_header(frame)
     header_version = request_header_version(peeked.api_key, peeked.api_version)
     try:
         header, header_size = _HEADER_READERS[header_version](frame, 0)
@@ -129,8 +133,9 @@ def decode_request(
     Raises UnsupportedApi or UnsupportedVersion for what `served` does not list,
     TruncatedHeader or UndecodableRequest for bytes that do not decode.
     """
-    check_served(peek_header(frame), served)
-    header, offset = decode_header(frame)
+    peeked = peek_header(frame)
+    check_served(peeked, served)
+    header, offset = decode_header(frame, peeked)
     fast_decoder = FAST_DECODERS.get(header.api_key)
     if fast_decoder is not None:
         body, body_size = fast_decoder(frame, offset, header.api_version)
@@ -138,14 +143,9 @@ def decode_request(
     try:
         # kio's native reader must only ever see well-formed structure: see validate.py.
         checked_end = request_check(header.api_key, header.api_version)(frame, offset, len(frame))
-    except UndecodableRequest as error:
-        raise UndecodableRequest(
-            f"{header.api_name} v{header.api_version} body does not decode: {error}"
-        ) from None
-    try:
         # kio's readers return the number of bytes they consumed, not an end offset.
         body, body_size = request_reader(header.api_key, header.api_version)(frame, offset)
-    except Exception as error:  # kio's native reader raises several kinds on bad input
+    except Exception as error:  # the check, or kio's reader (it raises several kinds)
         raise UndecodableRequest(
             f"{header.api_name} v{header.api_version} body does not decode: {error}"
         ) from None
