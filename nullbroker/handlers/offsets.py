@@ -37,14 +37,20 @@ def _partition(topic: Topic | None, index: int) -> Partition | None:
     return topic.partitions[index]
 
 
+def _current(broker: Broker, name: str, now: int) -> Topic | None:
+    """The named topic with its log end brought up to `now` (a growing source moves)."""
+    topic = broker.topics.get(name)
+    if topic is not None:
+        topic.advance(now)
+    return topic
+
+
 def handle_list_offsets(broker: Broker, request: Request, session: Session) -> Any:
     types = response_module(LIST_OFFSETS, request.header.api_version)
     now = now_ms()
     topics = []
     for wanted in request.body.topics:
-        topic = broker.topics.get(wanted.name)
-        if topic is not None:
-            topic.advance(now)
+        topic = _current(broker, wanted.name, now)
         partitions = []
         for asked in wanted.partitions:
             partition = _partition(topic, asked.partition_index)
@@ -100,9 +106,7 @@ def handle_delete_records(broker: Broker, request: Request, session: Session) ->
     now = now_ms()
     topics = []
     for wanted in request.body.topics:
-        topic = broker.topics.get(wanted.name)
-        if topic is not None:
-            topic.advance(now)
+        topic = _current(broker, wanted.name, now)
         partitions = []
         for asked in wanted.partitions:
             partition = _partition(topic, asked.partition_index)
