@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 import time
-
-import trio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
+
+import trio
 
 from codec import (
     API_VERSIONS_KEY,
@@ -24,8 +23,8 @@ from codec import (
 from .config import Config
 from .groups import GroupCoordinator
 from .producers import ProducerRegistry
-from .stats import BrokerStats
 from .source import now_ms
+from .stats import BrokerStats
 from .topics import PartitionCountersFor, TopicRegistry
 
 log = logging.getLogger("nullbroker")
@@ -48,12 +47,36 @@ class Session:
     """The address clients are told to reach this node at (Metadata, FindCoordinator)."""
 
 
+class LogGrowth:
+    """Where Fetch requests held at a log end wait for it to grow.
+
+    Every Produce request notifies it, so notifying with no one waiting must cost next to
+    nothing: a parking lot's length is one check, where trio.Event needed a statistics
+    object and a new Event per wake-up.
+    """
+
+    __slots__ = ("_waiters",)
+
+    def __init__(self) -> None:
+        self._waiters = trio.lowlevel.ParkingLot()
+
+    async def wait(self) -> None:
+        await self._waiters.park()
+
+    def notify(self) -> None:
+        if self._waiters:
+            self._waiters.unpark_all()
+
+
 Handler = Callable[["Broker", Request, Session], Any]
 """A request handler: returns a kio response entity, pre-encoded body bytes, None for no
 response (Produce with acks=0), or an awaitable of one of these for a request that waits."""
 
-Answer = bytes | None | Awaitable[bytes | None]
-"""A response frame, none, or an awaitable of either."""
+Buffer = bytes | bytearray | memoryview
+
+Answer = bytes | list[Buffer] | None | Awaitable[bytes | list[Buffer] | None]
+"""A response frame (one byte string, or buffers to send one after the other), none, or
+an awaitable of either."""
 
 
 class Broker:
@@ -77,17 +100,15 @@ class Broker:
             self.topics.create(source.name, source=source, now_ms=started_ms)
         self.producers = ProducerRegistry()
         self.groups = GroupCoordinator(self.stats, config.group_initial_rebalance_delay_ms)
-        self.log_growth = trio.Event()
-        """Set, and replaced, whenever a log grows: held Fetch requests wait on it."""
+        self.log_growth = LogGrowth()
+        """Held Fetch requests wait on it until a log grows."""
         self.handlers: dict[int, Handler] = HANDLERS
         self.served: dict[int, ApiRange] = served_ranges()
         self._api_versions = self.served[API_VERSIONS_KEY]
 
     def log_grew(self) -> None:
         """Wake the Fetch requests held at a log end."""
-        if self.log_growth.statistics().tasks_waiting:
-            self.log_growth.set()
-            self.log_growth = trio.Event()
+        self.log_growth.notify()
 
     def answer(self, frame: memoryview | bytes, session: Session) -> Answer:
         """The size-prefixed response frame to one request frame, or None (acks=0), or,
@@ -99,19 +120,24 @@ class Broker:
         """
         started = time.perf_counter_ns()
         peeked = peek_header(frame)
-        if peeked.api_key == API_VERSIONS_KEY and peeked.api_version > self._api_versions.max_version:
+        if (
+            peeked.api_key == API_VERSIONS_KEY
+            and peeked.api_version > self._api_versions.max_version
+        ):
             self.stats.error("unsupported_version")
             response = encode_api_versions_fallback(peeked.correlation_id, self._api_versions)
             self._account(peeked.api_name, started)
             return response
         request = decode_request(frame, self.served)
         body = self.handlers[request.header.api_key](self, request, session)
-        if inspect.isawaitable(body):
+        if isinstance(body, Coroutine):
             return self._answer_later(request, body, started)
         self._account(peeked.api_name, started)
         return None if body is None else encode_response(request.header, body)
 
-    async def _answer_later(self, request: Request, pending: Awaitable[Any], started: int) -> bytes | None:
+    async def _answer_later(
+        self, request: Request, pending: Awaitable[Any], started: int
+    ) -> bytes | None:
         body = await pending
         self._account(request.header.api_name, started)
         return None if body is None else encode_response(request.header, body)

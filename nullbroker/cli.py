@@ -147,7 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr
+        level=logging.INFO,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        stream=sys.stderr,
     )
     flags = {key: value for key, value in vars(args).items() if key not in ("command", "config")}
     try:
@@ -169,7 +171,9 @@ async def _serve_until_signalled(config: Config) -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(server.serve)
             assert server.address is not None
-            print(f"nullbroker listening on {server.address.host}:{server.address.port}", flush=True)
+            print(
+                f"nullbroker listening on {server.address.host}:{server.address.port}", flush=True
+            )
             if server.metrics_address is not None:
                 metrics = server.metrics_address
                 print(f"metrics on http://{metrics.host}:{metrics.port}/metrics", flush=True)

@@ -25,7 +25,9 @@ def parse_host_port(text: str, setting: str) -> tuple[str, int]:
     """`HOST:PORT` (IPv6 hosts in brackets) into its parts."""
     host, sep, port_text = text.rpartition(":")
     if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ConfigError(f"{setting}: expected HOST:PORT with a port from 0 to 65535, got {text!r}")
+        raise ConfigError(
+            f"{setting}: expected HOST:PORT with a port from 0 to 65535, got {text!r}"
+        )
     host = host.strip("[]") or "127.0.0.1"
     return host, int(port_text)
 
@@ -57,9 +59,7 @@ class Config:
         if self.partitions < 1:
             raise ConfigError(f"partitions: must be at least 1, got {self.partitions}")
         if self.max_frame_bytes < 1024:
-            raise ConfigError(
-                f"max_frame_bytes: must be at least 1024, got {self.max_frame_bytes}"
-            )
+            raise ConfigError(f"max_frame_bytes: must be at least 1024, got {self.max_frame_bytes}")
         names = [source.name for source in self.sources]
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
@@ -196,7 +196,9 @@ def load(
     if config_file:
         settings.update(from_toml(config_file))
     settings.update(from_environment(environ))
-    settings.update(_apply({key: value for key, value in flags.items() if value is not None}, "flag"))
+    settings.update(
+        _apply({key: value for key, value in flags.items() if value is not None}, "flag")
+    )
     try:
         return replace(Config(), **settings)
     except TypeError as error:

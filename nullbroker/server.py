@@ -12,7 +12,6 @@ from .broker import Broker, Endpoint, Session
 from .config import Config
 from .connection import Drain, serve_connection
 from .http import serve_metrics_connection
-from .metrics import exposition, make_registry
 from .report import ConsoleReporter, write_summary
 
 log = logging.getLogger("nullbroker")
@@ -40,7 +39,9 @@ class BrokerServer:
         """Stop accepting connections; answer what is in flight; then `serve` returns."""
         self._stop.set()
 
-    async def serve(self, *, task_status: trio.TaskStatus[BrokerServer] = trio.TASK_STATUS_IGNORED) -> None:
+    async def serve(
+        self, *, task_status: trio.TaskStatus[BrokerServer] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         host, port = self.config.listen_address
         listeners = await trio.open_tcp_listeners(port, host=host)
         self.address = _endpoint(listeners[0].socket.getsockname())
@@ -58,6 +59,10 @@ class BrokerServer:
                     listeners,
                 )
                 if metrics_listeners:
+                    # Imported only when asked for: prometheus_client brings asyncio, http
+                    # and email with it, megabytes a broker without --metrics never needs.
+                    from .metrics import exposition, make_registry
+
                     registry = make_registry(self.broker.stats)
                     render = partial(exposition, registry)
                     services.start_soon(

@@ -103,11 +103,15 @@ class SourceSpec:
                 continue
             if key not in converters:
                 known = ", ".join(k.replace("_", "-") for k in converters)
-                raise SourceSpecError(f"source {name!r}: unknown option {raw_key!r} (known: {known})")
+                raise SourceSpecError(
+                    f"source {name!r}: unknown option {raw_key!r} (known: {known})"
+                )
             try:
                 settings[key] = converters[key](value)
             except (TypeError, ValueError):
-                raise SourceSpecError(f"source {name!r}: {raw_key}={value!r} is not valid") from None
+                raise SourceSpecError(
+                    f"source {name!r}: {raw_key}={value!r} is not valid"
+                ) from None
         return cls(name=name, **settings)  # type: ignore[arg-type]
 
 

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 # Latency bucket upper bounds in nanoseconds: 1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8 per decade
 # from 1 µs to 100 s, so that percentiles read from the buckets are within 25 %.
 _MANTISSAS = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
-LATENCY_BOUNDS_NS: tuple[int, ...] = tuple(
-    round(mantissa * 10**exponent) for exponent in range(3, 11) for mantissa in _MANTISSAS
-) + (10**11,)
+LATENCY_BOUNDS_NS: tuple[int, ...] = (
+    *(round(mantissa * 10**exponent) for exponent in range(3, 11) for mantissa in _MANTISSAS),
+    10**11,
+)
 
 # The bounds exposed to Prometheus (1, 2.5, 5 per decade): a subset of the internal ones,
 # so the cumulative counts at these bounds are exact.

@@ -163,7 +163,9 @@ class TopicRegistry:
             source=source,
             configs=dict(configs or {}),
         )
-        topic.add_partitions(partitions or (source.partitions if source else 0) or self.default_partitions)
+        topic.add_partitions(
+            partitions or (source.partitions if source else 0) or self.default_partitions
+        )
         self._by_name[name] = topic
         self._by_id[topic.id] = topic
         return topic

@@ -55,7 +55,11 @@ def handle_list_offsets(broker: Broker, request: Request, session: Session) -> A
         for asked in wanted.partitions:
             partition = _partition(topic, asked.partition_index)
             if topic is None or partition is None:
-                error, offset, timestamp = ErrorCode.unknown_topic_or_partition, NOT_FOUND, NO_TIMESTAMP
+                error, offset, timestamp = (
+                    ErrorCode.unknown_topic_or_partition,
+                    NOT_FOUND,
+                    NO_TIMESTAMP,
+                )
             else:
                 error = ErrorCode.none
                 offset, timestamp = _lookup(topic, partition, asked.timestamp)
@@ -114,7 +118,9 @@ def handle_delete_records(broker: Broker, request: Request, session: Session) ->
             if partition is None:
                 error = ErrorCode.unknown_topic_or_partition
             else:
-                target = partition.log_end_offset if asked.offset == HIGH_WATERMARK else asked.offset
+                target = (
+                    partition.log_end_offset if asked.offset == HIGH_WATERMARK else asked.offset
+                )
                 if not 0 <= target <= partition.log_end_offset:
                     error = ErrorCode.offset_out_of_range
                 else:

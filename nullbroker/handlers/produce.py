@@ -74,6 +74,9 @@ def _resolve_topic(broker: Broker, topic_data: Any) -> tuple[Topic | None, Error
     if name is None:
         topic = broker.topics.by_id(topic_data.topic_id)
         return topic, ErrorCode.unknown_topic_id
+    topic = broker.topics.get(name)
+    if topic is not None:  # the common case: a known topic, whose name was checked once
+        return topic, ErrorCode.none
     if invalid_name_reason(name) is not None:
         return None, ErrorCode.invalid_topic_exception
     topic = broker.topics.get_or_auto_create(name)
