@@ -23,7 +23,7 @@ from codec.apis import request_schema
 from perf import codec_bench, consumer_perf, producer_perf
 from perf.frames import fixed_set
 from perf.kafka_tools import ToolError, load_properties, parse_key_values
-from tests.broker_process import BrokerProcess, metric_total
+from tests.broker_process import BrokerProcess, metric_total, samples
 from tests.conftest import StartBroker
 from tests.vectors import by_file, frame_bytes
 
@@ -588,3 +588,67 @@ def test_consumer_perf_flag_errors(
         consumer_perf.main(argv)
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+# -- replay -----------------------------------------------------------------------------------
+
+
+def test_replay_produce_counts_every_request_and_reports_the_brokers_cpu(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--partitions", "2")
+    result = run_tool(
+        "replay", "produce",
+        "--bootstrap-server", broker.bootstrap,
+        "--topic", "replayed",
+        "--requests", "300",
+        "--in-flight", "7",
+        "--partitions", "2",
+        "--records-per-batch", "5",
+        "--record-size", "100",
+        "--broker-pid", str(broker.process.pid),
+        "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert (document["workload"], document["requests"], document["records"]) == (
+        "produce",
+        300,
+        300 * 2 * 5,
+    )
+    # The same request 300 times: a multiple of its size, which holds the 3000 values.
+    assert document["bytes"] % 300 == 0 and document["bytes"] > 300 * 2 * 5 * 100
+    assert document["broker_cpu_seconds"] >= 0 and "broker_cpu_seconds_per_gb" in document
+    assert produced_records(broker) == 3000
+    produced = samples(broker.scrape(), "nullbroker_produced_records_total")
+    assert sorted(produced.values()) == [1500, 1500]
+
+
+def test_replay_fetch_reads_every_partition_to_the_requested_offset(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--source", "words:partitions=3,records=5000,size=200")
+    result = run_tool(
+        "replay", "fetch",
+        "--bootstrap-server", broker.bootstrap,
+        "--topic", "words",
+        "--partitions", "3",
+        "--records", "5000",
+        "--partition-max-bytes", "65536",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    line = result.stdout.strip()
+    assert line.startswith("workload fetch, requests "), line
+    fields = dict(part.split(" ", 1) for part in line.split(", "))
+    # 5000 records of ~200 bytes per partition in 64 KiB slices: many requests, not one.
+    assert int(fields["requests"]) > 5000 * 200 // 65536
+    served = samples(broker.scrape(), "nullbroker_fetched_records_total")
+    assert sorted(served.values()) == [5000, 5000, 5000]
+    assert int(fields["bytes"]) > 3 * 5000 * 200
+
+
+def test_replay_flag_errors() -> None:
+    result = run_tool("replay", "fetch", "--bootstrap-server", "127.0.0.1:1")
+    assert result.returncode == 2 and "--topic" in result.stderr
+    result = run_tool("replay")
+    assert result.returncode == 2 and "produce" in result.stderr
