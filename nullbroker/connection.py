@@ -58,7 +58,7 @@ class _Wire:
     def __init__(self, stream: trio.abc.Stream) -> None:
         self.stream = stream
 
-    async def receive(self, drain: Drain) -> bytes | bytearray | None:
+    async def receive(self, drain: Drain) -> bytes | bytearray | memoryview | None:
         """The next bytes; None at end of stream or once draining."""
         return (await drain.wait(self.stream.receive_some(RECEIVE_BYTES))) or None
 
@@ -80,11 +80,17 @@ class _SocketWire(_Wire):
     def __init__(self, stream: trio.SocketStream) -> None:
         super().__init__(stream)
         self._fd = stream.socket.fileno()
+        # Read into one buffer per connection: os.read would allocate RECEIVE_BYTES for
+        # every read and then shrink it, which cost more than the read itself.
+        self._into = [bytearray(RECEIVE_BYTES)]
+        self._view = memoryview(self._into[0])
 
-    async def receive(self, drain: Drain) -> bytes | bytearray | None:
+    async def receive(self, drain: Drain) -> memoryview | None:
+        """The next bytes, valid until the next call; None at end of stream or once
+        draining."""
         while not drain.draining:
             try:
-                data = os.read(self._fd, RECEIVE_BYTES)
+                size = os.readv(self._fd, self._into)
             except BlockingIOError:
                 if await drain.wait(self._readable()) is None:
                     return None
@@ -92,7 +98,7 @@ class _SocketWire(_Wire):
             except OSError as error:  # reset by the peer
                 raise trio.BrokenResourceError(str(error)) from error
             await trio.lowlevel.checkpoint()
-            return data or None
+            return self._view[:size] if size else None
         return None
 
     async def _readable(self) -> bool:
