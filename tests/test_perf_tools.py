@@ -652,3 +652,18 @@ def test_replay_flag_errors() -> None:
     assert result.returncode == 2 and "--topic" in result.stderr
     result = run_tool("replay")
     assert result.returncode == 2 and "produce" in result.stderr
+
+
+def test_soak_samples_the_brokers_memory_under_load_and_stops_by_itself(tmp_path: Path) -> None:
+    out = tmp_path / "soak.json"
+    result = run_tool(
+        "soak", "--minutes", "0.05", "--sample-seconds", "0.25", "--fetch", "--json", str(out)
+    )
+    assert result.returncode == 0, result.stderr
+    document = json.loads(out.read_text())
+    assert document["produce_requests"] > 0 and document["fetch_passes"] > 0
+    samples = document["samples"]
+    assert len(samples) >= 4 and all(rss > 0 for _, rss in samples)
+    assert [t for t, _ in samples] == sorted(t for t, _ in samples)
+    assert document["rss_peak_kib"] == max(rss for _, rss in samples)
+    assert result.stdout.startswith("minutes 0.05, fetch True, produce_requests ")
