@@ -170,6 +170,25 @@ class Connection:
         del buffer[:start]
         return frames
 
+    def frame(self) -> memoryview:
+        """Block for exactly one response frame, read straight into a buffer of its size
+        (a large Fetch response is never copied on the client)."""
+        assert not self.buffer, "frame() after responses() left bytes behind"
+        header = self._exactly(4)
+        (size,) = _SIZE.unpack(header)
+        return self._exactly(size)
+
+    def _exactly(self, size: int) -> memoryview:
+        view = memoryview(bytearray(size))
+        received = 0
+        while received < size:
+            count = self.sock.recv_into(view[received:])
+            if not count:
+                raise ConnectionError("the broker closed the connection")
+            received += count
+        self.bytes_received += size
+        return view.toreadonly()
+
     def close(self) -> None:
         self.sock.close()
 
@@ -196,11 +215,8 @@ def replay_fetch(
     while min(offsets) < records:
         connection.sock.sendall(fetch_frame(topic, offsets, partition_max_bytes))
         requests += 1
-        frames: list[memoryview] = []
-        while not frames:
-            frames = connection.responses()
         # Response header v1: correlation id and an empty tagged-field section.
-        response, _ = read(frames[0], 5)
+        response, _ = read(connection.frame(), 5)
         for topic_response in response.responses:
             for partition in topic_response.partitions:
                 if partition.error_code:
