@@ -51,12 +51,33 @@ class Drain:
                 self._waiting.discard(scope)
         return None if scope.cancelled_caught else result
 
+    async def wait_readable(self, fd: int, scope: trio.CancelScope) -> bool:
+        """Wait for `fd` to be readable; False if draining starts first.
+
+        For a connection that runs inside `scope` from start to end: entering a cancel
+        scope per wait, as `wait` does, cost a third of a Produce request's CPU. Draining
+        cancels `scope` only while the connection waits here, so the Cancelled that ends
+        the connection can only come out of this wait. Had the socket turned readable just
+        as draining started, `scope` is cancelled but the wait returned: say so, and the
+        connection stops before reading, so that it never meets that cancellation again.
+        """
+        if self.draining:
+            return False
+        self._waiting.add(scope)
+        try:
+            await trio.lowlevel.wait_readable(fd)
+        finally:
+            self._waiting.discard(scope)
+        return not scope.cancel_called
+
 
 class _Wire:
     """Any trio stream (TLS, the in-memory streams of tests): one receive_some per read."""
 
     def __init__(self, stream: trio.abc.Stream) -> None:
         self.stream = stream
+        self.scope = trio.CancelScope()
+        """The connection runs inside it; see Drain.wait_readable."""
 
     async def receive(self, drain: Drain) -> bytes | bytearray | memoryview | None:
         """The next bytes; None at end of stream or once draining."""
@@ -88,22 +109,22 @@ class _SocketWire(_Wire):
     async def receive(self, drain: Drain) -> memoryview | None:
         """The next bytes, valid until the next call; None at end of stream or once
         draining."""
+        waited = False
         while not drain.draining:
             try:
                 size = os.readv(self._fd, self._into)
             except BlockingIOError:
-                if await drain.wait(self._readable()) is None:
+                if not await drain.wait_readable(self._fd, self.scope):
                     return None
+                waited = True
                 continue
             except OSError as error:  # reset by the peer
                 raise trio.BrokenResourceError(str(error)) from error
-            await trio.lowlevel.checkpoint()
+            if not waited:
+                # Bytes were there at once: yield anyway, so that other connections run.
+                await trio.lowlevel.checkpoint()
             return self._view[:size] if size else None
         return None
-
-    async def _readable(self) -> bool:
-        await trio.lowlevel.wait_readable(self._fd)
-        return True
 
     async def send_all(self, parts: list[Buffer]) -> None:
         """Send the buffers with writev: a Fetch response's record batches go from the
@@ -154,53 +175,61 @@ async def serve_connection(
     stats = broker.stats
     stats.connections += 1
     stats.connections_total += 1
-    reader = FrameReader(broker.config.max_frame_bytes)
     wire = _wire(stream)
     try:
-        while (data := await wire.receive(drain)) is not None:
-            reader.feed(data)
-            out: list[Buffer] = []
-            failure = None
-            try:
-                for frame in reader.frames():
-                    response = broker.answer(frame, session)
-                    if response is None:
-                        continue
-                    kind = type(response)
-                    if kind is not bytes and kind is not list:
-                        # A request that waits: what is already answered goes out first.
-                        if out:
-                            try:
-                                await wire.send_all(out)
-                            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                                await _abandon(response)  # type: ignore[arg-type]
-                                raise
-                            out = []
-                        response = await response  # type: ignore[misc]
-                        if response is None:
-                            continue
-                    if type(response) is bytes:
-                        out.append(response)
-                    else:
-                        out.extend(response)  # type: ignore[arg-type]
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                raise  # the client went away: not a protocol error, nor a bug of ours
-            except ProtocolError as error:
-                failure = type(error).__name__
-                log.warning("closing connection from %s: %s", session.peer, error)
-            except Exception:
-                # A bug of ours must cost one connection, never the broker.
-                failure = "InternalError"
-                log.exception("closing connection from %s: internal error", session.peer)
-            if failure is not None:
-                # Counted before sending: a client already gone must not hide the error.
-                stats.protocol_errors[failure] += 1
-            if out:
-                await wire.send_all(out)
-            if failure is not None:
-                break
+        with wire.scope:
+            await _serve(wire, broker, session, drain)
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         pass  # the client went away; nothing to answer
     finally:
         stats.connections -= 1
         await trio.aclose_forcefully(stream)
+
+
+async def _serve(wire: _Wire, broker: Broker, session: Session, drain: Drain) -> None:
+    """Read, answer in order, send once per read: until end of stream, a protocol error
+    or draining."""
+    stats = broker.stats
+    reader = FrameReader(broker.config.max_frame_bytes)
+    while (data := await wire.receive(drain)) is not None:
+        reader.feed(data)
+        out: list[Buffer] = []
+        failure = None
+        try:
+            for frame in reader.frames():
+                response = broker.answer(frame, session)
+                if response is None:
+                    continue
+                kind = type(response)
+                if kind is not bytes and kind is not list:
+                    # A request that waits: what is already answered goes out first.
+                    if out:
+                        try:
+                            await wire.send_all(out)
+                        except (trio.BrokenResourceError, trio.ClosedResourceError):
+                            await _abandon(response)  # type: ignore[arg-type]
+                            raise
+                        out = []
+                    response = await response  # type: ignore[misc]
+                    if response is None:
+                        continue
+                if type(response) is bytes:
+                    out.append(response)
+                else:
+                    out.extend(response)  # type: ignore[arg-type]
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise  # the client went away: not a protocol error, nor a bug of ours
+        except ProtocolError as error:
+            failure = type(error).__name__
+            log.warning("closing connection from %s: %s", session.peer, error)
+        except Exception:
+            # A bug of ours must cost one connection, never the broker.
+            failure = "InternalError"
+            log.exception("closing connection from %s: internal error", session.peer)
+        if failure is not None:
+            # Counted before sending: a client already gone must not hide the error.
+            stats.protocol_errors[failure] += 1
+        if out:
+            await wire.send_all(out)
+        if failure is not None:
+            break
