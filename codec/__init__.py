@@ -17,8 +17,6 @@ from .errors import (
 )
 from .framing import DEFAULT_MAX_FRAME_BYTES, FrameReader, size_prefixed
 from .messages import (
-    Request,
-    RequestHeader,
     check_served,
     decode_header,
     decode_request,
@@ -26,9 +24,11 @@ from .messages import (
     encode_response,
     encode_response_body,
     encode_response_header,
+    encode_response_parts,
     peek_header,
 )
 from .record_batch import RecordBatchHeader, crc_matches, iter_batches, read_batch_header
+from .request_frames import Request, RequestHeader
 
 __all__ = [
     "API_VERSIONS_KEY",
@@ -56,6 +56,7 @@ __all__ = [
     "encode_response",
     "encode_response_body",
     "encode_response_header",
+    "encode_response_parts",
     "iter_batches",
     "peek_header",
     "read_batch_header",

@@ -84,13 +84,15 @@ def response_schema(key: int, version: int) -> type[Any]:
 
 @cache
 def request_reader(key: int, version: int) -> Any:
-    """kio's reader for the request payload of (key, version)."""
+    """kio's reader for the request payload of (key, version): the reference the codec's
+    decoding is tested against."""
     return entity_reader(request_schema(key, version))
 
 
 @cache
 def response_writer(key: int, version: int) -> Any:
-    """kio's writer for the response payload of (key, version)."""
+    """kio's generic writer for the response payload of (key, version): the reference the
+    compiled writers (writers.py) are tested against."""
     return entity_writer(response_schema(key, version))
 
 

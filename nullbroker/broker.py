@@ -14,9 +14,11 @@ from codec import (
     API_VERSIONS_KEY,
     ApiRange,
     Request,
+    RequestHeader,
     decode_request,
     encode_api_versions_fallback,
     encode_response,
+    encode_response_parts,
     peek_header,
 )
 
@@ -133,16 +135,24 @@ class Broker:
         if isinstance(body, Coroutine):
             return self._answer_later(request, body, started)
         self._account(peeked.api_name, started)
-        return None if body is None else encode_response(request.header, body)
+        return None if body is None else _frame(request.header, body)
 
     async def _answer_later(
         self, request: Request, pending: Awaitable[Any], started: int
-    ) -> bytes | None:
+    ) -> bytes | list[Buffer] | None:
         body = await pending
         self._account(request.header.api_name, started)
-        return None if body is None else encode_response(request.header, body)
+        return None if body is None else _frame(request.header, body)
 
     def _account(self, api_name: str, started: int) -> None:
         api = self.stats.api(api_name)
         api.requests += 1
         api.latency.observe(time.perf_counter_ns() - started)
+
+
+def _frame(header: RequestHeader, body: Any) -> bytes | list[Buffer]:
+    """The response frame: one byte string, or, for a body of buffers (a Fetch response
+    around its record batches), buffers the connection writes with writev, uncopied."""
+    if type(body) is list:
+        return encode_response_parts(header, body)
+    return encode_response(header, body)

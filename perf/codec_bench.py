@@ -7,9 +7,10 @@ frame:
 - our path: what the broker does with such a frame, through whatever codec offers for it.
   A request is decoded by `codec.decode_request` (from a read-only view, as FrameReader hands
   frames out), with its header checks and whichever payload decoder codec picks for the API.
-  A response is encoded from what a handler holds: `codec.encode_response_header` plus
-  codec.produce's hand-written encoder for Produce, `codec.encode_response_body` (kio's writer
-  behind codec's table) for the rest.
+  A response frame is encoded by `codec.encode_response` from what a handler holds:
+  codec.produce's hand-written encoder's bytes for Produce, codec.fetch_response's buffers
+  (record batches untouched) for Fetch, a kio entity (written by its compiled writer) for
+  the rest. The size prefix is included in our time only.
 - kio's generic path on the same frame: kio's `entity_reader` / `entity_writer` for the
   header and the body, called directly.
 
@@ -50,6 +51,7 @@ from kio.static.primitive import i32
 
 import codec
 from codec.apis import request_schema, response_schema
+from codec.fetch_response import FetchPartition, FetchTopic, fetch_response_parts
 from codec.produce import PartitionResult, TopicResults, encode_produce_response_body
 from perf.frames import Frame, fixed_set, kio_decode_response, kio_encode_request
 from perf.kafka_tools import wrapped
@@ -76,33 +78,37 @@ def readonly(data: bytes) -> memoryview:
 # -- our path ---------------------------------------------------------------------------------
 
 PRODUCE = 0
+FETCH = 1
 
 
 def our_operation(frame: Frame) -> Operation:
     """The work timed for our path, as the broker does it: decode a request, or encode a
-    response (header and body) from what a handler holds.
+    response frame (size prefix, header and body) from what a handler holds.
 
-    Requests go through codec.decode_request, whichever decoder it picks for the API. Produce
-    responses go through codec.produce's hand-written encoder, from the results the produce
-    handler builds; other responses through codec.encode_response_body (kio's writer).
-    Untimed preparation (reading the response, building the encoder's input) happens here.
+    Requests go through codec.decode_request, whichever decoder it picks for the API.
+    Responses go through codec.encode_response, as the broker calls it: Produce's body
+    first through codec.produce's hand-written encoder, from the results the produce
+    handler builds; Fetch's through codec.fetch_response, from the fetch handler's; other
+    bodies as kio entities, through their compiled writers. Untimed preparation (reading
+    the response, building the encoder's input) happens here. The size prefix is ours
+    alone (kio's path below writes none): a cost the broker pays.
     """
     if frame.direction == "request":
         view = readonly(frame.data)
         return lambda: codec.decode_request(view, SERVED)
     body = kio_decode_response(frame)
-    key, version, correlation_id = frame.api_key, frame.version, frame.correlation_id
-    header_version = frame.header_version
-    if key == PRODUCE:
+    header = codec.RequestHeader(frame.api_key, frame.version, frame.correlation_id, None)
+    version = frame.version
+    encode_response = codec.encode_response
+    if frame.api_key == PRODUCE:
         topics = produce_results(body)
-        return lambda: (
-            codec.encode_response_header(correlation_id, header_version)
-            + encode_produce_response_body(version, topics)
+        return lambda: encode_response(header, encode_produce_response_body(version, topics))
+    if frame.api_key == FETCH:
+        fetched, read_committed = fetch_results(body)
+        return lambda: encode_response(
+            header, fetch_response_parts(version, fetched, read_committed=read_committed)
         )
-    return lambda: (
-        codec.encode_response_header(correlation_id, header_version)
-        + codec.encode_response_body(key, version, body)
-    )
+    return lambda: encode_response(header, body)
 
 
 def produce_results(body: Any) -> list[TopicResults]:
@@ -136,6 +142,41 @@ def produce_results(body: Any) -> list[TopicResults]:
     return topics
 
 
+def fetch_results(body: Any) -> tuple[list[FetchTopic], bool]:
+    """The fetch handler's results behind a FetchResponse entity, the input of codec's
+    Fetch response encoder, and whether its aborted transactions are empty (read_committed)
+    rather than null. Raises RoundTripError for what that encoder leaves out (aborted
+    transactions, a preferred replica, leader hints, node endpoints, throttling)."""
+    if body.throttle_time or getattr(body, "session_id", 0) or getattr(body, "node_endpoints", ()):
+        raise RoundTripError("throttle time, session or node endpoints: not the broker's")
+    topics: list[FetchTopic] = []
+    aborted = set()
+    for topic in body.responses:
+        partitions = []
+        for partition in topic.partitions:
+            aborted.add(partition.aborted_transactions)
+            tags = [field for field in dataclasses.fields(partition) if "tag" in field.metadata]
+            if getattr(partition, "preferred_read_replica", -1) != -1 or any(
+                getattr(partition, field.name) != field.default for field in tags
+            ):
+                raise RoundTripError(f"partition {partition.partition_index}: not the broker's")
+            partitions.append(
+                FetchPartition(
+                    partition.partition_index,
+                    int(partition.error_code),
+                    partition.high_watermark,
+                    partition.last_stable_offset,
+                    getattr(partition, "log_start_offset", -1),
+                    (partition.records,),
+                )
+            )
+        name = getattr(topic, "topic", None)
+        topics.append((topic.topic_id if name is None else name, partitions))
+    if len(aborted) > 1 or not aborted <= {None, ()}:
+        raise RoundTripError("aborted transactions: not the broker's")
+    return topics, aborted == {()}
+
+
 def codec_roundtrip(frame: Frame) -> bytes:
     """The frame's bytes after a trip through our path: a request decoded by codec and written
     back by kio (codec encodes no requests), a response read by kio (codec decodes none) and
@@ -143,7 +184,9 @@ def codec_roundtrip(frame: Frame) -> bytes:
     if frame.direction != "request":
         encoded = our_operation(frame)()
         assert isinstance(encoded, bytes)
-        return encoded
+        if int.from_bytes(encoded[:4], "big") != len(encoded) - 4:
+            raise RoundTripError(f"{frame.file}: the size prefix does not match the frame")
+        return encoded[4:]
     request = codec.decode_request(readonly(frame.data), SERVED)
     header = request.header
     # Bytes codec ignored after the body would vanish from the re-encoding anyway;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import io
 import uuid
 from typing import Any
 
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
-from codec import encode_response_body
+from codec.apis import response_writer
 from codec.entities import make, response_module
 from codec.produce import PartitionResult, TopicResults, encode_produce_response_body
 
@@ -63,7 +64,9 @@ def kio_encoding(version: int, topics: list[TopicResults]) -> bytes:
             for topic, partitions in topics
         ),
     )
-    return encode_response_body(0, version, body)
+    buffer = io.BytesIO()
+    response_writer(0, version)(buffer, body)
+    return buffer.getvalue()
 
 
 @settings(max_examples=300, deadline=None)

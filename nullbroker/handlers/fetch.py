@@ -2,7 +2,9 @@
 
 Every topic serves records: a declared source topic its configured ones, a produced topic
 records of the configured size for each offset it was given. Batches are rendered from a
-template per shape (codec.batch_template), so serving costs copies, not encoding.
+template per shape (codec.batch_template), so serving costs copies, not encoding; the
+response is written around them (codec.fetch_response), so they are copied once more only,
+into the response frame.
 
 At the log end a Fetch is held until `min_bytes` are available or `max_wait` passes, as
 Kafka does, so idle consumers do not spin the broker. Fetch sessions (KIP-227) are not
@@ -18,19 +20,19 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from codec import Request
-from codec.entities import make, response_module
+from codec.fetch_response import FetchPartition, FetchTopic, fetch_response_parts
 
 from ..source import now_ms
 from ..topics import Partition, Topic
-from .common import NO_THROTTLE, counted
+from .common import counted
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
 
 FETCH = 1
-NO_RECORDS = b""
-NO_SESSION = 0
-NO_PREFERRED_REPLICA = -1
+FIRST_TOPIC_ID_VERSION = 13
+READ_COMMITTED = 1  # the isolation level; Kafka then answers empty aborted transactions
+NO_RECORDS: tuple[bytearray, ...] = ()
 NO_LIMIT = 2**31 - 1
 
 
@@ -137,11 +139,11 @@ def _resolve(broker: Broker, body: Any) -> list[_WantedTopic]:
 
 
 def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
-    types = response_module(FETCH, version)
     now = now_ms()
     budget = getattr(body, "max_bytes", NO_LIMIT)
     answer = _Answer(body=None)
-    topics = []
+    topics: list[FetchTopic] = []
+    by_id = version >= FIRST_TOPIC_ID_VERSION
     for wanted_topic in wanted:
         partitions = []
         for fetch in wanted_topic.partitions:
@@ -153,63 +155,46 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
                 if log_start <= asked.fetch_offset <= log_end:
                     error = ErrorCode.none
                     limit = min(asked.partition_max_bytes, budget)
-                    records, count = _records(
+                    records, count, size = _records(
                         topic, asked.fetch_offset, log_end, limit, first=answer.bytes == 0
                     )
-                    if records:
-                        answer.served.append((partition, count, len(records)))
-                        answer.bytes += len(records)
-                        budget -= len(records)
+                    if size:
+                        answer.served.append((partition, count, size))
+                        answer.bytes += size
+                        budget -= size
                 else:
                     error = ErrorCode.offset_out_of_range
             if error is not ErrorCode.none:
                 answer.errors.append(error)
+            # Records are never null: librdkafka rejects a flexible response with null records.
             partitions.append(
-                make(
-                    types.PartitionData,
-                    partition_index=asked.partition,
-                    error_code=error,
-                    high_watermark=log_end,
-                    last_stable_offset=log_end,
-                    log_start_offset=log_start,
-                    aborted_transactions=None,
-                    preferred_read_replica=NO_PREFERRED_REPLICA,
-                    # Never null: librdkafka rejects a flexible response with null records.
-                    records=records,
-                )
+                FetchPartition(asked.partition, error, log_end, log_end, log_start, records)
             )
-        topics.append(
-            make(
-                types.FetchableTopicResponse,
-                topic=getattr(wanted_topic.asked, "topic", None),
-                topic_id=getattr(wanted_topic.asked, "topic_id", None),
-                partitions=tuple(partitions),
-            )
-        )
-    answer.body = make(
-        types.FetchResponse,
-        throttle_time=NO_THROTTLE,
-        error_code=ErrorCode.none,
-        session_id=NO_SESSION,
-        responses=tuple(topics),
+        asked_topic = wanted_topic.asked
+        topics.append((asked_topic.topic_id if by_id else asked_topic.topic, partitions))
+    # Encoded here, around the batches, so they are copied once: into the response frame.
+    answer.body = fetch_response_parts(
+        version, topics, read_committed=body.isolation_level == READ_COMMITTED
     )
     return answer
 
 
-def _records(topic: Topic, offset: int, log_end: int, limit: int, first: bool) -> tuple[bytes, int]:
-    """Whole batches from the one holding `offset`, within `limit` bytes, and the number of
-    records in them at or after `offset`.
+def _records(
+    topic: Topic, offset: int, log_end: int, limit: int, first: bool
+) -> tuple[list[bytearray], int, int]:
+    """Whole batches from the one holding `offset`, within `limit` bytes, the number of
+    records in them at or after `offset`, and their size.
 
     As in Kafka (KIP-74), the first batch of a response is sent even if it exceeds the
     limits, so a consumer always progresses.
     """
     shape = topic.records
+    batches: list[bytearray] = []
     if offset >= log_end:
         # No batch holds the log end. The one before it holds only records the consumer
         # has: sending it would answer at once, and an idle consumer would spin the broker.
-        return NO_RECORDS, 0
+        return batches, 0, 0
     base = shape.batch_base(offset)
-    batches: list[bytearray] = []
     size = count = 0
     while base < log_end:
         batch = shape.batch(base, log_end, topic.created_ms)
@@ -219,7 +204,7 @@ def _records(topic: Topic, offset: int, log_end: int, limit: int, first: bool) -
         size += len(batch)
         count += min(base + shape.batch_records, log_end) - max(base, offset)
         base += shape.batch_records
-    return b"".join(batches), count
+    return batches, count, size
 
 
 def _account(broker: Broker, answer: _Answer) -> Any:
