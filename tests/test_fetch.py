@@ -26,7 +26,15 @@ from nullbroker.config import Config
 from nullbroker.handlers import served_ranges
 from nullbroker.source import SourceSpec, key_pattern, value_pattern
 from nullbroker.topics import Topic
-from tests.kio_calls import SESSION, call, decode_response, record_batch, request_frame, types
+from tests.kio_calls import (
+    SESSION,
+    answered,
+    call,
+    decode_response,
+    record_batch,
+    request_frame,
+    types,
+)
 from tests.test_handlers import list_offsets, produce
 from tests.vectors import by_file, frame_bytes
 
@@ -105,10 +113,10 @@ def fetch(
     **limits: int,
 ) -> Any:
     """A Fetch answered at once (max_wait 0 unless asked): the decoded response."""
-    answer = b.answer(
-        request_frame(FETCH, version, fetch_request(version, topics, **limits)), SESSION
+    answer = answered(
+        b.answer(request_frame(FETCH, version, fetch_request(version, topics, **limits)), SESSION),
+        "this fetch should have been answered at once",
     )
-    assert isinstance(answer, bytes), "this fetch should have been answered at once"
     correlation_id, response = decode_response(FETCH, version, answer)
     assert correlation_id == 7
     return response
@@ -153,8 +161,7 @@ async def answer_async(b: Broker, frame: bytes) -> bytes:
     answer = b.answer(frame, SESSION)
     if inspect.isawaitable(answer):
         answer = await answer
-    assert isinstance(answer, bytes)
-    return answer
+    return answered(answer)
 
 
 # What a response holds
@@ -347,8 +354,9 @@ def test_an_unknown_topic_id_or_partition_is_reported_per_partition(version: int
 async def test_an_error_is_answered_at_once_even_with_max_wait() -> None:
     b, _ = source_broker()
     body = fetch_request(12, [("nope", [(0, 0, MIB)])], max_wait_ms=60_000)
-    answer = b.answer(request_frame(FETCH, 12, body), SESSION)
-    assert isinstance(answer, bytes), "an error is news: nothing to wait for"
+    answer = answered(
+        b.answer(request_frame(FETCH, 12, body), SESSION), "an error is news: nothing to wait for"
+    )
     _, response = decode_response(FETCH, 12, answer)
     assert response.responses[0].partitions[0].error_code is ErrorCode.unknown_topic_or_partition
 
@@ -431,8 +439,7 @@ async def test_a_held_fetch_returns_empty_after_max_wait_without_data() -> None:
     answer = b.answer(request_frame(FETCH, 12, body), SESSION)
     assert inspect.isawaitable(answer), "at the log end the fetch must be held"
     with trio.fail_after(CEILING_S):
-        frame = await answer
-    assert isinstance(frame, bytes)
+        frame = answered(await answer)
     (data,) = decode_response(FETCH, 12, frame)[1].responses[0].partitions
     assert (data.error_code, data.records, data.high_watermark) == (ErrorCode.none, b"", 3)
     assert b.stats.fetched[("t", 0)].records == 0
@@ -485,8 +492,7 @@ def test_java_fetch_v16_requests_get_responses_kio_round_trips_byte_for_byte(fil
     assert recorded.count(RECORDED_TOPIC_ID.bytes) == 1
     frame = recorded.replace(RECORDED_TOPIC_ID.bytes, topic.id.bytes)
 
-    answer = b.answer(frame, SESSION)
-    assert isinstance(answer, bytes), "every partition has data: no reason to wait"
+    answer = answered(b.answer(frame, SESSION), "every partition has data: no reason to wait")
     correlation_id, response = decode_response(FETCH, 16, answer)
     assert correlation_id == entry["correlation_id"]
     assert encode_response_frame(16, correlation_id, response) == answer

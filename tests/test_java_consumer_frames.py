@@ -36,7 +36,7 @@ from nullbroker.config import Config
 from nullbroker.groups import GroupState
 from nullbroker.handlers import served_ranges
 from nullbroker.source import SourceSpec
-from tests.kio_calls import SESSION, decode_response, request_frame
+from tests.kio_calls import SESSION, answered, decode_response, request_frame
 from tests.vectors import Entry, entry_id, frame_bytes, requests
 
 METADATA, JOIN_GROUP, SYNC_GROUP = 3, 11, 14
@@ -147,7 +147,7 @@ class Replay:
         if inspect.isawaitable(answer):
             with trio.fail_after(CEILING_S):
                 answer = await answer
-        assert isinstance(answer, bytes), f"{entry['file']} was not answered"
+        answer = answered(answer, f"{entry['file']} was not answered")
         correlation_id, response = decode_response(header.api_key, header.api_version, answer)
         assert correlation_id == entry["correlation_id"]
         return response, answer
