@@ -12,7 +12,7 @@ import datetime
 import io
 import struct
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 from crc32c import crc32c
@@ -53,22 +53,41 @@ class BatchTemplate:
     data: bytes
     record_count: int
     max_timestamp_delta_ms: int
+    records: memoryview = field(init=False, repr=False, compare=False)
+    """Everything after the 61-byte header: the same in every rendering."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "records", memoryview(self.data)[HEADER_BYTES:])
 
     def __len__(self) -> int:
         return len(self.data)
 
     def render(self, base_offset: int, base_timestamp_ms: int) -> bytearray:
         """A copy of the batch at `base_offset`, its first record at `base_timestamp_ms`."""
-        batch = bytearray(self.data)
-        _BASE_OFFSET.pack_into(batch, 0, base_offset)
+        header, records = self.render_parts(base_offset, base_timestamp_ms)
+        return header + records
+
+    def render_parts(
+        self, base_offset: int, base_timestamp_ms: int
+    ) -> tuple[bytearray, memoryview]:
+        """The batch as render() makes it, in two parts that follow each other on the wire:
+        a new header, and the template's records, shared, not copied.
+
+        Serving a batch then costs 61 bytes of copying and a CRC pass, where copying whole
+        batches cost a quarter of a Fetch's CPU (fresh memory for every response).
+        """
+        header = bytearray(self.data[:HEADER_BYTES])
+        _BASE_OFFSET.pack_into(header, 0, base_offset)
         _TIMESTAMPS.pack_into(
-            batch,
+            header,
             _TIMESTAMPS_OFFSET,
             base_timestamp_ms,
             base_timestamp_ms + self.max_timestamp_delta_ms,
         )
-        _CRC.pack_into(batch, CRC_OFFSET, crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:]))
-        return batch
+        # The CRC covers the header from the attributes on, then the records.
+        crc = crc32c(self.records, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
+        _CRC.pack_into(header, CRC_OFFSET, crc)
+        return header, self.records
 
 
 def build_template(

@@ -192,10 +192,11 @@ class RecordShape:
             timestamp_delta_ms=self._ms_for(index),
         )
 
-    def batch(self, base: int, end: int, start_ms: int) -> bytearray:
-        """The batch starting at aligned offset `base`, cut at log end `end`."""
+    def batch(self, base: int, end: int, start_ms: int) -> tuple[bytearray, memoryview]:
+        """The batch starting at aligned offset `base`, cut at log end `end`: its header and
+        its records, to be sent one after the other (see BatchTemplate.render_parts)."""
         count = min(self.batch_records, end - base)
-        return self.template(count).render(base, self.timestamp_ms(start_ms, base))
+        return self.template(count).render_parts(base, self.timestamp_ms(start_ms, base))
 
 
 @cache

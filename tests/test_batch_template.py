@@ -231,3 +231,19 @@ def test_a_template_needs_a_record_and_a_compress_function_for_its_codec() -> No
         build_template([])
     with pytest.raises(ValueError, match="gzip"):
         build_template([TemplateRecord(None, b"v")], "gzip")
+
+
+@settings(deadline=None, max_examples=50)
+@given(
+    records=batches(),
+    base_offset=st.integers(min_value=0, max_value=MAX_OFFSET - 64),
+    base_timestamp_ms=st.integers(min_value=0, max_value=MAX_TIMESTAMP_MS),
+)
+def test_rendered_parts_are_the_rendered_batch_and_share_the_templates_records(
+    records: list[TemplateRecord], base_offset: int, base_timestamp_ms: int
+) -> None:
+    template = build_template(records)
+    header, tail = template.render_parts(base_offset, base_timestamp_ms)
+    assert len(header) == HEADER_BYTES
+    assert bytes(header + tail) == kio_batch(records, base_offset, base_timestamp_ms)
+    assert tail.obj is template.data  # a view of the template, not a copy

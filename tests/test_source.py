@@ -221,7 +221,7 @@ def test_a_source_batch_holds_the_records_its_offsets_define(
         )
         for i in range(end - base)
     ]
-    rendered = shape.batch(base, end, START_MS)
+    rendered = b"".join(shape.batch(base, end, START_MS))
     assert bytes(rendered) == kio_batch(
         expected, base, docstring_timestamp(base, shape.batch_records, rate)
     )
@@ -242,8 +242,8 @@ def test_a_compressed_source_batch_inflates_to_the_uncompressed_one(compression:
         size=50, key_size=4, headers=1, compression=compression, compress=compressor(compression)
     )
     base = 3 * plain.batch_records
-    expected = plain.batch(base, base + 100, START_MS)
-    rendered = packed.batch(base, base + 100, START_MS)
+    expected = b"".join(plain.batch(base, base + 100, START_MS))
+    rendered = b"".join(packed.batch(base, base + 100, START_MS))
     assert read_batch_header(rendered).compression == compression
     # Value letters repeat, so every codec shrinks the batch.
     assert len(rendered) < len(expected)

@@ -13,6 +13,7 @@ kept: every response carries session id 0, and clients then send full fetch requ
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from codec import Request
-from codec.fetch_response import FetchPartition, FetchTopic, fetch_response_parts
+from codec.fetch_response import Buffer, FetchPartition, FetchTopic, fetch_response_parts
 
 from ..source import now_ms
 from ..topics import Partition, Topic
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
 FETCH = 1
 FIRST_TOPIC_ID_VERSION = 13
 READ_COMMITTED = 1  # the isolation level; Kafka then answers empty aborted transactions
-NO_RECORDS: tuple[bytearray, ...] = ()
 NO_LIMIT = 2**31 - 1
+NO_RECORDS: tuple[Buffer, ...] = ()
 
 
 @dataclass(slots=True)
@@ -148,7 +149,8 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
         partitions = []
         for fetch in wanted_topic.partitions:
             asked, topic, partition = fetch.asked, fetch.topic, fetch.partition
-            error, log_start, log_end, records = fetch.missing, -1, -1, NO_RECORDS
+            error, log_start, log_end = fetch.missing, -1, -1
+            records: Sequence[Buffer] = NO_RECORDS
             if topic is not None and partition is not None:
                 topic.advance(now)
                 log_start, log_end = partition.log_start_offset, partition.log_end_offset
@@ -181,30 +183,32 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
 
 def _records(
     topic: Topic, offset: int, log_end: int, limit: int, first: bool
-) -> tuple[list[bytearray], int, int]:
-    """Whole batches from the one holding `offset`, within `limit` bytes, the number of
-    records in them at or after `offset`, and their size.
+) -> tuple[list[Buffer], int, int]:
+    """Whole batches from the one holding `offset`, within `limit` bytes (each as its
+    header and its template's records, never copied), the number of records in them at or
+    after `offset`, and their size.
 
     As in Kafka (KIP-74), the first batch of a response is sent even if it exceeds the
     limits, so a consumer always progresses.
     """
     shape = topic.records
-    batches: list[bytearray] = []
+    parts: list[Buffer] = []
     if offset >= log_end:
         # No batch holds the log end. The one before it holds only records the consumer
         # has: sending it would answer at once, and an idle consumer would spin the broker.
-        return batches, 0, 0
+        return parts, 0, 0
     base = shape.batch_base(offset)
     size = count = 0
     while base < log_end:
-        batch = shape.batch(base, log_end, topic.created_ms)
-        if size + len(batch) > limit and (batches or not first):
+        header, records = shape.batch(base, log_end, topic.created_ms)
+        batch_size = len(header) + len(records)
+        if size + batch_size > limit and (parts or not first):
             break
-        batches.append(batch)
-        size += len(batch)
+        parts += (header, records)
+        size += batch_size
         count += min(base + shape.batch_records, log_end) - max(base, offset)
         base += shape.batch_records
-    return batches, count, size
+    return parts, count, size
 
 
 def _account(broker: Broker, answer: _Answer) -> Any:
