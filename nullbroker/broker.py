@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import struct
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from .topics import PartitionCountersFor, TopicRegistry
 log = logging.getLogger("nullbroker")
 
 NODE_ID = 0
+_KEY_VERSION = struct.Struct(">hh")
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,21 +123,20 @@ class Broker:
         latency accounted is the broker's whole cost: decode, handle (and wait), encode.
         """
         started = time.perf_counter_ns()
-        peeked = peek_header(frame)
-        if (
-            peeked.api_key == API_VERSIONS_KEY
-            and peeked.api_version > self._api_versions.max_version
-        ):
+        key, version = _KEY_VERSION.unpack_from(frame) if len(frame) >= 4 else (-1, -1)
+        if key == API_VERSIONS_KEY and version > self._api_versions.max_version:
+            peeked = peek_header(frame)
             self.stats.error("unsupported_version")
             response = encode_api_versions_fallback(peeked.correlation_id, self._api_versions)
             self._account(peeked.api_name, started)
             return response
         request = decode_request(frame, self.served)
-        body = self.handlers[request.header.api_key](self, request, session)
+        header = request.header
+        body = self.handlers[header.api_key](self, request, session)
         if isinstance(body, Coroutine):
             return self._answer_later(request, body, started)
-        self._account(peeked.api_name, started)
-        return None if body is None else _frame(request.header, body)
+        self._account(header.api_name, started)
+        return None if body is None else _frame(header, body)
 
     async def _answer_later(
         self, request: Request, pending: Awaitable[Any], started: int
