@@ -18,6 +18,12 @@ with assign(), without joining a group: no FindCoordinator, JoinGroup, SyncGroup
 and rebalance.time.ms is 0. It is the way to measure a broker that has no group coordinator
 (as nullbroker before its groups landed), and Fetch alone on any broker.
 
+--topic may name several topics separated by commas, read together (Kafka's tool takes one):
+a broker that keeps only a few MiB per partition, as librdkafka's mock does, holds a
+workload of hundreds of MiB only spread over many topics. --json also records the tool's own
+CPU time while it reads (process_cpu_s, librdkafka's threads included; thread_cpu_s, the
+Python thread's alone), to tell when the client is the bottleneck.
+
 As with the producer twin, Java property names are mapped to librdkafka's (see
 perf/kafka_tools.py); max.poll.records sets how many records one consume() call returns
 (default 500, Java's). The tool sets what Kafka's does: group.id (--group),
@@ -97,6 +103,7 @@ class Settings:
     """The command line, checked and turned into a librdkafka configuration."""
 
     topic: str
+    """As given: one topic, or several separated by commas."""
     num_records: int
     timeout_ms: int
     reporting_interval_ms: int
@@ -108,6 +115,10 @@ class Settings:
     print_metrics: bool
     config: dict[str, str]
     json_path: Path | None
+
+    @property
+    def topics(self) -> list[str]:
+        return [name.strip() for name in self.topic.split(",") if name.strip()]
 
 
 def settings(args: argparse.Namespace, warn: TextIO) -> Settings:
@@ -199,16 +210,19 @@ class Run:
             self.join_start_ms = now_ms()
 
     def _assign_all(self) -> None:
-        """Every partition of the topic, from the beginning (or the end), no group."""
-        metadata = self.consumer.list_topics(self.plan.topic, timeout=METADATA_TIMEOUT_S)
-        topic = metadata.topics.get(self.plan.topic)
-        if topic is None or topic.error is not None or not topic.partitions:
-            why = topic.error if topic is not None and topic.error else "no partitions"
-            raise ToolError(f"cannot assign topic {self.plan.topic}: {why}")
+        """Every partition of the topics, from the beginning (or the end), no group."""
         offset = OFFSET_END if self.plan.from_latest else OFFSET_BEGINNING
-        self.consumer.assign(
-            [TopicPartition(self.plan.topic, partition, offset) for partition in topic.partitions]
-        )
+        assignment: list[TopicPartition] = []
+        for name in self.plan.topics:
+            metadata = self.consumer.list_topics(name, timeout=METADATA_TIMEOUT_S)
+            topic = metadata.topics.get(name)
+            if topic is None or topic.error is not None or not topic.partitions:
+                why = topic.error if topic is not None and topic.error else "no partitions"
+                raise ToolError(f"cannot assign topic {name}: {why}")
+            assignment.extend(
+                TopicPartition(name, partition, offset) for partition in topic.partitions
+            )
+        self.consumer.assign(assignment)
 
     def consume(self, start_ms: int) -> tuple[int, int]:
         """Read until --num-records, or --timeout ms without a record; (records, bytes)."""
@@ -217,7 +231,7 @@ class Run:
         if plan.assign:
             self._assign_all()
         else:
-            consumer.subscribe([plan.topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
+            consumer.subscribe(plan.topics, on_assign=self._on_assign, on_revoke=self._on_revoke)
         records = bytes_read = last_records = last_bytes = 0
         current_ms = now_ms()
         last_report_ms = last_consumed_ms = current_ms
@@ -304,8 +318,10 @@ def run(plan: Settings, out: TextIO = sys.stdout, warn: TextIO = sys.stderr) -> 
     perf = Run(plan, out, warn)
     try:
         start_ms = now_ms()
+        cpu_start, thread_start = time.process_time(), time.thread_time()
         records, bytes_read = perf.consume(start_ms)
         end_ms = now_ms()
+        cpu_s, thread_s = time.process_time() - cpu_start, time.thread_time() - thread_start
         metrics = perf.fresh_metrics() if plan.print_metrics else {}
     finally:
         perf.consumer.close()
@@ -346,6 +362,8 @@ def run(plan: Settings, out: TextIO = sys.stdout, warn: TextIO = sys.stderr) -> 
         "bytes": bytes_read,
         "elapsed_s": elapsed_s,
         "timed_out": records < plan.num_records,
+        "process_cpu_s": cpu_s,
+        "thread_cpu_s": thread_s,
         "config": redacted(plan.config),
     }
 
@@ -381,7 +399,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="HOST:PORT[,...]",
         help="REQUIRED: the broker(s) to connect to",
     )
-    command.add_argument("--topic", required=True, metavar="TOPIC", help="the topic to read")
+    command.add_argument(
+        "--topic",
+        required=True,
+        metavar="TOPIC[,TOPIC...]",
+        help="the topic to read, or several separated by commas (read together)",
+    )
     command.add_argument(
         "--num-records",
         type=int,

@@ -30,6 +30,9 @@ Differences a user may notice, and why:
 - Delivery reports are served by a poll(0) after every send (and while throttled or waiting
   for room), so a record's latency ends when the report arrives, not at some later poll.
 - --throughput 0 (Kafka: block forever) is refused.
+- --json also records the tool's own CPU time while it sends (process_cpu_s, librdkafka's
+  threads included; thread_cpu_s, the Python thread's alone), to tell when the client is
+  the bottleneck.
 """
 
 from __future__ import annotations
@@ -568,7 +571,9 @@ class Run:
 def run(plan: Settings, out: TextIO = sys.stdout, warn: TextIO = sys.stderr) -> dict[str, Any]:
     """Send the records, print Kafka's lines, and return the numbers for --json."""
     perf = Run(plan, out, warn)
+    cpu_start, thread_start = time.process_time(), time.thread_time()
     perf.execute()
+    cpu_s, thread_s = time.process_time() - cpu_start, time.thread_time() - thread_start
     totals = perf.stats.print_total()
     steady = perf.steady.print_total() if perf.steady is not None else None
     if plan.print_metrics:
@@ -582,6 +587,8 @@ def run(plan: Settings, out: TextIO = sys.stdout, warn: TextIO = sys.stderr) -> 
         "target_throughput": plan.throughput,
         **totals,
         "failed": perf.failures,
+        "process_cpu_s": cpu_s,
+        "thread_cpu_s": thread_s,
         "steady_state": steady,
         "windows": [asdict(window) for window in perf.stats.windows]
         if perf.steady is None

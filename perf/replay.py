@@ -26,7 +26,6 @@ import argparse
 import datetime
 import io
 import json
-import os
 import socket
 import struct
 import sys
@@ -44,6 +43,7 @@ from codec.entities import request_module
 from codec.framing import size_prefixed
 
 from .frames import kio_encode_request
+from .proc_sampler import cpu_seconds
 
 PRODUCE, FETCH = 0, 1
 PRODUCE_VERSION = 9  # librdkafka 2.x's; flexible, so the current header path is measured
@@ -53,14 +53,6 @@ _SIZE = struct.Struct(">i")
 _BATCH_HEAD = struct.Struct(">qi")  # base offset, batch length (after these 12 bytes)
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 _LAST_OFFSET_DELTA_AT = 23  # within a RecordBatch v2
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process, from /proc/<pid>/stat."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
 
 
 def produce_frame(topic: str, partitions: int, records: int, record_size: int) -> bytes:

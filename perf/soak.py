@@ -24,20 +24,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .replay import Connection, cpu_seconds, produce_frame, replay_fetch, replay_produce
+from .proc_sampler import cpu_seconds, rss_kib
+from .replay import Connection, produce_frame, replay_fetch, replay_produce
 
 SOURCE_TOPIC = "soak-source"
 SOURCE_PARTITIONS = 4
 SOURCE_RECORDS = 50_000
 LISTENING = re.compile(r"^nullbroker listening on (\S+):(\d+)$")
-
-
-def rss_kib(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for process {pid}")
 
 
 def start_broker() -> tuple[subprocess.Popen[str], str]:

@@ -1,0 +1,534 @@
+"""nullbroker against librdkafka's mock cluster, side by side, in one command.
+
+Starts both brokers, each in a process of its own on 127.0.0.1 (nullbroker with
+`python -m nullbroker serve`, the mock with `python -m perf.mock_cluster`), then runs the
+same workloads against each, a load-generator process per step, the brokers taking turns
+to go first at each step so that noise on the machine hits both:
+
+1. produce: perf.producer_perf (kafka-producer-perf-test's twin) at each --rates target
+   (records/s; -1 is unlimited), 1 KiB records, acks=all, idempotent, batch.size=16384 and
+   linger.ms=5 (the Java producer's defaults), into one topic per broker, --repeats times.
+   The table takes the steady-state figures (--warmup-records: the first 10 % of a step's
+   records, which wait out the client's connecting, are left out; the JSON has both);
+2. consume: --consume-topics topics filled once on each broker, then read from the start
+   by perf.consumer_perf --assign, --repeats times. The mock keeps only about the last
+   5 MiB of each partition, so the consumers read as many records as it still holds.
+
+Every step records the broker's CPU time (/proc/PID/stat, user+system) and peak RSS, the
+client's own CPU time, and the CPU that other processes took from the machine meanwhile;
+RSS and CPU of both brokers are sampled every --sample-interval seconds for the whole run.
+Both brokers' counts are checked against the clients': each step's records against the
+growth of the topic's log-end offsets, the consumers' records against what the brokers
+hold, and nullbroker's shutdown summary against everything it was sent.
+
+Writes perf/results/NAME.json (settings, machine, command, every step's raw numbers and
+samples, medians), NAME.md (tables like Tansu's), NAME-{throughput,latency,rss,cpu}.png,
+and prints the nullbroker/mock ratios. A `limit` column tells which rows were bound by the
+client rather than the broker: on a 2-core machine the load generator and both brokers
+share the cores.
+
+The full comparison (about 6 minutes on 2 cores; other load on the machine shows in the
+`other cores` column):
+
+    .venv/bin/python -m perf.compare --name 2026-11-22-loopback
+
+A quick look (about a minute):
+
+    .venv/bin/python -m perf.compare --name quick --rates 10000 100000 -1 \\
+        --records-per-step 50000 --repeats 1 --consume-topics 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shlex
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from perf import plots, report_md
+from perf.compare_brokers import (
+    MOCK,
+    MOCK_PARTITIONS,
+    NULLBROKER,
+    MockCluster,
+    NullBroker,
+    Offsets,
+    ServerProcess,
+)
+from perf.compare_summary import derive, ratio_lines, ratios, summarise
+from perf.machine import REPO_ROOT, loadavg, machine_info
+from perf.proc_sampler import ProcSampler, cpu_seconds, machine_busy_seconds, peak_rss_kib, rss_kib
+
+DEFAULT_RATES = (10_000, 20_000, 50_000, 100_000, 200_000, 400_000, -1)
+PRODUCE_TOPIC = "compare-produce"
+CONSUME_TOPIC = "compare-consume-{index}"
+RECORD_SIZE = 1024
+PRODUCER_PROPS = ("acks=all", "enable.idempotence=true", "batch.size=16384", "linger.ms=5")
+# A keyless record goes to a random partition instead of the producer's sticky one, so the
+# fill spreads evenly and no partition passes the mock's 5 MiB limit before the others.
+FILL_PROPS = ("sticky.partitioning.linger.ms=0",)
+WARMUP_SHARE = 10
+"""1/10 of a produce step's records are its warm-up, left out of the steady-state figures:
+librdkafka queues records while it connects and obtains a producer id, so the first ones
+wait out the client's start-up, whatever the broker."""
+CONSUMER_IDLE_TIMEOUT_MS = 10_000
+STEP_TIMEOUT_BASE_S = 120.0
+STEP_TIMEOUT_SLOWEST_RATE = 5_000
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class StepFailed(RuntimeError):
+    """A load generator failed or a broker miscounted: the run stops."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    name: str
+    rates: tuple[float, ...]
+    records_per_step: int
+    max_step_seconds: float
+    repeats: int
+    record_size: int
+    partitions: int
+    consume_topics: int
+    consume_records_per_topic: int
+    sample_interval: float
+
+    def records_for(self, target: float) -> int:
+        """Records in a produce step: --records-per-step, or fewer when the target rate
+        would take longer than --max-step-seconds to send them."""
+        if target <= 0:
+            return self.records_per_step
+        return max(1, min(self.records_per_step, int(target * self.max_step_seconds)))
+
+
+class Comparison:
+    """The run: both brokers, the sampler, and every step's record."""
+
+    def __init__(
+        self, settings: Settings, brokers: dict[str, ServerProcess], workdir: Path
+    ) -> None:
+        self.settings = settings
+        self.brokers = brokers
+        self.offsets = {name: Offsets(broker.bootstrap) for name, broker in brokers.items()}
+        self.workdir = workdir
+        self.cores = os.cpu_count() or 1
+        self.sampler = ProcSampler(settings.sample_interval)
+        for name, broker in brokers.items():
+            self.sampler.watch(name, broker.pid)
+        self.steps: list[dict[str, Any]] = []
+        rates, repeats = len(settings.rates), settings.repeats
+        self.total_steps = 2 * (rates * repeats + settings.consume_topics + repeats)
+        self.consumed_records = 0
+
+    def close(self) -> None:
+        """Drop the offset clients before the brokers stop, so they log no reconnects."""
+        self.offsets.clear()
+
+    def order(self, turn: int) -> list[str]:
+        """Which broker goes first alternates from one step to the next."""
+        return [NULLBROKER, MOCK] if turn % 2 == 0 else [MOCK, NULLBROKER]
+
+    def produce_phase(self) -> None:
+        for name in self.brokers:
+            # Created now, by a Metadata request, so no step pays for creating it.
+            self.offsets[name].log_end(PRODUCE_TOPIC)
+        turn = 0
+        for repeat in range(self.settings.repeats):
+            for target in self.settings.rates:
+                records = self.settings.records_for(target)
+                for name in self.order(turn):
+                    self.produce(name, "produce", repeat, target, PRODUCE_TOPIC, records)
+                turn += 1
+
+    def consume_phase(self) -> None:
+        topics = [CONSUME_TOPIC.format(index=i) for i in range(self.settings.consume_topics)]
+        for name in self.order(0):
+            for topic in topics:
+                self.offsets[name].log_end(topic)
+                self.produce(name, "fill", 0, -1, topic, self.settings.consume_records_per_topic)
+        held = {name: self.offsets[name].retained(topics) for name in self.brokers}
+        # The same count from each: all the mock still holds (nullbroker holds everything).
+        self.consumed_records = min(held.values())
+        if self.consumed_records <= 0:
+            raise StepFailed(f"nothing to consume: the brokers hold {held} records")
+        for repeat in range(self.settings.repeats):
+            for name in self.order(repeat):
+                self.consume(name, repeat, topics, held[name])
+
+    def produce(
+        self,
+        name: str,
+        phase: str,
+        repeat: int,
+        target: float,
+        topic: str,
+        records: int,
+    ) -> None:
+        """Send `records` to `topic` on broker `name`; a fill spreads them over the
+        partitions, a measured step leaves its first tenth out as a warm-up."""
+        props = PRODUCER_PROPS if phase == "produce" else (*PRODUCER_PROPS, *FILL_PROPS)
+        args = [
+            "--topic", topic,
+            "--num-records", str(records),
+            "--record-size", str(self.settings.record_size),
+            "--throughput", f"{target:g}",
+            "--command-property", *props,
+        ]  # fmt: skip
+        if phase == "produce" and records >= WARMUP_SHARE:
+            args += ["--warmup-records", str(records // WARMUP_SHARE)]
+        before = self.offsets[name].log_end(topic)
+        step = self.run_client(
+            name, phase, repeat, target, topic, records, "perf.producer_perf", args
+        )
+        counted = self.offsets[name].log_end(topic) - before
+        step["broker_counted"] = counted
+        step["count_ok"] = counted == records == step["client"]["records"]
+        self.finish(step)
+
+    def consume(self, name: str, repeat: int, topics: list[str], held: int) -> None:
+        records = self.consumed_records
+        args = [
+            "--topic", ",".join(topics),
+            "--num-records", str(records),
+            "--assign",
+            "--timeout", str(CONSUMER_IDLE_TIMEOUT_MS),
+        ]  # fmt: skip
+        step = self.run_client(
+            name, "consume", repeat, None, ",".join(topics), records, "perf.consumer_perf", args
+        )
+        step["broker_counted"] = held
+        read = step["client"]["records"]
+        # The consumer stops at --num-records, counting every record of its last batch.
+        step["count_ok"] = read >= records and not step["client"]["timed_out"]
+        self.finish(step)
+
+    def run_client(
+        self,
+        name: str,
+        phase: str,
+        repeat: int,
+        target: float | None,
+        topic: str,
+        records: int,
+        tool: str,
+        args: list[str],
+    ) -> dict[str, Any]:
+        """One load-generator process (`python -m tool`) against broker `name`, measured
+        from its start to its exit."""
+        broker = self.brokers[name]
+        index = len(self.steps)
+        out = self.workdir / f"{index:03d}-{phase}-{name}.json"
+        log = self.workdir / f"{index:03d}-{phase}-{name}.log"
+        command = [
+            sys.executable, "-m", tool,
+            "--bootstrap-server", broker.bootstrap,
+            *args,
+            "--json", str(out),
+        ]  # fmt: skip
+        rate = target if target and target > 0 else STEP_TIMEOUT_SLOWEST_RATE
+        timeout = STEP_TIMEOUT_BASE_S + 10 * records / rate
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        busy, cpu, start = machine_busy_seconds(), cpu_seconds(broker.pid), self.sampler.now()
+        with open(log, "wb") as log_file:
+            client = subprocess.Popen(
+                command, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file
+            )
+            try:
+                code = client.wait(timeout)
+            except subprocess.TimeoutExpired:
+                client.kill()
+                client.wait()
+                raise StepFailed(
+                    f"{phase} against {name} took over {timeout:.0f} s: "
+                    f"{log.read_text(errors='replace')[-2000:]}"
+                ) from None
+        end, cpu_end, busy_end = self.sampler.now(), cpu_seconds(broker.pid), machine_busy_seconds()
+        children_end = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if code != 0 or not out.exists():
+            raise StepFailed(
+                f"{phase} against {name} exited with {code}: "
+                f"{log.read_text(errors='replace')[-2000:]}"
+            )
+        return {
+            "phase": phase,
+            "broker": name,
+            "repeat": repeat,
+            "target": target,
+            "topic": topic,
+            "records": records,
+            "window": {"start_s": round(start, 3), "end_s": round(end, 3)},
+            "wall_s": end - start,
+            "broker_cpu_s": cpu_end - cpu,
+            "broker_peak_rss_kib": self.sampler.peak_rss_kib(name, start, end),
+            "machine_busy_s": busy_end - busy,
+            # Only this client is reaped between the two readings: the brokers still run.
+            "client_total_cpu_s": (children_end.ru_utime + children_end.ru_stime)
+            - (children.ru_utime + children.ru_stime),
+            "client_command": shlex.join(["python", *command[1:]]),
+            "client": json.loads(out.read_text()),
+        }
+
+    def finish(self, step: dict[str, Any]) -> None:
+        step["figures"] = derive(step, self.cores)
+        self.steps.append(step)
+        print(progress_line(len(self.steps), self.total_steps, step), flush=True)
+        if not step["count_ok"]:
+            raise StepFailed(
+                f"{step['broker']} {step['phase']}: the client sent or read "
+                f"{step['client']['records']} of {step['records']} records and the broker "
+                f"counted {step['broker_counted']}"
+            )
+
+
+def progress_line(number: int, total: int, step: dict[str, Any]) -> str:
+    figures = step["figures"]
+    target = report_md.rate_label(step["target"])
+    latency = f", p99 {figures['p99_ms']:.2f} ms" if figures.get("p99_ms") is not None else ""
+    per_gb = figures["broker_cpu_s_per_gb"]
+    return (
+        f"[{number:>3}/{total}] {step['phase']:<7} {step['broker']:<10} {target:>9}: "
+        f"{figures['records_per_sec']:>9,.0f} records/s{latency}, broker "
+        f"{figures['broker_cores'] or 0:.2f} cores {per_gb or 0:.2f} s/GB "
+        f"{figures['broker_peak_rss_mib']:.1f} MiB, client {figures['client_cores'] or 0:.2f} "
+        f"cores ({figures['client_thread_cores'] or 0:.2f} Python), others "
+        f"{figures['other_cores'] or 0:.2f} cores: {figures['limit']}"
+    )
+
+
+def nullbroker_checks(summary: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """nullbroker's shutdown summary against what its clients sent and read, per topic."""
+    sent: dict[str, int] = {}
+    for step in steps:
+        if step["broker"] == NULLBROKER and step["phase"] != "consume":
+            sent[step["topic"]] = sent.get(step["topic"], 0) + step["client"]["records"]
+    counted = {topic: entry["records"] for topic, entry in summary["produced"]["topics"].items()}
+    read = sum(
+        step["client"]["records"]
+        for step in steps
+        if step["broker"] == NULLBROKER and step["phase"] == "consume"
+    )
+    return {
+        "produced_sent": sent,
+        "produced_counted": counted,
+        "produced_ok": counted == sent,
+        "fetched_records": summary["fetched"]["records"],
+        "consumer_read": read,
+        # Consumers prefetch: the broker may have served a little more than they used.
+        "fetched_ok": summary["fetched"]["records"] >= read,
+    }
+
+
+def run(settings: Settings, results_dir: Path, command: str) -> dict[str, Any]:
+    """Start the brokers, run every step, stop them, and write the result files."""
+    machine = machine_info()
+    with tempfile.TemporaryDirectory(prefix="perf-compare-") as work:
+        workdir = Path(work)
+        started: list[ServerProcess] = []
+        try:
+            nullbroker = NullBroker(workdir, settings.record_size)
+            started.append(nullbroker)
+            mock = MockCluster(workdir)
+            started.append(mock)
+            brokers: dict[str, ServerProcess] = {NULLBROKER: nullbroker, MOCK: mock}
+            brokers_info: dict[str, dict[str, Any]] = {}
+            for name, broker in brokers.items():
+                print(f"{name} listening on {broker.bootstrap}", flush=True)
+                brokers_info[name] = {
+                    "bootstrap": broker.bootstrap,
+                    "idle_rss_kib": rss_kib(broker.pid),
+                }
+            brokers_info[MOCK]["host_rss_kib"] = mock.host_rss_kib
+            comparison = Comparison(settings, brokers, workdir)
+            comparison.sampler.start()
+            try:
+                comparison.produce_phase()
+                comparison.consume_phase()
+            finally:
+                comparison.sampler.stop()
+                comparison.close()
+            for name, broker in brokers.items():
+                brokers_info[name]["peak_rss_kib"] = peak_rss_kib(broker.pid)
+        except BaseException:
+            for broker in started:
+                broker.stop()
+                print(f"{broker.name} stderr: {broker.stderr_tail()}", file=sys.stderr)
+            raise
+        for broker in started:
+            brokers_info[broker.name]["exit_code"] = broker.stop()
+        nullbroker_summary = nullbroker.summary()
+    machine["loadavg_end"] = loadavg()
+    steps = comparison.steps
+    result: dict[str, Any] = {
+        "name": settings.name,
+        "command": command,
+        "settings": asdict(settings),
+        "machine": machine,
+        "brokers": brokers_info,
+        "checks": {"nullbroker": nullbroker_checks(nullbroker_summary, steps)},
+        "steps": steps,
+        "samples": {
+            name: [asdict(sample) for sample in samples]
+            for name, samples in comparison.sampler.samples.items()
+        },
+        "nullbroker_summary": nullbroker_summary,
+    }
+    write_results(result, results_dir)
+    return result
+
+
+def write_results(result: dict[str, Any], results_dir: Path) -> None:
+    """Derive every figure from the raw steps, then write NAME.json, NAME.md and the plots:
+    the same for a fresh run and for --render-only on a saved one."""
+    cores = result["machine"]["cores"]
+    for step in result["steps"]:
+        step["figures"] = derive(step, cores)
+    rows = summarise(result["steps"], cores)
+    peaks = {name: info["peak_rss_kib"] for name, info in result["brokers"].items()}
+    result["summary"] = rows
+    result["ratios"] = ratios(rows, peaks)
+    name = result["name"]
+    results_dir.mkdir(parents=True, exist_ok=True)
+    pictures = plots.write_all(result, results_dir, name)
+    result["plots"] = list(pictures)
+    (results_dir / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
+    (results_dir / f"{name}.md").write_text(report_md.render(result, pictures))
+
+
+def parser() -> argparse.ArgumentParser:
+    doc = __doc__ or ""
+    command = argparse.ArgumentParser(
+        prog="python -m perf.compare",
+        description=doc.split("\n\n")[0],
+        epilog="\n\n".join(doc.split("\n\n")[1:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    command.add_argument(
+        "--name", required=True, help="names the result files: perf/results/NAME.json, ..."
+    )
+    command.add_argument(
+        "--rates",
+        type=float,
+        nargs="+",
+        default=list(DEFAULT_RATES),
+        metavar="RATE",
+        help="target rates in records/s, -1 for unlimited "
+        f"(default {' '.join(f'{r:g}' for r in DEFAULT_RATES)})",
+    )
+    command.add_argument(
+        "--records-per-step",
+        type=int,
+        default=200_000,
+        metavar="N",
+        help="records per produce step (default 200000)",
+    )
+    command.add_argument(
+        "--max-step-seconds",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="fewer records at low rates, so a step lasts about S seconds at most (default 10)",
+    )
+    command.add_argument("--repeats", type=int, default=3, metavar="N", help="(default 3)")
+    command.add_argument(
+        "--consume-topics",
+        type=int,
+        default=28,
+        metavar="N",
+        help="topics the consumers read (default 28: about 0.5 GB, as the mock holds "
+        "about 20 MiB per topic)",
+    )
+    command.add_argument(
+        "--consume-records-per-topic",
+        type=int,
+        default=18_000,
+        metavar="N",
+        help="records filled into each of them (default 18000: below the mock's "
+        "5 MiB per partition)",
+    )
+    command.add_argument(
+        "--sample-interval",
+        type=float,
+        default=0.1,
+        metavar="S",
+        help="seconds between RSS and CPU samples of the brokers (default 0.1)",
+    )
+    command.add_argument(
+        "--render-only",
+        action="store_true",
+        help="run nothing: derive the figures, table and plots again from the raw steps in "
+        "an existing DIR/NAME.json",
+    )
+    command.add_argument(
+        "--results-dir",
+        type=Path,
+        default=RESULTS_DIR,
+        metavar="DIR",
+        help="where the result files go (default perf/results)",
+    )
+    return command
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    command = parser()
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = command.parse_args(arguments)
+    if not NAME.match(args.name):
+        command.error("--name: letters, digits, '.', '_' and '-' only")
+    if args.render_only:
+        saved = args.results_dir / f"{args.name}.json"
+        if not saved.is_file():
+            command.error(f"--render-only: no {saved}")
+        result = json.loads(saved.read_text())
+        write_results(result, args.results_dir)
+        report(result, args.results_dir)
+        return 0
+    if any(rate <= 0 and rate != -1 for rate in args.rates):
+        command.error("--rates: positive records/s, or -1 for unlimited")
+    positive = ("records_per_step", "max_step_seconds", "repeats", "consume_topics")
+    if any(getattr(args, key) <= 0 for key in (*positive, "consume_records_per_topic")):
+        command.error("counts, seconds and repeats must be positive")
+    if args.sample_interval <= 0:
+        command.error("--sample-interval must be positive")
+    settings = Settings(
+        name=args.name,
+        rates=tuple(dict.fromkeys(args.rates)),
+        records_per_step=args.records_per_step,
+        max_step_seconds=args.max_step_seconds,
+        repeats=args.repeats,
+        record_size=RECORD_SIZE,
+        partitions=MOCK_PARTITIONS,
+        consume_topics=args.consume_topics,
+        consume_records_per_topic=args.consume_records_per_topic,
+        sample_interval=args.sample_interval,
+    )
+    try:
+        result = run(settings, args.results_dir, f"python -m perf.compare {shlex.join(arguments)}")
+    except StepFailed as error:
+        print(f"compare: {error}", file=sys.stderr)
+        return 1
+    print()
+    report(result, args.results_dir)
+    return 0
+
+
+def report(result: dict[str, Any], results_dir: Path) -> None:
+    """The ratios, the client-bound rows and the files written, on stdout."""
+    print("\n".join(ratio_lines(result["ratios"])))
+    print(f"client-bound rows: {report_md.client_bound(result['summary'])}")
+    for file in (f"{result['name']}.json", f"{result['name']}.md", *result["plots"]):
+        print(f"wrote {results_dir / file}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

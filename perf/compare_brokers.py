@@ -1,0 +1,197 @@
+"""The two brokers perf.compare measures, each in a process of its own on 127.0.0.1.
+
+- nullbroker: `python -m nullbroker serve --listen 127.0.0.1:0`, ready when it prints
+  `nullbroker listening on HOST:PORT`; stopped with SIGTERM, after which its summary JSON
+  holds what it counted.
+- librdkafka's mock cluster: `python -m perf.mock_cluster`, ready when it prints
+  `mock cluster listening on HOST:PORT`.
+
+Topics are created the same way on both, by the first client that names them, with the
+same partition count: the mock's CreateTopics cannot be reached (its Metadata names a
+controller, id 0, that is not one of its brokers), and it gives auto-created topics 4
+partitions, so nullbroker is started with --partitions 4.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from perf.machine import REPO_ROOT
+
+MOCK_PARTITIONS = 4
+"""librdkafka's mock gives every auto-created topic this many partitions."""
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 30.0
+ADMIN_TIMEOUT_S = 10.0
+KEPT_LINES = 200
+NULLBROKER_READY = re.compile(r"^nullbroker listening on (?P<servers>\S+:\d+)$")
+MOCK_READY = re.compile(r"^mock cluster listening on (?P<servers>\S+:\d+) ")
+NULLBROKER = "nullbroker"
+MOCK = "mock"
+
+
+class ServerProcess:
+    """A broker process: started, waited for until it prints its address, stopped."""
+
+    def __init__(self, name: str, command: list[str], ready: re.Pattern[str], log: Path) -> None:
+        self.name = name
+        self.command = command
+        self.log_path = log
+        self._log = open(log, "wb")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            command,
+            cwd=REPO_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            bufsize=1,
+        )
+        self.lines: collections.deque[str] = collections.deque(maxlen=KEPT_LINES)
+        self.ready_line = ""
+        self._ready = threading.Event()
+        self._pattern = ready
+        # Draining stdout on a thread keeps a chatty broker from blocking on a full pipe.
+        self._reader = threading.Thread(target=self._read, name=f"{name}-stdout", daemon=True)
+        self._reader.start()
+        if not self._ready.wait(START_TIMEOUT_S) or not self.ready_line:
+            self.stop()
+            raise RuntimeError(
+                f"{name} did not say where it listens within {START_TIMEOUT_S:g} s "
+                f"(exit code {self.process.poll()}); stderr: {self.stderr_tail()}"
+            )
+        match = ready.search(self.ready_line)
+        assert match is not None
+        self.bootstrap = match["servers"]
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            line = line.rstrip("\n")
+            self.lines.append(line)
+            if not self.ready_line and self._pattern.search(line):
+                self.ready_line = line
+                self._ready.set()
+        self._ready.set()  # exited before saying where it listens
+
+    def stderr_tail(self, characters: int = 2000) -> str:
+        return self.log_path.read_text(errors="replace")[-characters:]
+
+    def stop(self) -> int:
+        """SIGTERM, as a service manager stops it; killed if it does not exit in time."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(STOP_TIMEOUT_S)
+        self._reader.join(STOP_TIMEOUT_S)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        self._log.close()
+        return self.process.returncode
+
+
+class NullBroker(ServerProcess):
+    def __init__(self, workdir: Path, produced_record_size: int) -> None:
+        self.summary_path = workdir / "nullbroker-summary.json"
+        super().__init__(
+            NULLBROKER,
+            [
+                sys.executable,
+                "-m",
+                "nullbroker",
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--partitions",
+                str(MOCK_PARTITIONS),
+                # Fetch serves produced topics with records of this size: the size produced.
+                "--produced-record-size",
+                str(produced_record_size),
+                "--summary-json",
+                str(self.summary_path),
+            ],
+            NULLBROKER_READY,
+            workdir / "nullbroker.stderr",
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """What it counted, written at shutdown (after stop())."""
+        document: dict[str, Any] = json.loads(self.summary_path.read_text())
+        return document
+
+
+class MockCluster(ServerProcess):
+    def __init__(self, workdir: Path) -> None:
+        super().__init__(
+            MOCK,
+            [sys.executable, "-m", "perf.mock_cluster", "--brokers", "1"],
+            MOCK_READY,
+            workdir / "mock.stderr",
+        )
+        host = re.search(r"host RSS before the mock: (\d+) KiB", self.ready_line)
+        self.host_rss_kib = int(host[1]) if host else 0
+
+
+class Offsets:
+    """Log-start and log-end offsets of topics on one broker, through ListOffsets."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.admin = AdminClient(
+            {
+                "bootstrap.servers": bootstrap,
+                "client.id": "compare-offsets",
+                "log.connection.close": False,
+            }
+        )
+
+    def _partitions(self, topic: str) -> list[int]:
+        metadata = self.admin.list_topics(topic, timeout=ADMIN_TIMEOUT_S)
+        entry = metadata.topics.get(topic)
+        if entry is None or entry.error is not None:
+            raise RuntimeError(f"no metadata for topic {topic}: {entry and entry.error}")
+        return sorted(entry.partitions)
+
+    def offsets(self, topics: list[str], latest: bool) -> dict[str, dict[int, int]]:
+        """{topic: {partition: offset}}: the log end (latest) or the log start."""
+        spec = OffsetSpec.latest() if latest else OffsetSpec.earliest()
+        wanted = {
+            TopicPartition(topic, partition): spec
+            for topic in topics
+            for partition in self._partitions(topic)
+        }
+        found: dict[str, dict[int, int]] = {topic: {} for topic in topics}
+        for key, future in self.admin.list_offsets(wanted, request_timeout=ADMIN_TIMEOUT_S).items():
+            found[key.topic][key.partition] = future.result(ADMIN_TIMEOUT_S).offset
+        return found
+
+    def log_end(self, topic: str) -> int:
+        """The sum of the topic's log-end offsets: every record it was ever given."""
+        return sum(self.offsets([topic], latest=True)[topic].values())
+
+    def retained(self, topics: list[str]) -> int:
+        """Records a consumer reading from the log start finds: log end - log start."""
+        ends = self.offsets(topics, latest=True)
+        starts = self.offsets(topics, latest=False)
+        return sum(
+            ends[topic][partition] - starts[topic][partition]
+            for topic in topics
+            for partition in ends[topic]
+        )

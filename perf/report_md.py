@@ -1,0 +1,163 @@
+"""perf.compare's result as markdown: tables like Tansu's, per broker and target rate, the
+ratios, and what limited each row."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from perf.compare_summary import RATIO_LABELS
+
+THROUGHPUT_COLUMNS = (("records/s", "records_per_sec", 0), ("MB/s", "mb_per_sec", 2))
+COST_COLUMNS = (
+    ("broker CPU s/GB", "broker_cpu_s_per_gb", 2),
+    ("peak RSS MiB", "broker_peak_rss_mib", 1),
+    ("broker cores", "broker_cores", 2),
+    ("client cores", "client_cores", 2),
+    ("client thread", "client_thread_cores", 2),
+    ("other cores", "other_cores", 2),
+    ("limit", "limit", "text"),
+)
+PRODUCE_COLUMNS = (
+    ("target rate", "target", "rate"),
+    *THROUGHPUT_COLUMNS,
+    ("avg ms", "avg_latency_ms", 3),
+    ("max ms", "max_latency_ms", 3),
+    ("p50 ms", "p50_ms", 3),
+    ("p95 ms", "p95_ms", 3),
+    ("p99 ms", "p99_ms", 3),
+    ("p99.9 ms", "p999_ms", 3),
+    *COST_COLUMNS,
+)
+CONSUME_COLUMNS = (*THROUGHPUT_COLUMNS, *COST_COLUMNS)
+LIMITS = (
+    "limit: `target` the rate was reached; `broker` the broker used ≥ 0.9 of a core; "
+    "`client` the load generator's Python thread did (it handles every record: client-bound); "
+    "`cores` broker, client and other processes together kept ≥ 90 % of the machine's cores "
+    "busy; `-` none of these: round trips set the rate (an idempotent producer keeps at most "
+    "5 requests in flight, so the time each spends at the broker, or waiting for a core, "
+    "caps it). "
+    "`client cores` counts the load generator's threads together (librdkafka's and Python's), "
+    "`client thread` its Python thread alone; `other cores` is what the rest of the machine "
+    "used meanwhile (other work on a shared machine)."
+)
+
+
+def rate_label(target: float | None) -> str:
+    if target is None:
+        return "-"
+    return "unlimited" if target <= 0 else f"{target:,.0f}"
+
+
+def cell(value: Any, kind: int | str) -> str:
+    if kind == "rate":
+        return rate_label(value)
+    if kind == "text":
+        return str(value)
+    if value is None:
+        return "n/a"
+    return f"{value:,.{kind}f}"
+
+
+def table(
+    rows: Iterable[Mapping[str, Any]], columns: Sequence[tuple[str, str, int | str]]
+) -> list[str]:
+    lines = [
+        "| broker | " + " | ".join(title for title, _, _ in columns) + " |",
+        "|---|" + "---:|" * len(columns),
+    ]
+    for row in rows:
+        cells = [cell(row[key], kind) for _, key, kind in columns]
+        lines.append(f"| {row['broker']} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
+    """The whole page for perf/results/<name>.md."""
+    machine, settings, rows = result["machine"], result["settings"], result["summary"]
+    produce = [row for row in rows if row["phase"] == "produce"]
+    consume = [row for row in rows if row["phase"] == "consume"]
+    lines = [
+        f"# nullbroker vs librdkafka's mock cluster: {result['name']}",
+        "",
+        f"{machine['date']} on {machine['cpu_model']} ({machine['cores']} cores, "
+        f"{machine['kernel']}), Python {machine['python']}, {machine['client']}, "
+        f"nullbroker {machine['nullbroker_commit']}. Load average at the start "
+        f"{machine['loadavg_start']}, at the end {machine['loadavg_end']}.",
+        "",
+        f"    {result['command']}",
+        "",
+        "Both brokers run in processes of their own on 127.0.0.1; the load generator "
+        "(`perf.producer_perf` / `perf.consumer_perf`, a process per step) shares the "
+        f"machine's {machine['cores']} cores with them. Each number is the median of "
+        f"{settings['repeats']} run(s); the brokers take turns to go first at each step.",
+        "",
+        "## Producing",
+        "",
+        f"{settings['record_size']} B records, acks=all, idempotent, batch.size=16384, "
+        f"linger.ms=5 (kafka-producer-perf-test's Java defaults), up to "
+        f"{settings['records_per_step']:,} records a step (at most "
+        f"{settings['max_step_seconds']:g} s of records at the target rate), into one topic "
+        f"of {settings['partitions']} partitions per broker. Throughput and latency are the "
+        "steady state after the first 10 % of each step's records (librdkafka queues records "
+        "while it connects, so the first ones wait out its start-up; the JSON also has the "
+        "whole run's). Latency is produce() to delivery report. CPU s/GB and RSS cover the "
+        "whole step.",
+        "",
+        *table(produce, PRODUCE_COLUMNS),
+        "",
+        "## Consuming",
+        "",
+        f"`perf.consumer_perf --assign` reading {settings['consume_topics']} topics of "
+        f"{settings['partitions']} partitions from the start, "
+        f"{_consumed(result):,} records of {settings['record_size']} B from each broker "
+        "(the mock keeps about the last 5 MiB of each partition, so that is all it holds; "
+        "nullbroker serves the same number from offset 0).",
+        "",
+        *table(consume, CONSUME_COLUMNS),
+        "",
+        "## nullbroker / mock",
+        "",
+        *[
+            f"- {RATIO_LABELS[key]}: " + ("n/a" if value is None else f"**{value:.2f}x**")
+            for key, value in result["ratios"].items()
+        ],
+        "",
+        "## Reading the numbers",
+        "",
+        f"- {LIMITS}",
+        f"- Client-bound rows: {client_bound(rows)}.",
+        "- MB is 2^20 bytes; CPU s/GB is the broker's user+system CPU time (/proc/PID/stat, "
+        "10 ms ticks) over the step, per 10^9 bytes of record keys and values sent or read; "
+        "peak RSS is the highest of the samples taken every "
+        f"{settings['sample_interval']:g} s during the step.",
+        f"- Idle RSS after start: nullbroker {_mib(result['brokers'], 'nullbroker')}, mock "
+        f"{_mib(result['brokers'], 'mock')} (of which the Python host with confluent-kafka "
+        f"imported, before the mock exists: "
+        f"{result['brokers']['mock'].get('host_rss_kib', 0) / 1024:.1f} MiB).",
+        "- The mock stores what it is sent (about 5 MiB per partition), so its RSS grows with "
+        "topics; nullbroker stores nothing.",
+        "",
+        *[f"![{plot}]({plot})" for plot in plots],
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _consumed(result: Mapping[str, Any]) -> int:
+    steps = [step for step in result["steps"] if step["phase"] == "consume"]
+    return steps[0]["records"] if steps else 0
+
+
+def _mib(brokers: Mapping[str, Any], name: str) -> str:
+    return f"{brokers[name]['idle_rss_kib'] / 1024:.1f} MiB"
+
+
+def client_bound(rows: Iterable[Mapping[str, Any]]) -> str:
+    """The summary rows whose limit was the load generator, named for a sentence."""
+    names = [
+        f"{row['broker']} {row['phase']} {rate_label(row['target'])}".replace(" -", "")
+        for row in rows
+        if row["limit"] == "client"
+    ]
+    return ", ".join(names) if names else "none"
