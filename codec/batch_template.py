@@ -9,17 +9,11 @@ speed in crc32c's hardware path. Serving records therefore costs copies, not enc
 from __future__ import annotations
 
 import datetime
-import io
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import cast
 
-from crc32c import crc32c
-from kio.records.schema import Record, RecordHeader
-from kio.records.writers import write_record
-from kio.static.primitive import TZAwareMicros, i8, i64
-
+from .crc import crc32c
 from .record_batch import ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_BYTES, LOG_OVERHEAD
 
 COMPRESSION_CODES = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -90,6 +84,42 @@ class BatchTemplate:
         return header, self.records
 
 
+def _zigzag_varint(value: int) -> bytes:
+    """Kafka's signed varint/varlong: zigzag, then 7 bits a byte, low bits first."""
+    unsigned = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while unsigned >= 0x80:
+        out.append(unsigned & 0x7F | 0x80)
+        unsigned >>= 7
+    out.append(unsigned)
+    return bytes(out)
+
+
+def _nullable_bytes(value: bytes | None) -> bytes:
+    return _zigzag_varint(-1) if value is None else _zigzag_varint(len(value)) + value
+
+
+def _record_bytes(record: TemplateRecord, offset_delta: int) -> bytes:
+    """One record of a v2 batch at base offset and base timestamp 0: the bytes kio's
+    write_record gives (the tests compare the two), written here so that serving records
+    does not import kio.records' writers and with them the crc32c package's __init__."""
+    body = b"".join(
+        (
+            b"\x00",  # attributes
+            _zigzag_varint(record.timestamp_delta_ms),
+            _zigzag_varint(offset_delta),
+            _nullable_bytes(record.key),
+            _nullable_bytes(record.value),
+            _zigzag_varint(len(record.headers)),
+            *(
+                _nullable_bytes(name.encode()) + _nullable_bytes(value)
+                for name, value in record.headers
+            ),
+        )
+    )
+    return _zigzag_varint(len(body)) + body
+
+
 def build_template(
     records: Sequence[TemplateRecord],
     compression: str = "none",
@@ -104,28 +134,10 @@ def build_template(
     code = COMPRESSION_CODES[compression]
     if code and compress is None:
         raise ValueError(f"compression {compression!r} needs a compress function")
-    encoded = io.BytesIO()
+    encoded = bytearray()
     for offset_delta, record in enumerate(records):
-        write_record(
-            encoded,
-            Record(
-                attributes=i8(0),
-                # kio writes the delta as int(timestamp() * 1000) - base_timestamp in floating
-                # point, a millisecond short for about one delta in a hundred above 1 s; a
-                # record at the epoch itself (0.0, exact) with the delta moved into the base
-                # is exact for every delta, negative ones included.
-                timestamp=cast(TZAwareMicros, _EPOCH),
-                offset=i64(offset_delta),
-                key=record.key,
-                value=record.value,
-                headers=tuple(
-                    RecordHeader(key=name.encode(), value=value) for name, value in record.headers
-                ),
-            ),
-            base_timestamp=i64(-record.timestamp_delta_ms),
-            base_offset=i64(0),
-        )
-    payload = encoded.getvalue()
+        encoded += _record_bytes(record, offset_delta)
+    payload = bytes(encoded)
     if code:
         assert compress is not None
         payload = compress(payload)

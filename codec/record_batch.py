@@ -5,8 +5,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from crc32c import crc32c
-
+from .crc import crc32c
 from .errors import InvalidRecordBatch
 
 # Offsets into a RecordBatch v2, as ../shared/PROTOCOL.md lists them.
