@@ -1,0 +1,180 @@
+"""pykafka's batch sink against `nullbroker serve`: what Spark writes, the broker counts,
+record for record and partition for partition."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+
+from spark_tests.conftest import StartBroker
+from tests.broker_process import BrokerProcess, produced_from_metrics
+
+PARTITIONS = 4
+ROWS = 200_000
+VALUE_SIZE = 100
+
+
+@pytest.fixture(scope="module")
+def broker(start_module_broker: StartBroker) -> BrokerProcess:
+    # --verify-crc: every batch the producers send must be well formed, not only counted.
+    return start_module_broker(
+        "--partitions", str(PARTITIONS), "--verify-crc", "--source", "readonly:records=10"
+    )
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 (org.apache.kafka.common.utils.Utils.murmur2), as a signed int."""
+    mask = 0xFFFFFFFF
+    m = 0x5BD1E995
+    length = len(data)
+    h = (0x9747B28C ^ length) & mask
+    for i in range(0, length - length % 4, 4):
+        k = int.from_bytes(data[i : i + 4], "little")
+        k = (k * m) & mask
+        k ^= k >> 24
+        k = (k * m) & mask
+        h = (h * m) & mask
+        h ^= k
+    tail = data[length - length % 4 :]
+    if len(tail) == 3:
+        h ^= tail[2] << 16
+    if len(tail) >= 2:
+        h ^= tail[1] << 8
+    if tail:
+        h ^= tail[0]
+        h = (h * m) & mask
+    h ^= h >> 13
+    h = (h * m) & mask
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def java_partition(key: bytes, partitions: int) -> int:
+    """The partition Kafka's default partitioner picks for a keyed record."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+def test_murmur2_matches_kafkas_test_vectors() -> None:
+    # From Kafka's UtilsTest.testMurmur2.
+    vectors = {
+        b"21": -973932308,
+        b"foobar": -790332482,
+        b"a-little-bit-long-string": -985981536,
+        b"a-little-bit-longer-string": -1486304829,
+        b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+        b"abc": 479470107,
+    }
+    assert {key: murmur2(key) for key in vectors} == vectors
+
+
+def rows_with_keys_and_headers(spark: SparkSession, rows: int) -> DataFrame:
+    """`rows` rows: key "key-<id>", a VALUE_SIZE-byte value and two headers."""
+    return spark.range(rows).selectExpr(
+        "id",
+        "concat('key-', cast(id as string)) as key",
+        f"cast(rpad(cast(id as string), {VALUE_SIZE}, '.') as binary) as value",
+        "array(named_struct('key', 'id', 'value', cast(cast(id as string) as binary)),"
+        "      named_struct('key', 'origin', 'value', cast('spark' as binary))) as headers",
+    )
+
+
+def write(frame: DataFrame, broker: BrokerProcess, **options: str) -> None:
+    writer = frame.write.format("pykafka").option("kafka.bootstrap.servers", broker.bootstrap)
+    for name, value in options.items():
+        writer = writer.option(name, value)
+    writer.mode("append").save()
+
+
+def produced_records(broker: BrokerProcess, topic: str) -> dict[int, int]:
+    return {
+        partition: counts.records
+        for (name, partition), counts in produced_from_metrics(broker.scrape()).items()
+        if name == topic
+    }
+
+
+def test_batch_write_puts_every_row_on_its_partition_column(
+    spark: SparkSession, broker: BrokerProcess
+) -> None:
+    frame = rows_with_keys_and_headers(spark, ROWS).selectExpr(
+        "key", "value", "headers", f"cast(id % {PARTITIONS} as int) as partition"
+    )
+    write(frame, broker, topic="explicit")
+
+    assert produced_records(broker, "explicit") == dict.fromkeys(
+        range(PARTITIONS), ROWS // PARTITIONS
+    )
+
+
+def test_batch_write_hashes_keys_as_kafkas_default_partitioner(
+    spark: SparkSession, broker: BrokerProcess
+) -> None:
+    # A topic column instead of the option, and no partition column: murmur2 of the key.
+    frame = rows_with_keys_and_headers(spark, ROWS).selectExpr(
+        "'hashed' as topic", "key", "value", "headers"
+    )
+    write(frame, broker)
+
+    expected = Counter(java_partition(f"key-{i}".encode(), PARTITIONS) for i in range(ROWS))
+    assert produced_records(broker, "hashed") == dict(expected)
+    assert sum(expected.values()) == ROWS
+
+
+def test_null_partition_means_the_key_decides(spark: SparkSession, broker: BrokerProcess) -> None:
+    frame = spark.range(1000).selectExpr(
+        "cast(id as string) as key",
+        "cast(id as string) as value",
+        "cast(null as int) as partition",
+    )
+    write(frame, broker, topic="null-partition")
+
+    expected = Counter(java_partition(str(i).encode(), PARTITIONS) for i in range(1000))
+    assert produced_records(broker, "null-partition") == dict(expected)
+
+
+def test_a_failed_delivery_fails_the_write(spark: SparkSession, broker: BrokerProcess) -> None:
+    # A source topic is read-only: the broker answers POLICY_VIOLATION to every Produce.
+    frame = spark.range(100).selectExpr("cast(id as string) as value")
+
+    with pytest.raises(PySparkException, match="were not delivered"):
+        write(frame, broker, topic="readonly")
+
+
+@pytest.mark.parametrize(
+    ("columns", "options", "named"),
+    [
+        (["cast(id as string) as key"], {"topic": "t"}, "column 'value' is required"),
+        (["cast(id as string) as value"], {}, "option 'topic' is required"),
+        (["id as value"], {"topic": "t"}, "column 'value' must be string or binary"),
+        (["id as key", "'v' as value"], {"topic": "t"}, "column 'key' must be string or binary"),
+        (["'v' as value", "id as partition"], {"topic": "t"}, "column 'partition' must be int"),
+        (["'v' as value", "1 as topic"], {}, "column 'topic' must be string"),
+        (["'v' as value", "array('h') as headers"], {"topic": "t"}, "column 'headers' must be"),
+    ],
+)
+def test_a_write_names_the_column_or_option_that_is_wrong(
+    spark: SparkSession,
+    broker: BrokerProcess,
+    columns: list[str],
+    options: dict[str, str],
+    named: str,
+) -> None:
+    frame = spark.range(3).selectExpr(*columns)
+    with pytest.raises(PySparkException, match=named):
+        write(frame, broker, **options)
+
+
+def test_overwrite_is_refused(spark: SparkSession, broker: BrokerProcess) -> None:
+    frame = spark.range(3).selectExpr("cast(id as string) as value")
+    writer = frame.write.format("pykafka").option("kafka.bootstrap.servers", broker.bootstrap)
+    with pytest.raises(PySparkException, match="save mode 'overwrite' is not supported"):
+        writer.option("topic", "t").mode("overwrite").save()
+
+
+def test_a_write_without_bootstrap_servers_names_the_option(spark: SparkSession) -> None:
+    frame = spark.range(3).selectExpr("cast(id as string) as value")
+    with pytest.raises(PySparkException, match=r"option 'kafka\.bootstrap\.servers' is required"):
+        frame.write.format("pykafka").option("topic", "t").mode("append").save()
