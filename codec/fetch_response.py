@@ -18,9 +18,8 @@ import uuid
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from .framing import Buffer
 from .writers import compact_length
-
-Buffer = bytes | bytearray | memoryview
 
 FIRST_VERSION = 4
 LAST_VERSION = 18

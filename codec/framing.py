@@ -15,6 +15,9 @@ MIN_REQUEST_FRAME_BYTES = 2 + 2 + 4 + 2
 
 DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
 
+Buffer = bytes | bytearray | memoryview
+"""Bytes a frame or a part of one is held in."""
+
 
 class FrameReader:
     """Splits a byte stream into frames, whatever the boundaries of the reads.

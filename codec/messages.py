@@ -29,7 +29,7 @@ from .apis import (
     response_schema,
 )
 from .errors import TruncatedHeader, UndecodableRequest, UnsupportedApi, UnsupportedVersion
-from .framing import size_prefixed
+from .framing import Buffer, size_prefixed
 from .produce import produce_request_decoder
 from .request_frames import Request, RequestHeader, frame_type, new_header
 from .validate import Step, entity_check, needs_check, safety_check
@@ -44,7 +44,6 @@ _SIZE = struct.Struct(">i")
 _pack_size = _SIZE.pack
 _PRE_ENCODED = (bytes, list)
 
-Buffer = bytes | bytearray | memoryview
 PayloadDecoder = Callable[[Buffer, int], tuple[Any, int]]
 """Decodes a request payload at an offset of a frame: (body, bytes it took). Raises
 UndecodableRequest for bytes that do not decode."""

@@ -41,8 +41,8 @@ from kio.serial._introspect import (
 
 from .codegen import Source
 from .errors import UndecodableRequest
+from .framing import Buffer
 
-Buffer = bytes | bytearray | memoryview
 Step = Callable[[Buffer, int, int], int]
 """Checks a structure at an offset, bounded by an end; returns the offset after it."""
 

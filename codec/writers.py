@@ -38,8 +38,8 @@ from kio.serial._introspect import (
 from kio.static.constants import uuid_zero
 
 from .codegen import Source
+from .framing import Buffer
 
-Buffer = bytes | bytearray | memoryview
 Parts = list[Buffer]
 Writer = Callable[[Any, Parts], None]
 """Appends the encoding of an entity to a list of parts."""

@@ -22,6 +22,7 @@ from codec import (
     encode_response_parts,
     peek_header,
 )
+from codec.framing import Buffer
 
 from .config import Config
 from .groups import GroupCoordinator
@@ -75,8 +76,6 @@ class LogGrowth:
 Handler = Callable[["Broker", Request, Session], Any]
 """A request handler: returns a kio response entity, pre-encoded body bytes, None for no
 response (Produce with acks=0), or an awaitable of one of these for a request that waits."""
-
-Buffer = bytes | bytearray | memoryview
 
 Answer = bytes | list[Buffer] | None | Awaitable[bytes | list[Buffer] | None]
 """A response frame (one byte string, or buffers to send one after the other), none, or

@@ -10,8 +10,9 @@ from typing import Any, TypeVar
 import trio
 
 from codec import FrameReader, ProtocolError
+from codec.framing import Buffer
 
-from .broker import Broker, Buffer, Session
+from .broker import Broker, Session
 
 log = logging.getLogger("nullbroker")
 

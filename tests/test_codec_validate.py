@@ -43,12 +43,12 @@ from kio.serial._introspect import (
 
 import codec
 from codec import UndecodableRequest, apis
+from codec.framing import Buffer
 from codec.validate import entity_check, needs_check, safety_check
 
 from .kafka_wire import unsigned_varint
 from .test_codec_roundtrip import EVERY_SERVED_VERSION, entities
 
-Buffer = bytes | bytearray | memoryview
 Step = Callable[[Buffer, int, int], int]
 
 PER_VERSION = settings(

@@ -21,7 +21,8 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from codec import Request
-from codec.fetch_response import Buffer, FetchPartition, FetchTopic, fetch_response_parts
+from codec.fetch_response import FetchPartition, FetchTopic, fetch_response_parts
+from codec.framing import Buffer
 
 from ..source import now_ms
 from ..topics import Partition, Topic
