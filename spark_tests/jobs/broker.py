@@ -1,0 +1,74 @@
+"""The jobs' dealings with the broker itself: `--start-broker` (a `nullbroker serve` on an
+OS-picked port of 127.0.0.1, through the tests' BrokerProcess), creating the topics a write
+needs, and checking that a read's source topic holds the records asked for."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+from tests.broker_process import BrokerProcess, metric_total
+
+from .settings import TopicShape
+
+ADMIN_TIMEOUT_S = 30.0
+
+
+@contextmanager
+def started_broker(flags: Sequence[str]) -> Iterator[BrokerProcess]:
+    """`nullbroker serve --listen 127.0.0.1:0 --metrics 127.0.0.1:0 FLAGS`, killed on exit."""
+    with (
+        tempfile.TemporaryDirectory(prefix="nullbroker-job-") as workdir,
+        BrokerProcess(Path(workdir), *flags) as broker,
+    ):
+        yield broker
+
+
+def broker_counts(broker: BrokerProcess) -> str:
+    """The broker's totals, warm-up included: what it was sent and what it served (a
+    consumer that fetches past the end of its range is served more than it reads)."""
+    families = broker.scrape()
+    produced = metric_total(families, "nullbroker_produced_records_total")
+    fetched = metric_total(families, "nullbroker_fetched_records_total")
+    return f"the broker counted {produced:,.0f} records produced, {fetched:,.0f} fetched"
+
+
+def ensure_topic(bootstrap: str, name: str, partitions: int) -> None:
+    """Create `name` with `partitions` partitions unless it exists with at least that many:
+    writes name their partition, so a topic auto-created with fewer would refuse them."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    (future,) = admin.create_topics(
+        [NewTopic(name, partitions)], request_timeout=ADMIN_TIMEOUT_S
+    ).values()
+    try:
+        future.result()
+        return
+    except KafkaException as error:
+        if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise
+    existing = len(admin.list_topics(name, timeout=ADMIN_TIMEOUT_S).topics[name].partitions)
+    if existing < partitions:
+        raise SystemExit(f"topic {name!r} has {existing} partitions, fewer than {partitions}")
+
+
+def check_source(bootstrap: str, topic: TopicShape) -> None:
+    """Stop with the broker flag to use when `topic` does not hold the records to read."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    wanted = {TopicPartition(topic.name, p): OffsetSpec.latest() for p in range(topic.partitions)}
+    try:
+        futures = admin.list_offsets(wanted, request_timeout=ADMIN_TIMEOUT_S)
+        short = [tp.partition for tp, f in futures.items() if f.result().offset < topic.records]
+    except KafkaException as error:
+        short, problem = list(range(topic.partitions)), str(error)
+    else:
+        problem = f"partitions {short} hold fewer than {topic.records} records"
+    if short:
+        raise SystemExit(
+            f"topic {topic.name!r} cannot be read as asked ({problem}); start the broker with "
+            f"--source '{topic.source_flag()}' (or pass --start-broker)"
+        )

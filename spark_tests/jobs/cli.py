@@ -1,0 +1,155 @@
+"""The command line every job shares: sizes, connector, broker, runs, output.
+
+    python -m spark_tests.jobs.<job> --bootstrap HOST:PORT --records N --record-size S \
+        --partitions P [--format pykafka|kafka|memory] [--start-broker] [--runs K] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
+
+from pyspark.sql import SparkSession
+
+from . import cpu
+from .broker import broker_counts, started_broker
+from .result import JobResult, median_rows_per_s
+from .session import build_session, jvm_kafka_missing_reason
+from .settings import FORMATS, JobSettings
+
+WARMUP_RECORDS = 100_000
+Run = Callable[[SparkSession, JobSettings, argparse.Namespace], JobResult]
+
+
+@dataclass(frozen=True)
+class JobCommand:
+    """A job as a command: its `run` given the parsed arguments, the broker flags it needs
+    with --start-broker, and any options of its own."""
+
+    name: str
+    description: str
+    run: Run
+    broker_flags: Callable[[JobSettings, argparse.Namespace], list[str]] = field(
+        default=lambda settings, args: []
+    )
+    add_arguments: Callable[[argparse.ArgumentParser], None] = field(default=lambda parser: None)
+
+
+def main(job: JobCommand, argv: Sequence[str] | None = None) -> int:
+    args = _parser(job).parse_args(argv)
+    if args.bootstrap is None and not args.start_broker and args.format != "memory":
+        raise SystemExit("give --bootstrap HOST:PORT or --start-broker (or --format memory)")
+    settings = JobSettings(
+        records=args.records,
+        record_size=args.record_size,
+        partitions=args.partitions,
+        format=args.format,
+        bootstrap=args.bootstrap,
+        kafka_options=tuple(_setting(text) for text in args.kafka_option),
+    )
+    broker = None
+    with ExitStack() as stack:
+        if args.start_broker and args.format != "memory":
+            broker = stack.enter_context(started_broker(job.broker_flags(settings, args)))
+            settings = replace(settings, bootstrap=broker.bootstrap)
+            print(f"started nullbroker on {broker.bootstrap}", file=sys.stderr)
+        spark = build_session(args.packages, args.jars)
+        stack.callback(spark.stop)
+        if args.format == "kafka" and (reason := jvm_kafka_missing_reason(spark)):
+            raise SystemExit(f"--format kafka: {reason}")
+        if args.warmup:
+            # The first job in a session pays for starting Python workers and for the JIT
+            # compiling the JVM's hot paths: a smaller run first, not reported.
+            job.run(spark, replace(settings, records=_warmup_records(settings)), args)
+        results = []
+        for _ in range(args.runs):
+            before = cpu.snapshot() if args.cpu else {}
+            result = job.run(spark, settings, args)
+            # The machine is shared: the load average says how much else was running.
+            details = {**result.details, "loadavg_1m": round(os.getloadavg()[0], 2)}
+            if args.cpu:
+                details["cpu_seconds"] = cpu.used(before)
+            result = replace(result, details=details)
+            results.append(result)
+            print(result.as_json() if args.json else result.line(), flush=True)
+        if args.runs > 1:
+            median = median_rows_per_s(results)
+            print(
+                f"{job.name} [{settings.format}]: median of {args.runs} runs {median:,.0f} rows/s"
+            )
+        if broker is not None:
+            print(broker_counts(broker), file=sys.stderr)
+    return 0
+
+
+def _setting(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise SystemExit(f"--kafka-option wants NAME=VALUE, not {text!r}")
+    return name.removeprefix("kafka."), value
+
+
+def _warmup_records(settings: JobSettings) -> int:
+    per_partition = min(settings.per_partition, WARMUP_RECORDS // settings.partitions)
+    return max(per_partition, 1) * settings.partitions
+
+
+def _parser(job: JobCommand) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m spark_tests.jobs.{job.name}", description=job.description
+    )
+    parser.add_argument("--bootstrap", metavar="HOST:PORT", help="the Kafka bootstrap server")
+    parser.add_argument("--records", type=int, default=1_000_000, help="rows in all")
+    parser.add_argument("--record-size", type=int, default=1024, help="value bytes per row")
+    parser.add_argument("--partitions", type=int, default=4, help="topic partitions")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="pykafka",
+        help="pykafka, kafka (Spark's JVM connector) or memory (memrows)",
+    )
+    parser.add_argument(
+        "--start-broker",
+        action="store_true",
+        help="start `nullbroker serve` on a free port with the topics needed",
+    )
+    parser.add_argument("--runs", type=int, default=1, help="run the job this many times")
+    parser.add_argument(
+        "--no-warmup",
+        dest="warmup",
+        action="store_false",
+        help=f"skip the unreported run of at most {WARMUP_RECORDS:,} rows before the runs",
+    )
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="report CPU seconds of the JVM, Python workers, broker and driver per run",
+    )
+    parser.add_argument("--json", action="store_true", help="print each run as a JSON line")
+    parser.add_argument(
+        "--kafka-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Kafka client setting, passed as option kafka.NAME (repeatable)",
+    )
+    parser.add_argument(
+        "--packages",
+        action="append",
+        default=[],
+        metavar="COORDINATES",
+        help="spark.jars.packages, e.g. Spark's Kafka connector",
+    )
+    parser.add_argument(
+        "--jars",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="spark.jars, e.g. Spark's Kafka connector and kafka-clients",
+    )
+    job.add_arguments(parser)
+    return parser

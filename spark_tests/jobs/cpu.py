@@ -1,0 +1,61 @@
+"""CPU seconds spent by this process and its descendants during a run, by role: the Spark
+JVM, its Python workers, a broker started with --start-broker, and the driver itself. On a
+machine whose cores the whole pipeline shares, this says where a run's time went."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+ROLES = ("jvm", "python_workers", "broker", "driver")
+
+
+def snapshot() -> dict[int, tuple[str, float]]:
+    """Every live descendant of this process (and itself): pid → (role, CPU seconds)."""
+    parents: dict[int, int] = {}
+    stats: dict[int, tuple[str, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # it exited while we looked
+        pid = int(entry.name)
+        parents[pid] = int(fields[1])
+        stats[pid] = (_role(pid, command), (int(fields[11]) + int(fields[12])) / _TICKS)
+    ours = {pid for pid in stats if _descends(pid, os.getpid(), parents)}
+    return {pid: stats[pid] for pid in ours}
+
+
+def used(before: Mapping[int, tuple[str, float]]) -> dict[str, float]:
+    """CPU seconds by role since `before` (processes started since count from zero; ones
+    that exited since are lost, which the long-lived JVM, workers and broker are not)."""
+    totals = dict.fromkeys(ROLES, 0.0)
+    for pid, (role, seconds) in snapshot().items():
+        previous = before.get(pid)
+        totals[role] += seconds - (previous[1] if previous else 0.0)
+    return {role: round(seconds, 2) for role, seconds in totals.items()}
+
+
+def _role(pid: int, command: str) -> str:
+    if pid == os.getpid():
+        return "driver"
+    if "java" in command.split(" ", 1)[0]:
+        return "jvm"
+    if "nullbroker" in command and " serve" in command:
+        return "broker"
+    return "python_workers"
+
+
+def _descends(pid: int, ancestor: int, parents: Mapping[int, int]) -> bool:
+    for _ in range(64):  # process trees are shallow; the bound guards against pid reuse loops
+        if pid == ancestor:
+            return True
+        pid = parents.get(pid, 0)
+        if pid <= 1:
+            return False
+    return False

@@ -1,0 +1,71 @@
+"""The SparkSession a job runs in when started from the command line: local[2] on loopback,
+Python workers on this interpreter, as the test suite's session is configured."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+
+from pyspark.sql import SparkSession
+
+from nullbroker import spark as pykafka
+
+from .memory_source import MemRowsDataSource
+
+KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+
+
+def build_session(packages: Sequence[str] = (), jars: Sequence[str] = ()) -> SparkSession:
+    """`packages` (Maven coordinates) and `jars` (paths) go on the classpath, for Spark's
+    JVM Kafka connector: spark-sql-kafka-0-10_2.13 of the installed Spark's version."""
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    scratch = tempfile.mkdtemp(prefix="spark-jobs-")
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("nullbroker-baseline")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.local.dir", scratch)
+        .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+    )
+    if packages:
+        builder = builder.config("spark.jars.packages", ",".join(packages))
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    register_formats(session)
+    return session
+
+
+def register_formats(spark: SparkSession) -> None:
+    """`pykafka` and `memrows`; registering again replaces, so every job may call it."""
+    pykafka.register(spark)
+    spark.dataSource.register(MemRowsDataSource)
+
+
+def jvm_kafka_missing_reason(spark: SparkSession) -> str | None:
+    """Why `format("kafka")` cannot run in `spark`, or None when Spark's JVM connector is on
+    the driver's classpath (looked up through the context class loader, where
+    spark.jars and spark.jars.packages put it)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    try:
+        jvm.java.lang.Class.forName(KAFKA_PROVIDER, False, loader)
+    except Exception:  # py4j's Py4JJavaError wraps the ClassNotFoundException
+        version = spark.version
+        return (
+            f"Spark's JVM Kafka connector ({KAFKA_PROVIDER}) is not on the classpath; add "
+            f"org.apache.spark:spark-sql-kafka-0-10_2.13:{version} and its dependencies "
+            "(--packages needs Maven Central, --jars local jar files)"
+        )
+    return None

@@ -1,0 +1,60 @@
+"""What every baseline job is asked to do: how many rows of what size over how many
+partitions, through which connector."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FORMATS = ("pykafka", "kafka", "memory")
+# Keys of the rows the jobs read and write: the decimal index, zero-padded, as nullbroker's
+# source topics make them with key-size=8.
+KEY_SIZE = 8
+
+
+@dataclass(frozen=True)
+class TopicShape:
+    """A topic of `partitions` partitions holding `records` records each."""
+
+    name: str
+    partitions: int
+    records: int
+    size: int
+    key_size: int = KEY_SIZE
+
+    def source_flag(self) -> str:
+        """The `nullbroker serve --source` value declaring this topic."""
+        return (
+            f"{self.name}:partitions={self.partitions},records={self.records},"
+            f"size={self.size},key-size={self.key_size}"
+        )
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """`records` rows in all (split evenly over `partitions`) with values of `record_size`
+    bytes, through `format` (Kafka formats read and write at `bootstrap`)."""
+
+    records: int
+    record_size: int
+    partitions: int
+    format: str = "pykafka"
+    bootstrap: str | None = None
+    # Client settings passed to the Kafka formats as `kafka.NAME` options.
+    kafka_options: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {self.format!r}")
+        if self.records < 1 or self.partitions < 1 or self.record_size < 1:
+            raise ValueError("records, record size and partitions must be positive")
+        if self.records % self.partitions:
+            raise ValueError(
+                f"records ({self.records}) must split evenly over {self.partitions} partitions"
+            )
+
+    @property
+    def per_partition(self) -> int:
+        return self.records // self.partitions
+
+    def topic(self, name: str) -> TopicShape:
+        return TopicShape(name, self.partitions, self.per_partition, self.record_size)
