@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -20,12 +19,6 @@ from tests.broker_process import BrokerProcess
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-# Spark's driver, executors and Python workers talk over loopback only, and every Python
-# worker runs the interpreter running the tests (the venv's, with nullbroker installed).
-os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-os.environ["PYSPARK_PYTHON"] = sys.executable
-os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 
 ADMIN_TIMEOUT_S = 30.0
 StartBroker = Callable[..., BrokerProcess]
@@ -43,25 +36,11 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     reason = java_missing_reason()
     if reason:
         pytest.skip(reason)
-    from pyspark.sql import SparkSession
-
     from nullbroker.spark import register
+    from spark_tests.jobs.session import local_builder
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("nullbroker-spark-tests")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.local.dir", str(tmp_path_factory.mktemp("spark-local")))
-        .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse")))
-        # An empty micro-batch is planned but not run: restarts see only batches with data.
-        .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
-        .getOrCreate()
-    )
+    scratch = tmp_path_factory.mktemp("spark")
+    session = local_builder("nullbroker-spark-tests", scratch).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     register(session)
     try:

@@ -101,7 +101,7 @@ def test_kafka_options_reach_the_client_without_their_prefix() -> None:
         read_options(**{"kafka.fetch.min.bytes": "1", "kafka.group.id": "mine"})
     )
     assert options.client_config == {"bootstrap.servers": "127.0.0.1:1", "fetch.min.bytes": "1"}
-    config = options.consumer_config()
+    config = options.consumer_config(100)
     assert config["group.id"] == "mine"
     assert config["enable.auto.commit"] is False
     assert config["auto.offset.reset"] == "error"

@@ -21,6 +21,10 @@ KAFKA_PREFIX = "kafka."
 BOOTSTRAP = "kafka.bootstrap.servers"
 SUBSCRIPTIONS = ("subscribe", "subscribePattern", "assign")
 DEFAULT_POLL_TIMEOUT_MS = 120_000  # Spark's default: spark.network.timeout
+# The consumer's prefetch queue and its refill delay, unless the query sets
+# kafka.queued.min.messages or kafka.fetch.queue.backoff.ms.
+QUEUED_RECORDS = 10_000
+FETCH_QUEUE_BACKOFF_MS = 10
 
 PartitionKey = tuple[str, int]
 
@@ -117,10 +121,21 @@ class ReadOptions:
     poll_timeout_ms: int
     group_id: str
 
-    def consumer_config(self) -> dict[str, object]:
-        """A task's consumer: assigned partitions only, never a group commit, and an error
-        (not a silent reset) when an offset is out of range, so data loss can be reported."""
+    def consumer_config(self, records_wanted: int) -> dict[str, object]:
+        """A task's consumer for `records_wanted` records: assigned partitions only, never a
+        group commit, and an error (not a silent reset) when an offset is out of range, so
+        data loss can be reported."""
         return {
+            # librdkafka fetches ahead until its queue holds queued.min.messages (100,000 by
+            # default), and a task's range has no way to tell it where to stop: a smaller queue
+            # keeps what it fetches past the range's end (parsed, then dropped) small.
+            "queued.min.messages": max(1, min(records_wanted, QUEUED_RECORDS)),
+            # Once its queue passes queued.min.messages or queued.max.messages.kbytes,
+            # librdkafka waits this long before it fetches again (1 s by default): a task that
+            # turns what it consumed into an Arrow batch drains the queue and then idles for
+            # the rest of that second (librdkafka #2879). Measured on one 1 KiB partition:
+            # 150,000 rows/s at the default, 330,000-500,000 at 1-100 ms.
+            "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
             **self.client_config,
             "group.id": self.group_id,
             "enable.auto.commit": False,

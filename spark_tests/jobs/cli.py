@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 
 from pyspark.sql import SparkSession
@@ -23,6 +23,7 @@ from .settings import FORMATS, JobSettings
 
 WARMUP_RECORDS = 100_000
 Run = Callable[[SparkSession, JobSettings, argparse.Namespace], JobResult]
+BrokerFlags = Callable[[JobSettings, argparse.Namespace], list[str]]
 
 
 @dataclass(frozen=True)
@@ -33,47 +34,27 @@ class JobCommand:
     name: str
     description: str
     run: Run
-    broker_flags: Callable[[JobSettings, argparse.Namespace], list[str]] = field(
-        default=lambda settings, args: []
-    )
+    broker_flags: BrokerFlags = field(default=lambda settings, args: [])
     add_arguments: Callable[[argparse.ArgumentParser], None] = field(default=lambda parser: None)
+
+
+def declares_source(topic: str) -> BrokerFlags:
+    """The broker flags of a job that reads `topic`: a source topic of the job's shape."""
+    return lambda settings, args: ["--source", settings.topic(topic).source_flag()]
 
 
 def main(job: JobCommand, argv: Sequence[str] | None = None) -> int:
     args = _parser(job).parse_args(argv)
-    if args.bootstrap is None and not args.start_broker and args.format != "memory":
-        raise SystemExit("give --bootstrap HOST:PORT or --start-broker (or --format memory)")
-    settings = JobSettings(
-        records=args.records,
-        record_size=args.record_size,
-        partitions=args.partitions,
-        format=args.format,
-        bootstrap=args.bootstrap,
-        kafka_options=tuple(_setting(text) for text in args.kafka_option),
-    )
-    broker = None
-    with ExitStack() as stack:
-        if args.start_broker and args.format != "memory":
-            broker = stack.enter_context(started_broker(job.broker_flags(settings, args)))
-            settings = replace(settings, bootstrap=broker.bootstrap)
-            print(f"started nullbroker on {broker.bootstrap}", file=sys.stderr)
-        spark = build_session(args.packages, args.jars)
-        stack.callback(spark.stop)
+    settings = settings_of(args, args.format)
+    with job_environment(args, job.broker_flags(settings, args)) as (spark, bootstrap):
+        settings = replace(settings, bootstrap=bootstrap)
         if args.format == "kafka" and (reason := jvm_kafka_missing_reason(spark)):
             raise SystemExit(f"--format kafka: {reason}")
         if args.warmup:
-            # The first job in a session pays for starting Python workers and for the JIT
-            # compiling the JVM's hot paths: a smaller run first, not reported.
-            job.run(spark, replace(settings, records=_warmup_records(settings)), args)
+            warm_up(job, spark, settings, args)
         results = []
         for _ in range(args.runs):
-            before = cpu.snapshot() if args.cpu else {}
-            result = job.run(spark, settings, args)
-            # The machine is shared: the load average says how much else was running.
-            details = {**result.details, "loadavg_1m": round(os.getloadavg()[0], 2)}
-            if args.cpu:
-                details["cpu_seconds"] = cpu.used(before)
-            result = replace(result, details=details)
+            result = measured(job, spark, settings, args)
             results.append(result)
             print(result.as_json() if args.json else result.line(), flush=True)
         if args.runs > 1:
@@ -81,9 +62,63 @@ def main(job: JobCommand, argv: Sequence[str] | None = None) -> int:
             print(
                 f"{job.name} [{settings.format}]: median of {args.runs} runs {median:,.0f} rows/s"
             )
-        if broker is not None:
-            print(broker_counts(broker), file=sys.stderr)
     return 0
+
+
+def settings_of(args: argparse.Namespace, format: str) -> JobSettings:
+    """The sizes and client settings given on the command line, through `format`."""
+    if args.bootstrap is None and not args.start_broker and format != "memory":
+        raise SystemExit("give --bootstrap HOST:PORT or --start-broker (or --format memory)")
+    try:
+        return JobSettings(
+            records=args.records,
+            record_size=args.record_size,
+            partitions=args.partitions,
+            format=format,
+            bootstrap=args.bootstrap,
+            kafka_options=tuple(_setting(text) for text in args.kafka_option),
+        )
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
+
+
+@contextmanager
+def job_environment(
+    args: argparse.Namespace, broker_flags: Sequence[str]
+) -> Iterator[tuple[SparkSession, str | None]]:
+    """The SparkSession jobs run in, and the bootstrap server: --bootstrap's, or that of a
+    broker started with `broker_flags` for --start-broker (its counts printed at the end)."""
+    with ExitStack() as stack:
+        bootstrap = args.bootstrap
+        if args.start_broker:
+            broker = stack.enter_context(started_broker(broker_flags))
+            bootstrap = broker.bootstrap
+            print(f"started nullbroker on {bootstrap}", file=sys.stderr)
+            stack.callback(lambda: print(broker_counts(broker), file=sys.stderr))
+        spark = build_session(args.packages, args.jars)
+        stack.callback(spark.stop)
+        yield spark, bootstrap
+
+
+def warm_up(
+    job: JobCommand, spark: SparkSession, settings: JobSettings, args: argparse.Namespace
+) -> None:
+    """The first job in a session pays for starting Python workers and for the JIT compiling
+    the JVM's hot paths: a smaller run first, not reported."""
+    job.run(spark, replace(settings, records=_warmup_records(settings)), args)
+
+
+def measured(
+    job: JobCommand, spark: SparkSession, settings: JobSettings, args: argparse.Namespace
+) -> JobResult:
+    """One run of `job`, with the machine's load (it is shared) and, with --cpu, the CPU
+    seconds each role spent."""
+    before = cpu.snapshot() if args.cpu else {}
+    result = job.run(spark, settings, args)
+    details = {**result.details, "loadavg_1m": round(os.getloadavg()[0], 2)}
+    if args.cpu:
+        details["cpu_seconds"] = cpu.used(before)
+    return replace(result, details=details)
 
 
 def _setting(text: str) -> tuple[str, str]:
@@ -102,34 +137,42 @@ def _parser(job: JobCommand) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=f"python -m spark_tests.jobs.{job.name}", description=job.description
     )
-    parser.add_argument("--bootstrap", metavar="HOST:PORT", help="the Kafka bootstrap server")
-    parser.add_argument("--records", type=int, default=1_000_000, help="rows in all")
-    parser.add_argument("--record-size", type=int, default=1024, help="value bytes per row")
-    parser.add_argument("--partitions", type=int, default=4, help="topic partitions")
+    add_shared_arguments(parser)
     parser.add_argument(
         "--format",
         choices=FORMATS,
         default="pykafka",
         help="pykafka, kafka (Spark's JVM connector) or memory (memrows)",
     )
-    parser.add_argument(
-        "--start-broker",
-        action="store_true",
-        help="start `nullbroker serve` on a free port with the topics needed",
-    )
     parser.add_argument("--runs", type=int, default=1, help="run the job this many times")
-    parser.add_argument(
-        "--no-warmup",
-        dest="warmup",
-        action="store_false",
-        help=f"skip the unreported run of at most {WARMUP_RECORDS:,} rows before the runs",
-    )
     parser.add_argument(
         "--cpu",
         action="store_true",
         help="report CPU seconds of the JVM, Python workers, broker and driver per run",
     )
     parser.add_argument("--json", action="store_true", help="print each run as a JSON line")
+    job.add_arguments(parser)
+    return parser
+
+
+def add_shared_arguments(parser: argparse.ArgumentParser) -> None:
+    """What every job command takes: sizes, where the broker is, the warm-up, client
+    settings and Spark's classpath."""
+    parser.add_argument("--bootstrap", metavar="HOST:PORT", help="the Kafka bootstrap server")
+    parser.add_argument("--records", type=int, default=1_000_000, help="rows in all")
+    parser.add_argument("--record-size", type=int, default=1024, help="value bytes per row")
+    parser.add_argument("--partitions", type=int, default=4, help="topic partitions")
+    parser.add_argument(
+        "--start-broker",
+        action="store_true",
+        help="start `nullbroker serve` on a free port of 127.0.0.1 with the topics needed",
+    )
+    parser.add_argument(
+        "--no-warmup",
+        dest="warmup",
+        action="store_false",
+        help=f"skip the unreported run of at most {WARMUP_RECORDS:,} rows before the runs",
+    )
     parser.add_argument(
         "--kafka-option",
         action="append",
@@ -151,5 +194,3 @@ def _parser(job: JobCommand) -> argparse.ArgumentParser:
         metavar="PATH",
         help="spark.jars, e.g. Spark's Kafka connector and kafka-clients",
     )
-    job.add_arguments(parser)
-    return parser

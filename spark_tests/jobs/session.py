@@ -7,6 +7,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -20,22 +21,7 @@ KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 def build_session(packages: Sequence[str] = (), jars: Sequence[str] = ()) -> SparkSession:
     """`packages` (Maven coordinates) and `jars` (paths) go on the classpath, for Spark's
     JVM Kafka connector: spark-sql-kafka-0-10_2.13 of the installed Spark's version."""
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    scratch = tempfile.mkdtemp(prefix="spark-jobs-")
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("nullbroker-baseline")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.local.dir", scratch)
-        .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
-    )
+    builder = local_builder("nullbroker-baseline", Path(tempfile.mkdtemp(prefix="spark-jobs-")))
     if packages:
         builder = builder.config("spark.jars.packages", ",".join(packages))
     if jars:
@@ -44,6 +30,30 @@ def build_session(packages: Sequence[str] = (), jars: Sequence[str] = ()) -> Spa
     session.sparkContext.setLogLevel("ERROR")
     register_formats(session)
     return session
+
+
+def local_builder(app_name: str, scratch: Path) -> SparkSession.Builder:
+    """local[2] on loopback with Python workers on this interpreter, no UI, two shuffle
+    partitions, scratch space under `scratch`."""
+    # Spark's driver, executors and Python workers talk over loopback only, and every
+    # Python worker runs this interpreter (the venv's, with nullbroker installed).
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    return (
+        SparkSession.builder.master("local[2]")
+        .appName(app_name)
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.local.dir", str(scratch / "local"))
+        .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
+        # An empty micro-batch is planned but not run: restarts see only batches with data.
+        .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+    )
 
 
 def register_formats(spark: SparkSession) -> None:

@@ -47,7 +47,7 @@ COMMAND = cli.JobCommand(
     name=NAME,
     description=__doc__.split("\n\n")[0],
     run=lambda spark, settings, args: run(spark, settings),
-    broker_flags=lambda settings, args: ["--source", settings.topic(TOPIC).source_flag()],
+    broker_flags=cli.declares_source(TOPIC),
 )
 
 if __name__ == "__main__":

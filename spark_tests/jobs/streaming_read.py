@@ -121,7 +121,7 @@ COMMAND = cli.JobCommand(
     run=lambda spark, settings, args: run(
         spark, settings, max_offsets=args.max_offsets_per_trigger
     ),
-    broker_flags=lambda settings, args: ["--source", settings.topic(TOPIC).source_flag()],
+    broker_flags=cli.declares_source(TOPIC),
     add_arguments=_add_arguments,
 )
 

@@ -1,0 +1,177 @@
+"""The protocol overhead of each baseline job, measured side by side in one SparkSession:
+each job's rows/s through Kafka divided by the same job with its Kafka source or sink
+replaced by memrows (the same rows and the same planning, no client, no socket, no broker).
+Rounds alternate which connector runs first, so the JVM's warming and the machine's other
+load fall on both; the ratio reported is the median of each round's ratio.
+
+    python -m spark_tests.jobs.overhead --start-broker \
+        --records 1000000 --record-size 1024 --partitions 4 --rounds 5 --output overhead.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from . import cli, generate_to_kafka, pipeline, source_to_noop, streaming_read
+from .result import JobResult
+from .session import jvm_kafka_missing_reason
+
+JOBS = {
+    job.NAME: job.COMMAND for job in (generate_to_kafka, source_to_noop, pipeline, streaming_read)
+}
+KAFKA_FORMATS = ("pykafka", "kafka")
+MEMORY = "memory"
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """One job's runs through Kafka and through memrows, round by round."""
+
+    job: str
+    kafka: list[JobResult]
+    memory: list[JobResult]
+
+    def ratios(self) -> list[float]:
+        return [
+            k.rows_per_s / m.rows_per_s
+            for k, m in zip(self.kafka, self.memory, strict=True)
+            if m.rows_per_s
+        ]
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "job": self.job,
+            "kafka_format": self.kafka[0].format,
+            "kafka_rows_per_s": _median_rate(self.kafka),
+            "memory_rows_per_s": _median_rate(self.memory),
+            "ratio": round(statistics.median(self.ratios()), 3),
+            "ratios": [round(ratio, 3) for ratio in self.ratios()],
+            "kafka_cpu_s": _median_cpu(self.kafka),
+            "memory_cpu_s": _median_cpu(self.memory),
+        }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    jobs = [JOBS[name] for name in args.jobs]
+    args.cpu = True  # the CPU by role says what the ratio is made of
+    kafka_settings = cli.settings_of(args, args.format)
+    flags = [flag for job in jobs for flag in job.broker_flags(kafka_settings, args)]
+    with cli.job_environment(args, flags) as (spark, bootstrap):
+        if args.format == "kafka" and (reason := jvm_kafka_missing_reason(spark)):
+            raise SystemExit(f"--format kafka: {reason}")
+        by_format = {
+            args.format: replace(kafka_settings, bootstrap=bootstrap),
+            MEMORY: cli.settings_of(args, MEMORY),
+        }
+        if args.warmup:
+            for job in jobs:
+                for settings in by_format.values():
+                    cli.warm_up(job, spark, settings, args)
+        runs: dict[tuple[str, str], list[JobResult]] = {}
+        for round_number in range(args.rounds):
+            order = list(by_format) if round_number % 2 == 0 else list(reversed(by_format))
+            for job in jobs:
+                for format in order:
+                    result = cli.measured(job, spark, by_format[format], args)
+                    runs.setdefault((job.name, format), []).append(result)
+                    print(f"round {round_number + 1}: {result.line()}", flush=True)
+    overheads = [
+        Overhead(job.name, runs[job.name, args.format], runs[job.name, MEMORY]) for job in jobs
+    ]
+    print(markdown_table(overheads))
+    if args.output:
+        Path(args.output).write_text(json.dumps(report(args, overheads), indent=2) + "\n")
+        print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def markdown_table(overheads: Sequence[Overhead]) -> str:
+    """rows/s through each connector, the ratio, and the CPU seconds by role of a run."""
+    lines = [
+        "| job | Kafka rows/s | memrows rows/s | ratio (median; each round) | "
+        "CPU s, Kafka run | CPU s, memrows run |",
+        "|---|---:|---:|---|---|---|",
+    ]
+    for overhead in overheads:
+        row = overhead.summary()
+        each = ", ".join(f"{ratio:.2f}" for ratio in row["ratios"])
+        lines.append(
+            f"| {row['job']} [{row['kafka_format']}] | {row['kafka_rows_per_s']:,.0f} | "
+            f"{row['memory_rows_per_s']:,.0f} | **{row['ratio']:.2f}** ({each}) | "
+            f"{_cpu_text(row['kafka_cpu_s'])} | {_cpu_text(row['memory_cpu_s'])} |"
+        )
+    return "\n".join(lines)
+
+
+def report(args: argparse.Namespace, overheads: Sequence[Overhead]) -> dict[str, Any]:
+    return {
+        "settings": {
+            "records": args.records,
+            "record_size": args.record_size,
+            "partitions": args.partitions,
+            "rounds": args.rounds,
+            "kafka_format": args.format,
+        },
+        "jobs": [overhead.summary() for overhead in overheads],
+        "runs": [
+            json.loads(result.as_json())
+            for overhead in overheads
+            for result in (*overhead.kafka, *overhead.memory)
+        ],
+    }
+
+
+def _median_rate(results: Sequence[JobResult]) -> float:
+    return round(statistics.median(result.rows_per_s for result in results), 1)
+
+
+def _median_cpu(results: Sequence[JobResult]) -> dict[str, float]:
+    """Each role's median CPU seconds over the runs."""
+    per_role: dict[str, list[float]] = {}
+    for result in results:
+        for role, seconds in result.details["cpu_seconds"].items():
+            per_role.setdefault(role, []).append(seconds)
+    return {role: round(statistics.median(seconds), 2) for role, seconds in per_role.items()}
+
+
+def _cpu_text(seconds: Mapping[str, float]) -> str:
+    return ", ".join(f"{role} {value:.2f}" for role, value in seconds.items() if value)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m spark_tests.jobs.overhead", description=__doc__.split("\n\n")[0]
+    )
+    cli.add_shared_arguments(parser)
+    parser.add_argument(
+        "--format",
+        choices=KAFKA_FORMATS,
+        default="pykafka",
+        help="the Kafka connector compared with memrows: pykafka or kafka (Spark's JVM one)",
+    )
+    parser.add_argument(
+        "--jobs",
+        nargs="+",
+        choices=list(JOBS),
+        default=list(JOBS),
+        metavar="JOB",
+        help=f"which jobs (default: all of {', '.join(JOBS)})",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="runs of each job through each connector"
+    )
+    parser.add_argument("--output", metavar="PATH", help="write the report as JSON here")
+    streaming_read.COMMAND.add_arguments(parser)
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""The job commands as a user runs them: `python -m spark_tests.jobs.<job> --start-broker`
+and the side-by-side overhead report, each a process with its own SparkSession and broker.
+What they print is checked against what the broker counted."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spark_tests.conftest import java_missing_reason
+
+RECORDS = 8_000
+COMMAND_TIMEOUT_S = 600
+BROKER_COUNTS = re.compile(r"the broker counted ([\d,]+) records produced, ([\d,]+) fetched")
+
+pytestmark = pytest.mark.skipif(
+    java_missing_reason() is not None, reason=str(java_missing_reason())
+)
+
+
+def run_job(module: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", f"spark_tests.jobs.{module}", *flags]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+        cwd=Path(__file__).parent.parent,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def broker_counts(stderr: str) -> tuple[int, int]:
+    match = BROKER_COUNTS.search(stderr)
+    assert match, stderr[-3000:]
+    produced, fetched = (int(group.replace(",", "")) for group in match.groups())
+    return produced, fetched
+
+
+SIZES = ("--records", str(RECORDS), "--record-size", "100", "--partitions", "4")
+
+
+def test_a_job_command_starts_its_broker_and_prints_each_run() -> None:
+    done = run_job("pipeline", "--start-broker", *SIZES, "--runs", "2", "--no-warmup", "--json")
+
+    runs = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [run["rows"] for run in runs] == [RECORDS, RECORDS]
+    assert all(run["output_rows"] == 26 for run in runs)
+    assert re.search(r"pipeline \[pykafka\]: median of 2 runs [\d,]+ rows/s", done.stdout)
+    # Two runs read the source topic's every record and wrote 26 aggregates each.
+    assert broker_counts(done.stderr) == (2 * 26, 2 * RECORDS)
+
+
+def test_the_overhead_report_runs_each_job_through_kafka_and_memrows(tmp_path: Path) -> None:
+    output = tmp_path / "overhead.json"
+    done = run_job(
+        "overhead",
+        "--start-broker",
+        *SIZES,
+        "--jobs",
+        "generate_to_kafka",
+        "source_to_noop",
+        "--rounds",
+        "2",
+        "--no-warmup",
+        "--output",
+        str(output),
+    )
+
+    report = json.loads(output.read_text())
+    runs = [(run["job"], run["format"], run["rows"]) for run in report["runs"]]
+    assert sorted(runs) == sorted(
+        (job, format, RECORDS)
+        for job in ("generate_to_kafka", "source_to_noop")
+        for format in ("pykafka", "memory")
+        for _ in range(2)
+    )
+    for job in report["jobs"]:
+        assert job["ratio"] > 0 and len(job["ratios"]) == 2
+        assert job["kafka_cpu_s"]["python_workers"] > 0
+        assert f"| {job['job']} [pykafka] |" in done.stdout
+    # Only the Kafka runs reached the broker: two writes and two reads of RECORDS each.
+    assert broker_counts(done.stderr) == (2 * RECORDS, 2 * RECORDS)
+
+
+def test_a_job_command_without_a_broker_says_what_to_give() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "spark_tests.jobs.source_to_noop", *SIZES],
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+        cwd=Path(__file__).parent.parent,
+    )
+
+    assert done.returncode != 0
+    assert "give --bootstrap HOST:PORT or --start-broker" in done.stderr
