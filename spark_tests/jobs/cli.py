@@ -76,7 +76,7 @@ def settings_of(args: argparse.Namespace, format: str) -> JobSettings:
             partitions=args.partitions,
             format=format,
             bootstrap=args.bootstrap,
-            kafka_options=tuple(_setting(text) for text in args.kafka_option),
+            kafka_options=tuple(kafka_setting(text) for text in args.kafka_option),
         )
     except ValueError as error:
         raise SystemExit(str(error)) from None
@@ -121,7 +121,8 @@ def measured(
     return replace(result, details=details)
 
 
-def _setting(text: str) -> tuple[str, str]:
+def kafka_setting(text: str) -> tuple[str, str]:
+    """`--kafka-option NAME=VALUE` as (NAME without any kafka. prefix, VALUE)."""
     name, equals, value = text.partition("=")
     if not equals or not name:
         raise SystemExit(f"--kafka-option wants NAME=VALUE, not {text!r}")

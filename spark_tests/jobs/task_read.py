@@ -1,0 +1,135 @@
+"""One Spark task's read, outside Spark: where a pykafka read's time goes. On one partition
+of a source topic, side by side and interleaved, with CPU per row of this process (its
+librdkafka threads included):
+
+- `consume`: confluent-kafka's consume() alone, a Message object per record (the client's
+  floor, with pykafka's consumer settings);
+- `pykafka`: what a pykafka task does, consume() and Arrow batches of Spark's schema;
+- `memrows`: the same Arrow batches from memory, as memrows makes them.
+
+    python -m spark_tests.jobs.task_read --start-broker --records 400000 --record-size 1024
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
+
+import pyarrow as pa
+from confluent_kafka import Consumer, TopicPartition
+
+from nullbroker.spark.consumer import BATCH_ROWS, cyclic_gc_paused, read_range
+from nullbroker.spark.offsets import OffsetRange
+from nullbroker.spark.options import parse_read_options
+
+from .broker import broker_counts, check_source, started_broker
+from .cli import kafka_setting
+from .memory_source import MemoryTopic
+from .settings import TopicShape
+
+TOPIC = "task-read"
+STAGES = ("consume", "pykafka", "memrows")
+Stage = Callable[[], int]  # reads the partition's records, returns how many
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    shape = TopicShape(TOPIC, 1, args.records, args.record_size)
+    with ExitStack() as stack:
+        bootstrap = args.bootstrap
+        if args.start_broker:
+            broker = stack.enter_context(started_broker(["--source", shape.source_flag()]))
+            bootstrap = broker.bootstrap
+            stack.callback(lambda: print(broker_counts(broker), file=sys.stderr))
+        if bootstrap is None:
+            raise SystemExit("give --bootstrap HOST:PORT or --start-broker")
+        check_source(bootstrap, shape)
+        stages = _stages(bootstrap, shape, dict(kafka_setting(text) for text in args.kafka_option))
+        seconds: dict[str, list[tuple[float, float]]] = {name: [] for name in STAGES}
+        for round_number in range(args.rounds):
+            order = STAGES if round_number % 2 == 0 else tuple(reversed(STAGES))
+            for name in order:
+                seconds[name].append(_timed(stages[name], args.records))
+    for name in STAGES:
+        wall = statistics.median(w for w, _ in seconds[name])
+        cpu = statistics.median(c for _, c in seconds[name])
+        print(
+            f"{name:8s} {args.records / wall:>11,.0f} rows/s  {cpu / args.records * 1e6:5.2f} µs "
+            f"CPU/row  (median of {args.rounds}; {args.record_size} B values)",
+            flush=True,
+        )
+    return 0
+
+
+def _stages(bootstrap: str, shape: TopicShape, client: dict[str, str]) -> dict[str, Stage]:
+    options = parse_read_options(
+        {
+            "kafka.bootstrap.servers": bootstrap,
+            "assign": f'{{"{TOPIC}":[0]}}',
+            **{f"kafka.{name}": value for name, value in client.items()},
+        }
+    )
+    whole = OffsetRange(TOPIC, 0, 0, shape.records)
+    memory = MemoryTopic(TOPIC, 1, shape.records, shape.size, shape.key_size, start_ms=0)
+
+    def consume() -> int:
+        """As pykafka's task consumes, without building batches."""
+        consumer = Consumer(options.consumer_config(shape.records))
+        consumer.assign([TopicPartition(TOPIC, 0, 0)])
+        read = 0
+        try:
+            while read < shape.records:
+                with cyclic_gc_paused():
+                    read += len(consumer.consume(min(BATCH_ROWS, shape.records - read), 1.0))
+        finally:
+            consumer.close()
+        return read
+
+    def rows(batches: Iterator[pa.RecordBatch]) -> int:
+        return sum(batch.num_rows for batch in batches)
+
+    return {
+        "consume": consume,
+        "pykafka": lambda: rows(read_range(whole, options)),
+        "memrows": lambda: rows(memory.batches(whole)),
+    }
+
+
+def _timed(stage: Stage, records: int) -> tuple[float, float]:
+    cpu, wall = time.process_time(), time.perf_counter()
+    read = stage()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    if read != records:
+        raise SystemExit(f"read {read} records, not {records}")
+    return wall, cpu
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m spark_tests.jobs.task_read", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--bootstrap", metavar="HOST:PORT", help="the Kafka bootstrap server")
+    parser.add_argument(
+        "--start-broker",
+        action="store_true",
+        help="start `nullbroker serve` on a free port of 127.0.0.1 with the source topic",
+    )
+    parser.add_argument("--records", type=int, default=400_000, help="records to read")
+    parser.add_argument("--record-size", type=int, default=1024, help="value bytes per record")
+    parser.add_argument("--rounds", type=int, default=5, help="runs of each stage")
+    parser.add_argument(
+        "--kafka-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a consumer setting, e.g. fetch.queue.backoff.ms=1000 (repeatable)",
+    )
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())
