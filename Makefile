@@ -15,8 +15,8 @@ test: $(VENV)/.installed
 	$(BIN)/pytest $(ARGS)
 
 lint: $(VENV)/.installed
-	$(BIN)/ruff check codec nullbroker tests
-	$(BIN)/ruff format --check codec nullbroker tests
+	$(BIN)/ruff check codec nullbroker tests spark_tests perf
+	$(BIN)/ruff format --check codec nullbroker tests spark_tests perf
 	$(BIN)/mypy codec
 
 $(VENV)/.installed: pyproject.toml

@@ -70,16 +70,20 @@ def handle_create_topics(broker: Broker, request: Request, session: Session) -> 
                 topic_id = broker.topics.create(wanted.name, partitions, overrides).id
             replication = 1
             # CreateTopics v5+ reports the created topic's configuration.
-            configs = None if not hasattr(types, "CreatableTopicConfigs") else tuple(
-                make(
-                    types.CreatableTopicConfigs,
-                    name=entry.name,
-                    value=entry.value,
-                    read_only=entry.read_only,
-                    config_source=entry.source,
-                    is_sensitive=False,
+            configs = (
+                None
+                if not hasattr(types, "CreatableTopicConfigs")
+                else tuple(
+                    make(
+                        types.CreatableTopicConfigs,
+                        name=entry.name,
+                        value=entry.value,
+                        read_only=entry.read_only,
+                        config_source=entry.source,
+                        is_sensitive=False,
+                    )
+                    for entry in topic_entries(overrides)
                 )
-                for entry in topic_entries(overrides)
             )
             error, message = ErrorCode.none, None
         except _Refusal as refusal:

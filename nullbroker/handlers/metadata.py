@@ -84,9 +84,7 @@ def _requested_topic(
         return _topic(types, broker, topic, include_operations)
     if invalid_name_reason(name) is not None:
         return _topic_error(types, broker, name, None, ErrorCode.invalid_topic_exception)
-    topic = (
-        broker.topics.get_or_auto_create(name) if allow_auto_create else broker.topics.get(name)
-    )
+    topic = broker.topics.get_or_auto_create(name) if allow_auto_create else broker.topics.get(name)
     if topic is None:
         return _topic_error(types, broker, name, None, ErrorCode.unknown_topic_or_partition)
     return _topic(types, broker, topic, include_operations)

@@ -121,6 +121,17 @@ def measured(
     return replace(result, details=details)
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number above zero."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"wants a whole number above 0, not {text!r}")
+    return value
+
+
 def kafka_setting(text: str) -> tuple[str, str]:
     """`--kafka-option NAME=VALUE` as (NAME without any kafka. prefix, VALUE)."""
     name, equals, value = text.partition("=")
@@ -145,7 +156,7 @@ def _parser(job: JobCommand) -> argparse.ArgumentParser:
         default="pykafka",
         help="pykafka, kafka (Spark's JVM connector) or memory (memrows)",
     )
-    parser.add_argument("--runs", type=int, default=1, help="run the job this many times")
+    parser.add_argument("--runs", type=positive_int, default=1, help="run the job this many times")
     parser.add_argument(
         "--cpu",
         action="store_true",
@@ -159,27 +170,15 @@ def _parser(job: JobCommand) -> argparse.ArgumentParser:
 def add_shared_arguments(parser: argparse.ArgumentParser) -> None:
     """What every job command takes: sizes, where the broker is, the warm-up, client
     settings and Spark's classpath."""
-    parser.add_argument("--bootstrap", metavar="HOST:PORT", help="the Kafka bootstrap server")
+    add_broker_arguments(parser)
     parser.add_argument("--records", type=int, default=1_000_000, help="rows in all")
     parser.add_argument("--record-size", type=int, default=1024, help="value bytes per row")
     parser.add_argument("--partitions", type=int, default=4, help="topic partitions")
-    parser.add_argument(
-        "--start-broker",
-        action="store_true",
-        help="start `nullbroker serve` on a free port of 127.0.0.1 with the topics needed",
-    )
     parser.add_argument(
         "--no-warmup",
         dest="warmup",
         action="store_false",
         help=f"skip the unreported run of at most {WARMUP_RECORDS:,} rows before the runs",
-    )
-    parser.add_argument(
-        "--kafka-option",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a Kafka client setting, passed as option kafka.NAME (repeatable)",
     )
     parser.add_argument(
         "--packages",
@@ -194,4 +193,21 @@ def add_shared_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="PATH",
         help="spark.jars, e.g. Spark's Kafka connector and kafka-clients",
+    )
+
+
+def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
+    """--bootstrap or --start-broker, and the client settings (--kafka-option)."""
+    parser.add_argument("--bootstrap", metavar="HOST:PORT", help="the Kafka bootstrap server")
+    parser.add_argument(
+        "--start-broker",
+        action="store_true",
+        help="start `nullbroker serve` on a free port of 127.0.0.1 with the topics needed",
+    )
+    parser.add_argument(
+        "--kafka-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Kafka client setting, passed as option kafka.NAME (repeatable)",
     )

@@ -4,7 +4,7 @@ replaced by memrows (the same rows and the same planning, no client, no socket, 
 Rounds alternate which connector runs first, so the JVM's warming and the machine's other
 load fall on both; the ratio reported is the median of each round's ratio.
 
-    python -m spark_tests.jobs.overhead --start-broker \
+    python -m spark_tests.jobs.overhead --start-broker \\
         --records 1000000 --record-size 1024 --partitions 4 --rounds 5 --output overhead.json
 """
 
@@ -148,7 +148,9 @@ def _cpu_text(seconds: Mapping[str, float]) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m spark_tests.jobs.overhead", description=__doc__.split("\n\n")[0]
+        prog="python -m spark_tests.jobs.overhead",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     cli.add_shared_arguments(parser)
     parser.add_argument(
@@ -166,7 +168,10 @@ def _parser() -> argparse.ArgumentParser:
         help=f"which jobs (default: all of {', '.join(JOBS)})",
     )
     parser.add_argument(
-        "--rounds", type=int, default=5, help="runs of each job through each connector"
+        "--rounds",
+        type=cli.positive_int,
+        default=5,
+        help="runs of each job through each connector",
     )
     parser.add_argument("--output", metavar="PATH", help="write the report as JSON here")
     streaming_read.COMMAND.add_arguments(parser)

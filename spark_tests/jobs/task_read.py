@@ -27,7 +27,7 @@ from nullbroker.spark.offsets import OffsetRange
 from nullbroker.spark.options import parse_read_options
 
 from .broker import broker_counts, check_source, started_broker
-from .cli import kafka_setting
+from .cli import add_broker_arguments, kafka_setting, positive_int
 from .memory_source import MemoryTopic
 from .settings import TopicShape
 
@@ -110,24 +110,16 @@ def _timed(stage: Stage, records: int) -> tuple[float, float]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m spark_tests.jobs.task_read", description=__doc__.split("\n\n")[0]
+        prog="python -m spark_tests.jobs.task_read",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--bootstrap", metavar="HOST:PORT", help="the Kafka bootstrap server")
+    add_broker_arguments(parser)
+    parser.add_argument("--records", type=positive_int, default=400_000, help="records to read")
     parser.add_argument(
-        "--start-broker",
-        action="store_true",
-        help="start `nullbroker serve` on a free port of 127.0.0.1 with the source topic",
+        "--record-size", type=positive_int, default=1024, help="value bytes per record"
     )
-    parser.add_argument("--records", type=int, default=400_000, help="records to read")
-    parser.add_argument("--record-size", type=int, default=1024, help="value bytes per record")
-    parser.add_argument("--rounds", type=int, default=5, help="runs of each stage")
-    parser.add_argument(
-        "--kafka-option",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a consumer setting, e.g. fetch.queue.backoff.ms=1000 (repeatable)",
-    )
+    parser.add_argument("--rounds", type=positive_int, default=5, help="runs of each stage")
     return parser
 
 
