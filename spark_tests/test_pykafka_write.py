@@ -4,11 +4,16 @@ record for record and partition for partition."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
+import pyarrow as pa
 import pytest
+from confluent_kafka import Producer
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
+from nullbroker.spark.producer import PARTITION_BY_KEY, _produce_batch
+from nullbroker.spark.schema import WriteColumns
 from spark_tests.conftest import StartBroker
 from tests.broker_process import BrokerProcess, produced_from_metrics
 
@@ -107,6 +112,45 @@ def test_batch_write_puts_every_row_on_its_partition_column(
     assert produced_records(broker, "explicit") == dict.fromkeys(
         range(PARTITIONS), ROWS // PARTITIONS
     )
+
+
+class RecordingProducer(Producer):
+    """A real producer that also notes the arguments of each produce() call."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        super().__init__(config)
+        self.calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+
+    def produce(self, *args: Any, **kwargs: Any) -> None:
+        self.calls.append((args, kwargs))
+        super().produce(*args, **kwargs)
+
+
+def test_each_row_is_sent_with_its_own_headers_and_no_others(broker: BrokerProcess) -> None:
+    """Headers go with the rows that have them (an empty list included), and rows without
+    any are produced without the keyword (cheaper) rather than with headers=None."""
+    header = pa.struct([("key", pa.string()), ("value", pa.binary())])
+    batch = pa.RecordBatch.from_arrays(
+        [
+            pa.array([b"a", b"b", b"c"], pa.binary()),
+            pa.array([[{"key": "trace", "value": b"1"}], None, []], pa.list_(header)),
+        ],
+        names=["value", "headers"],
+    )
+    columns = WriteColumns(topic=None, key=None, value=0, partition=None, headers=1)
+    producer = RecordingProducer({"bootstrap.servers": broker.bootstrap})
+
+    assert _produce_batch(producer, batch, "spied", columns) == 3
+    assert producer.flush(30.0) == 0
+
+    row = ("spied", None, PARTITION_BY_KEY)
+    assert [(args[:1] + args[2:], kwargs) for args, kwargs in producer.calls] == [
+        (row, {"headers": [("trace", b"1")]}),
+        (row, {}),
+        (row, {"headers": []}),
+    ]
+    assert [args[1] for args, _ in producer.calls] == [b"a", b"b", b"c"]
+    assert sum(produced_records(broker, "spied").values()) == 3
 
 
 def test_batch_write_hashes_keys_as_kafkas_default_partitioner(
