@@ -1,14 +1,15 @@
 """How a task turns consumed messages into an Arrow batch of Spark's Kafka schema, checked on
 confluent-kafka's own Message objects (its public constructor), without a broker: offsets
-with and without gaps, both timestamp types, null keys and headers."""
+with and without gaps, both timestamp types, null keys and headers; and the collector pause."""
 
 from __future__ import annotations
 
+import gc
 from datetime import UTC, datetime
 
 from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
 
-from nullbroker.spark.consumer import to_record_batch
+from nullbroker.spark.consumer import cyclic_gc_paused, to_record_batch
 from nullbroker.spark.options import parse_read_options
 from nullbroker.spark.schema import arrow_schema
 
@@ -86,3 +87,18 @@ def test_headers_come_as_key_value_structs_when_asked_for() -> None:
         {"key": "empty", "value": None},
     ]
     assert rows[1]["headers"] is None
+
+
+def test_the_collector_is_paused_only_inside_the_block_and_left_as_it_was() -> None:
+    assert gc.isenabled()
+    with cyclic_gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+    gc.disable()
+    try:
+        with cyclic_gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled(), "a caller's own gc.disable() is kept"
+    finally:
+        gc.enable()
