@@ -1,6 +1,6 @@
 """The command line every job shares: sizes, connector, broker, runs, output.
 
-    python -m spark_tests.jobs.<job> --bootstrap HOST:PORT --records N --record-size S \
+    python -m spark_tests.jobs.<job> --bootstrap HOST:PORT --records N --record-size S \\
         --partitions P [--format pykafka|kafka|memory] [--start-broker] [--runs K] [--json]
 """
 
@@ -147,7 +147,9 @@ def _warmup_records(settings: JobSettings) -> int:
 
 def _parser(job: JobCommand) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=f"python -m spark_tests.jobs.{job.name}", description=job.description
+        prog=f"python -m spark_tests.jobs.{job.name}",
+        description=job.description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_shared_arguments(parser)
     parser.add_argument(

@@ -3,7 +3,7 @@ of --record-size bytes) into the Kafka sink in one batch write. Row i goes to pa
 i mod P, so every partition gets exactly records/P of them.
 
     nullbroker serve
-    python -m spark_tests.jobs.generate_to_kafka --bootstrap 127.0.0.1:9092 \
+    python -m spark_tests.jobs.generate_to_kafka --bootstrap 127.0.0.1:9092 \\
         --records 1000000 --record-size 1024 --partitions 4
 """
 
@@ -61,7 +61,7 @@ def run(spark: SparkSession, settings: JobSettings, topic: str = TOPIC) -> JobRe
 
 COMMAND = cli.JobCommand(
     name=NAME,
-    description=__doc__.split("\n\n")[0],
+    description=__doc__,
     run=lambda spark, settings, args: run(spark, settings),
 )
 

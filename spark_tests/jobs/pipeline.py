@@ -4,7 +4,7 @@ as a user id and its value's first letter as a category; events are counted per 
 as JSON to an output topic. rows/s counts the events read.
 
     nullbroker serve --source 'baseline-events:partitions=4,records=250000,size=1024,key-size=8'
-    python -m spark_tests.jobs.pipeline --bootstrap 127.0.0.1:9092 \
+    python -m spark_tests.jobs.pipeline --bootstrap 127.0.0.1:9092 \\
         --records 1000000 --record-size 1024 --partitions 4
 """
 
@@ -83,7 +83,7 @@ def run(
 
 COMMAND = cli.JobCommand(
     name=NAME,
-    description=__doc__.split("\n\n")[0],
+    description=__doc__,
     run=lambda spark, settings, args: run(spark, settings),
     broker_flags=cli.declares_source(TOPIC),
 )

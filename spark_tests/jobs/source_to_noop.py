@@ -3,7 +3,7 @@ consumes the rows and writes nothing. What Spark can pull out of Kafka when neit
 broker nor the sink costs anything.
 
     nullbroker serve --source 'baseline-source:partitions=4,records=250000,size=1024,key-size=8'
-    python -m spark_tests.jobs.source_to_noop --bootstrap 127.0.0.1:9092 \
+    python -m spark_tests.jobs.source_to_noop --bootstrap 127.0.0.1:9092 \\
         --records 1000000 --record-size 1024 --partitions 4
 """
 
@@ -45,7 +45,7 @@ def run(spark: SparkSession, settings: JobSettings, topic: str = TOPIC) -> JobRe
 
 COMMAND = cli.JobCommand(
     name=NAME,
-    description=__doc__.split("\n\n")[0],
+    description=__doc__,
     run=lambda spark, settings, args: run(spark, settings),
     broker_flags=cli.declares_source(TOPIC),
 )

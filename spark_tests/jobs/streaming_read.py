@@ -4,7 +4,7 @@ rows (trigger availableNow: every record there when the query starts, then stop)
 (StreamingQueryProgress: triggerExecution ms, input rows).
 
     nullbroker serve --source 'baseline-stream:partitions=4,records=250000,size=1024,key-size=8'
-    python -m spark_tests.jobs.streaming_read --bootstrap 127.0.0.1:9092 \
+    python -m spark_tests.jobs.streaming_read --bootstrap 127.0.0.1:9092 \\
         --records 1000000 --record-size 1024 --partitions 4 --max-offsets-per-trigger 100000
 """
 
@@ -117,7 +117,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 COMMAND = cli.JobCommand(
     name=NAME,
-    description=__doc__.split("\n\n")[0],
+    description=__doc__,
     run=lambda spark, settings, args: run(
         spark, settings, max_offsets=args.max_offsets_per_trigger
     ),
