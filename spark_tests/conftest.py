@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from tests.broker_process import BrokerProcess
+from tests.broker_process import BrokerProcess, produced_from_metrics
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -60,6 +60,15 @@ def start_module_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[St
             return processes.enter_context(BrokerProcess(Path(workdir), *flags))
 
         yield start
+
+
+def produced_records(broker: BrokerProcess, topic: str) -> dict[int, int]:
+    """Records the broker was sent for `topic`, per partition."""
+    return {
+        partition: counts.records
+        for (name, partition), counts in produced_from_metrics(broker.scrape()).items()
+        if name == topic
+    }
 
 
 def log_offsets(bootstrap: str, topic: str, partitions: int, which: str) -> dict[int, int]:

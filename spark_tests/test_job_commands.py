@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from spark_tests.conftest import java_missing_reason
+from tests.module_command import run_module
 
 RECORDS = 8_000
 COMMAND_TIMEOUT_S = 600
@@ -23,15 +23,13 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def job_process(module: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    """`python -m spark_tests.jobs.<module> FLAGS` from the repository root, finished."""
+    return run_module(f"spark_tests.jobs.{module}", *flags, timeout=COMMAND_TIMEOUT_S)
+
+
 def run_job(module: str, *flags: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", f"spark_tests.jobs.{module}", *flags]
-    done = subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT_S,
-        cwd=Path(__file__).parent.parent,
-    )
+    done = job_process(module, *flags)
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 
@@ -90,13 +88,7 @@ def test_the_overhead_report_runs_each_job_through_kafka_and_memrows(tmp_path: P
 
 
 def test_a_job_command_without_a_broker_says_what_to_give() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "spark_tests.jobs.source_to_noop", *SIZES],
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT_S,
-        cwd=Path(__file__).parent.parent,
-    )
+    done = job_process("source_to_noop", *SIZES)
 
     assert done.returncode != 0
     assert "give --bootstrap HOST:PORT or --start-broker" in done.stderr

@@ -12,12 +12,12 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from nullbroker.source import RecordShape, key_pattern, value_pattern
-from spark_tests.conftest import StartBroker, log_offsets
+from spark_tests.conftest import StartBroker, log_offsets, produced_records
 from spark_tests.jobs import generate_to_kafka, pipeline, source_to_noop, streaming_read
 from spark_tests.jobs.connector import Connector
 from spark_tests.jobs.session import jvm_kafka_missing_reason, register_formats
 from spark_tests.jobs.settings import KEY_SIZE, JobSettings, TopicShape
-from tests.broker_process import BrokerProcess, produced_from_metrics, samples
+from tests.broker_process import BrokerProcess, fetched_from_metrics
 
 RECORDS = 20_000
 PARTITIONS = 4
@@ -44,18 +44,10 @@ def settings(broker: BrokerProcess, format: str = "pykafka") -> JobSettings:
 
 def fetched(broker: BrokerProcess, topic: str) -> int:
     return sum(
-        int(value)
-        for labels, value in samples(broker.scrape(), "nullbroker_fetched_records_total").items()
-        if dict(labels)["topic"] == topic
-    )
-
-
-def produced(broker: BrokerProcess, topic: str) -> dict[int, int]:
-    return {
-        partition: counts.records
-        for (name, partition), counts in produced_from_metrics(broker.scrape()).items()
+        records
+        for (name, _), records in fetched_from_metrics(broker.scrape()).items()
         if name == topic
-    }
+    )
 
 
 def every_position(partitions: int = PARTITIONS, records: int = PER_PARTITION) -> list[Position]:
@@ -74,7 +66,7 @@ def test_generate_to_kafka_gives_every_partition_its_share_exactly(
     result = generate_to_kafka.run(spark, settings(broker), topic="generated")
 
     assert result.rows == RECORDS
-    assert produced(broker, "generated") == dict.fromkeys(range(PARTITIONS), PER_PARTITION)
+    assert produced_records(broker, "generated") == dict.fromkeys(range(PARTITIONS), PER_PARTITION)
     latest = log_offsets(broker.bootstrap, "generated", PARTITIONS, "latest")
     assert latest == dict.fromkeys(range(PARTITIONS), PER_PARTITION)
 
@@ -141,7 +133,7 @@ def test_pipeline_reads_every_event_and_writes_one_record_per_category(
     assert result.rows == RECORDS
     assert result.details["output_rows"] == len(categories) == 26
     assert fetched(broker, "pipeline-events") == RECORDS
-    assert produced(broker, "aggs") == {0: len(categories)}
+    assert produced_records(broker, "aggs") == {0: len(categories)}
 
 
 def test_the_pipelines_aggregates_count_every_event_by_category(
@@ -232,10 +224,10 @@ def test_each_job_runs_through_sparks_jvm_kafka_connector(
     job_settings = settings(broker, "kafka")
     if job is generate_to_kafka:
         result = generate_to_kafka.run(spark, job_settings, topic="kafka-generated")
-        assert produced(broker, "kafka-generated") == dict.fromkeys(range(4), PER_PARTITION)
+        assert produced_records(broker, "kafka-generated") == dict.fromkeys(range(4), PER_PARTITION)
     elif job is pipeline:
         result = pipeline.run(spark, job_settings, topic="kafka-source", output_topic="kafka-aggs")
-        assert produced(broker, "kafka-aggs") == {0: 26}
+        assert produced_records(broker, "kafka-aggs") == {0: 26}
     else:
         result = job.run(spark, job_settings, topic="kafka-source")  # type: ignore[attr-defined]
     assert result.rows == RECORDS

@@ -14,8 +14,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from nullbroker.spark.producer import PARTITION_BY_KEY, _produce_batch
 from nullbroker.spark.schema import WriteColumns
-from spark_tests.conftest import StartBroker
-from tests.broker_process import BrokerProcess, produced_from_metrics
+from spark_tests.conftest import StartBroker, produced_records
+from tests.broker_process import BrokerProcess
 
 PARTITIONS = 4
 ROWS = 200_000
@@ -91,14 +91,6 @@ def write(frame: DataFrame, broker: BrokerProcess, **options: str) -> None:
     for name, value in options.items():
         writer = writer.option(name, value)
     writer.mode("append").save()
-
-
-def produced_records(broker: BrokerProcess, topic: str) -> dict[int, int]:
-    return {
-        partition: counts.records
-        for (name, partition), counts in produced_from_metrics(broker.scrape()).items()
-        if name == topic
-    }
 
 
 def test_batch_write_puts_every_row_on_its_partition_column(

@@ -221,16 +221,23 @@ def metric_total(families: Iterable[Metric], name: str) -> float:
     return sum(samples(families, name).values())
 
 
+def per_partition(families: Iterable[Metric], name: str) -> dict[PartitionKey, int]:
+    """The samples called `name`, keyed by their topic and partition labels."""
+    return {
+        (labels["topic"], int(labels["partition"])): int(value)
+        for labels, value in ((dict(key), value) for key, value in samples(families, name).items())
+    }
+
+
+def fetched_from_metrics(families: Iterable[Metric]) -> dict[PartitionKey, int]:
+    """Records served by Fetch, per topic-partition."""
+    return per_partition(families, "nullbroker_fetched_records_total")
+
+
 def produced_from_metrics(families: Iterable[Metric]) -> dict[PartitionKey, Produced]:
     families = list(families)
     per_kind = {
-        kind: {
-            (labels["topic"], int(labels["partition"])): int(value)
-            for labels, value in (
-                (dict(key), value)
-                for key, value in samples(families, f"nullbroker_produced_{kind}_total").items()
-            )
-        }
+        kind: per_partition(families, f"nullbroker_produced_{kind}_total")
         for kind in ("records", "bytes", "batches")
     }
     keys = set(per_kind["records"]) | set(per_kind["bytes"]) | set(per_kind["batches"])

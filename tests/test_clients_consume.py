@@ -35,7 +35,7 @@ with warnings.catch_warnings():
     from kafka import TopicPartition as KafkaPythonPartition
 
 from nullbroker.source import RecordShape, key_pattern, value_pattern
-from tests.broker_process import BrokerProcess, samples
+from tests.broker_process import BrokerProcess, fetched_from_metrics, samples
 from tests.conftest import StartBroker
 
 pytestmark = pytest.mark.clients
@@ -124,16 +124,6 @@ def assert_source_records(
         assert timestamp == base + offset, offset
 
 
-def fetched_from_metrics(broker: BrokerProcess) -> dict[tuple[str, int], int]:
-    return {
-        (labels["topic"], int(labels["partition"])): int(value)
-        for labels, value in (
-            (dict(key), value)
-            for key, value in samples(broker.scrape(), "nullbroker_fetched_records_total").items()
-        )
-    }
-
-
 def fetched_from_summary(summary: dict[str, object]) -> dict[tuple[str, int], int]:
     fetched = summary["fetched"]
     assert isinstance(fetched, dict)
@@ -171,7 +161,7 @@ def test_a_consumer_reads_every_record_of_a_bounded_source_once_and_the_broker_c
 
     # Each record was read once, so the broker's fetched counts are exactly the records.
     expected = {("src", p): records for p in range(partitions)}
-    assert fetched_from_metrics(broker) == expected
+    assert fetched_from_metrics(broker.scrape()) == expected
     summary = broker.stop()
     assert fetched_from_summary(summary) == expected
     fetched = summary["fetched"]

@@ -25,9 +25,9 @@ from perf.frames import fixed_set
 from perf.kafka_tools import ToolError, load_properties, parse_key_values
 from tests.broker_process import BrokerProcess, metric_total, samples
 from tests.conftest import StartBroker
+from tests.module_command import run_module
 from tests.vectors import by_file, frame_bytes
 
-REPO = Path(__file__).resolve().parent.parent
 TOOL_TIMEOUT = 60
 
 NUMBER = r"\d+\.\d+"
@@ -73,14 +73,7 @@ METRIC_LINE = re.compile(r"^\w+:[\w.-]+:\{client-id=[^}]*\} +: \S+$")
 
 def run_tool(module: str, *args: str) -> subprocess.CompletedProcess[str]:
     """`python -m perf.<module> args...` from the repository root, as the docs say."""
-    return subprocess.run(
-        [sys.executable, "-m", f"perf.{module}", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=TOOL_TIMEOUT,
-        check=False,
-    )
+    return run_module(f"perf.{module}", *args, timeout=TOOL_TIMEOUT)
 
 
 # -- codec_bench ------------------------------------------------------------------------------

@@ -9,9 +9,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
 
+from nullbroker.spark.cluster import Cluster
 from tests.broker_process import BrokerProcess, metric_total
 
 from .settings import TopicShape
@@ -58,14 +59,13 @@ def ensure_topic(bootstrap: str, name: str, partitions: int) -> None:
 
 def check_source(bootstrap: str, topic: TopicShape) -> None:
     """Stop with the broker flag to use when `topic` does not hold the records to read."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    wanted = {TopicPartition(topic.name, p): OffsetSpec.latest() for p in range(topic.partitions)}
+    partitions = [(topic.name, partition) for partition in range(topic.partitions)]
     try:
-        futures = admin.list_offsets(wanted, request_timeout=ADMIN_TIMEOUT_S)
-        short = [tp.partition for tp, f in futures.items() if f.result().offset < topic.records]
-    except KafkaException as error:
+        latest = Cluster({"bootstrap.servers": bootstrap}).latest(partitions)
+    except RuntimeError as error:  # the topic or a partition is missing
         short, problem = list(range(topic.partitions)), str(error)
     else:
+        short = [partition for (_, partition), end in latest.items() if end < topic.records]
         problem = f"partitions {short} hold fewer than {topic.records} records"
     if short:
         raise SystemExit(

@@ -10,8 +10,9 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -22,34 +23,38 @@ from .session import build_session, jvm_kafka_missing_reason
 from .settings import FORMATS, JobSettings
 
 WARMUP_RECORDS = 100_000
-Run = Callable[[SparkSession, JobSettings, argparse.Namespace], JobResult]
-BrokerFlags = Callable[[JobSettings, argparse.Namespace], list[str]]
 
 
 @dataclass(frozen=True)
 class JobCommand:
-    """A job as a command: its `run` given the parsed arguments, the broker flags it needs
-    with --start-broker, and any options of its own."""
+    """A job as a command: `run(spark, settings, **options(args))`, the source topic it reads
+    (declared to a broker it starts with --start-broker) and any arguments of its own."""
 
     name: str
     description: str
-    run: Run
-    broker_flags: BrokerFlags = field(default=lambda settings, args: [])
+    run: Callable[..., JobResult]
+    source_topic: str | None = None
+    options: Callable[[argparse.Namespace], dict[str, Any]] = field(default=lambda args: {})
     add_arguments: Callable[[argparse.ArgumentParser], None] = field(default=lambda parser: None)
 
+    def broker_flags(self, settings: JobSettings) -> list[str]:
+        """`nullbroker serve` flags declaring the source topic this job reads, if any."""
+        if self.source_topic is None:
+            return []
+        return ["--source", settings.topic(self.source_topic).source_flag()]
 
-def declares_source(topic: str) -> BrokerFlags:
-    """The broker flags of a job that reads `topic`: a source topic of the job's shape."""
-    return lambda settings, args: ["--source", settings.topic(topic).source_flag()]
+    def run_with(
+        self, spark: SparkSession, settings: JobSettings, args: argparse.Namespace
+    ) -> JobResult:
+        """One run with the job's own command-line options."""
+        return self.run(spark, settings, **self.options(args))
 
 
 def main(job: JobCommand, argv: Sequence[str] | None = None) -> int:
     args = _parser(job).parse_args(argv)
     settings = settings_of(args, args.format)
-    with job_environment(args, job.broker_flags(settings, args)) as (spark, bootstrap):
+    with job_environment(args, job.broker_flags(settings)) as (spark, bootstrap):
         settings = replace(settings, bootstrap=bootstrap)
-        if args.format == "kafka" and (reason := jvm_kafka_missing_reason(spark)):
-            raise SystemExit(f"--format kafka: {reason}")
         if args.warmup:
             warm_up(job, spark, settings, args)
         results = []
@@ -86,18 +91,31 @@ def settings_of(args: argparse.Namespace, format: str) -> JobSettings:
 def job_environment(
     args: argparse.Namespace, broker_flags: Sequence[str]
 ) -> Iterator[tuple[SparkSession, str | None]]:
-    """The SparkSession jobs run in, and the bootstrap server: --bootstrap's, or that of a
-    broker started with `broker_flags` for --start-broker (its counts printed at the end)."""
-    with ExitStack() as stack:
-        bootstrap = args.bootstrap
-        if args.start_broker:
-            broker = stack.enter_context(started_broker(broker_flags))
-            bootstrap = broker.bootstrap
-            print(f"started nullbroker on {bootstrap}", file=sys.stderr)
-            stack.callback(lambda: print(broker_counts(broker), file=sys.stderr))
+    """The SparkSession jobs run in (checked to have Spark's JVM connector for --format
+    kafka), and the bootstrap server (see bootstrap_server)."""
+    with bootstrap_server(args, broker_flags) as bootstrap:
         spark = build_session(args.packages, args.jars)
-        stack.callback(spark.stop)
-        yield spark, bootstrap
+        try:
+            if args.format == "kafka" and (reason := jvm_kafka_missing_reason(spark)):
+                raise SystemExit(f"--format kafka: {reason}")
+            yield spark, bootstrap
+        finally:
+            spark.stop()
+
+
+@contextmanager
+def bootstrap_server(args: argparse.Namespace, broker_flags: Sequence[str]) -> Iterator[str | None]:
+    """--bootstrap's server, or that of a broker started with `broker_flags` for
+    --start-broker, whose counts are printed when it stops."""
+    if not args.start_broker:
+        yield args.bootstrap
+        return
+    with started_broker(broker_flags) as broker:
+        print(f"started nullbroker on {broker.bootstrap}", file=sys.stderr)
+        try:
+            yield broker.bootstrap
+        finally:
+            print(broker_counts(broker), file=sys.stderr)
 
 
 def warm_up(
@@ -105,7 +123,7 @@ def warm_up(
 ) -> None:
     """The first job in a session pays for starting Python workers and for the JIT compiling
     the JVM's hot paths: a smaller run first, not reported."""
-    job.run(spark, replace(settings, records=_warmup_records(settings)), args)
+    job.run_with(spark, replace(settings, records=_warmup_records(settings)), args)
 
 
 def measured(
@@ -114,7 +132,7 @@ def measured(
     """One run of `job`, with the machine's load (it is shared) and, with --cpu, the CPU
     seconds each role spent."""
     before = cpu.snapshot() if args.cpu else {}
-    result = job.run(spark, settings, args)
+    result = job.run_with(spark, settings, args)
     details = {**result.details, "loadavg_1m": round(os.getloadavg()[0], 2)}
     if args.cpu:
         details["cpu_seconds"] = cpu.used(before)

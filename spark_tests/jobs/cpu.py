@@ -8,7 +8,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-_TICKS = os.sysconf("SC_CLK_TCK")
+from perf.proc_sampler import cpu_seconds
+
 ROLES = ("jvm", "python_workers", "broker", "driver")
 
 
@@ -19,14 +20,13 @@ def snapshot() -> dict[int, tuple[str, float]]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
+        pid = int(entry.name)
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            parents[pid] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stats[pid] = (_role(pid, command), cpu_seconds(pid))
         except OSError:
             continue  # it exited while we looked
-        pid = int(entry.name)
-        parents[pid] = int(fields[1])
-        stats[pid] = (_role(pid, command), (int(fields[11]) + int(fields[12])) / _TICKS)
     ours = {pid for pid in stats if _descends(pid, os.getpid(), parents)}
     return {pid: stats[pid] for pid in ours}
 

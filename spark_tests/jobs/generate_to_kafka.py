@@ -59,11 +59,7 @@ def run(spark: SparkSession, settings: JobSettings, topic: str = TOPIC) -> JobRe
     return JobResult.of(NAME, settings, rows, seconds)
 
 
-COMMAND = cli.JobCommand(
-    name=NAME,
-    description=__doc__,
-    run=lambda spark, settings, args: run(spark, settings),
-)
+COMMAND = cli.JobCommand(NAME, __doc__, run)
 
 if __name__ == "__main__":
     sys.exit(cli.main(COMMAND))

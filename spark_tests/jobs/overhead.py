@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import cli, generate_to_kafka, pipeline, source_to_noop, streaming_read
-from .result import JobResult
-from .session import jvm_kafka_missing_reason
+from .result import JobResult, median_rows_per_s
 
 JOBS = {
     job.NAME: job.COMMAND for job in (generate_to_kafka, source_to_noop, pipeline, streaming_read)
@@ -49,8 +48,8 @@ class Overhead:
         return {
             "job": self.job,
             "kafka_format": self.kafka[0].format,
-            "kafka_rows_per_s": _median_rate(self.kafka),
-            "memory_rows_per_s": _median_rate(self.memory),
+            "kafka_rows_per_s": round(median_rows_per_s(self.kafka), 1),
+            "memory_rows_per_s": round(median_rows_per_s(self.memory), 1),
             "ratio": round(statistics.median(self.ratios()), 3),
             "ratios": [round(ratio, 3) for ratio in self.ratios()],
             "kafka_cpu_s": _median_cpu(self.kafka),
@@ -63,10 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     jobs = [JOBS[name] for name in args.jobs]
     args.cpu = True  # the CPU by role says what the ratio is made of
     kafka_settings = cli.settings_of(args, args.format)
-    flags = [flag for job in jobs for flag in job.broker_flags(kafka_settings, args)]
+    flags = [flag for job in jobs for flag in job.broker_flags(kafka_settings)]
     with cli.job_environment(args, flags) as (spark, bootstrap):
-        if args.format == "kafka" and (reason := jvm_kafka_missing_reason(spark)):
-            raise SystemExit(f"--format kafka: {reason}")
         by_format = {
             args.format: replace(kafka_settings, bootstrap=bootstrap),
             MEMORY: cli.settings_of(args, MEMORY),
@@ -127,10 +124,6 @@ def report(args: argparse.Namespace, overheads: Sequence[Overhead]) -> dict[str,
             for result in (*overhead.kafka, *overhead.memory)
         ],
     }
-
-
-def _median_rate(results: Sequence[JobResult]) -> float:
-    return round(statistics.median(result.rows_per_s for result in results), 1)
 
 
 def _median_cpu(results: Sequence[JobResult]) -> dict[str, float]:

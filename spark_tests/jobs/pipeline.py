@@ -81,12 +81,7 @@ def run(
     return JobResult.of(NAME, settings, read.get["rows"], seconds, details)
 
 
-COMMAND = cli.JobCommand(
-    name=NAME,
-    description=__doc__,
-    run=lambda spark, settings, args: run(spark, settings),
-    broker_flags=cli.declares_source(TOPIC),
-)
+COMMAND = cli.JobCommand(NAME, __doc__, run, source_topic=TOPIC)
 
 if __name__ == "__main__":
     sys.exit(cli.main(COMMAND))

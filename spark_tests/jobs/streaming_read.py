@@ -118,10 +118,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 COMMAND = cli.JobCommand(
     name=NAME,
     description=__doc__,
-    run=lambda spark, settings, args: run(
-        spark, settings, max_offsets=args.max_offsets_per_trigger
-    ),
-    broker_flags=cli.declares_source(TOPIC),
+    run=run,
+    options=lambda args: {"max_offsets": args.max_offsets_per_trigger},
+    source_topic=TOPIC,
     add_arguments=_add_arguments,
 )
 

@@ -17,7 +17,6 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack
 
 import pyarrow as pa
 from confluent_kafka import Consumer, TopicPartition
@@ -26,8 +25,8 @@ from nullbroker.spark.consumer import BATCH_ROWS, cyclic_gc_paused, read_range
 from nullbroker.spark.offsets import OffsetRange
 from nullbroker.spark.options import parse_read_options
 
-from .broker import broker_counts, check_source, started_broker
-from .cli import add_broker_arguments, kafka_setting, positive_int
+from .broker import check_source
+from .cli import add_broker_arguments, bootstrap_server, kafka_setting, positive_int
 from .memory_source import MemoryTopic
 from .settings import TopicShape
 
@@ -39,12 +38,7 @@ Stage = Callable[[], int]  # reads the partition's records, returns how many
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     shape = TopicShape(TOPIC, 1, args.records, args.record_size)
-    with ExitStack() as stack:
-        bootstrap = args.bootstrap
-        if args.start_broker:
-            broker = stack.enter_context(started_broker(["--source", shape.source_flag()]))
-            bootstrap = broker.bootstrap
-            stack.callback(lambda: print(broker_counts(broker), file=sys.stderr))
+    with bootstrap_server(args, ["--source", shape.source_flag()]) as bootstrap:
         if bootstrap is None:
             raise SystemExit("give --bootstrap HOST:PORT or --start-broker")
         check_source(bootstrap, shape)
