@@ -210,11 +210,24 @@ def compressor(compression: str) -> Callable[[bytes], bytes] | None:
         "gzip": cramjam.gzip.compress,
         # librdkafka and Java both read raw snappy (no xerial framing) in v2 batches.
         "snappy": cramjam.snappy.compress_raw,
-        "lz4": cramjam.lz4.compress,
+        "lz4": lz4_frame,
         "zstd": cramjam.zstd.compress,
     }
     compress = functions[compression]
     return lambda data: bytes(compress(data))  # type: ignore[arg-type]
+
+
+def lz4_frame(data: bytes) -> bytes:
+    """An LZ4 frame of independent blocks (FLG 0x70), as Kafka's own producer writes one.
+
+    Kafka's Java client reads nothing else: a frame of linked blocks, which
+    `cramjam.lz4.compress` writes, fails with "Dependent block stream is unsupported".
+    """
+    import cramjam
+
+    compressor = cramjam.lz4.Compressor(block_linked=False, content_checksum=False)
+    compressor.compress(data)
+    return bytes(compressor.finish())
 
 
 def now_ms() -> int:

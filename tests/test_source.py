@@ -166,7 +166,7 @@ def test_a_topic_declared_twice_is_refused() -> None:
 
 
 def test_a_bad_source_variable_names_the_variable_and_the_option() -> None:
-    with pytest.raises(ConfigError, match=r"environment SOURCE: .*rate must be positive"):
+    with pytest.raises(ConfigError, match=r"^NULLBROKER_SOURCE: .*rate must be positive"):
         load({}, environ={"NULLBROKER_SOURCE": "a:rate=-3"})
 
 
