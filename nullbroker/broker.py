@@ -26,9 +26,10 @@ from codec.framing import Buffer
 
 from .config import Config
 from .groups import GroupCoordinator
+from .log_limit import RepeatLimitedLog
 from .producers import ProducerRegistry
 from .source import now_ms
-from .stats import BrokerStats
+from .stats import ApiStats, BrokerStats
 from .topics import PartitionCountersFor, TopicRegistry
 
 log = logging.getLogger("nullbroker")
@@ -48,8 +49,14 @@ class Session:
     """What a handler may need to know about the connection a request came on."""
 
     peer: str
+    """The client's address, HOST:PORT."""
     advertised: Endpoint
     """The address clients are told to reach this node at (Metadata, FindCoordinator)."""
+
+    @property
+    def host(self) -> str:
+        """The client's host, without its port: repeated warnings are summarised by it."""
+        return self.peer.rpartition(":")[0] or self.peer
 
 
 class LogGrowth:
@@ -92,6 +99,8 @@ class Broker:
         self.node_id = NODE_ID
         self.cluster_id = config.cluster_id
         self.stats = BrokerStats()
+        self.warnings = RepeatLimitedLog(log)
+        """Where connections log what goes wrong with them, a line per kind and peer."""
         self.topics = TopicRegistry(
             PartitionCountersFor(self.stats.partition_counters, self.stats.fetch_counters),
             config.partitions,
@@ -140,14 +149,22 @@ class Broker:
     async def _answer_later(
         self, request: Request, pending: Awaitable[Any], started: int
     ) -> bytes | list[Buffer] | None:
+        # The broker's own time is before the hold and after it; the hold itself (the
+        # wait, and rebuilding the answer when woken) is accounted apart, so a Fetch held
+        # for 500 ms does not read as a 500 ms request.
+        held_from = time.perf_counter_ns()
         body = await pending
-        self._account(request.header.api_name, started)
-        return None if body is None else _frame(request.header, body)
+        held_until = time.perf_counter_ns()
+        frame = None if body is None else _frame(request.header, body)
+        api = self._account(request.header.api_name, started, held_until - held_from)
+        api.held.observe(held_until - held_from)
+        return frame
 
-    def _account(self, api_name: str, started: int) -> None:
+    def _account(self, api_name: str, started: int, held_ns: int = 0) -> ApiStats:
         api = self.stats.api(api_name)
         api.requests += 1
-        api.latency.observe(time.perf_counter_ns() - started)
+        api.latency.observe(time.perf_counter_ns() - started - held_ns)
+        return api
 
 
 def _frame(header: RequestHeader, body: Any) -> bytes | list[Buffer]:

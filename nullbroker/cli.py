@@ -14,7 +14,7 @@ import trio
 
 from . import __version__
 from .config import CONFIG_FILE_VARIABLE, Config, ConfigError, load
-from .server import BrokerServer
+from .server import BrokerServer, StartupError
 
 log = logging.getLogger("nullbroker")
 
@@ -31,8 +31,12 @@ keys named like the flags: listen = "127.0.0.1:9092", partitions = 4, no-auto-cr
 environment variables NULLBROKER_<SETTING> (NULLBROKER_PARTITIONS=4, NULLBROKER_LISTEN=...;
 {CONFIG_FILE_VARIABLE} names the config file), then these flags.
 
-Every 5 s with traffic, one line on stdout: records/sec, MB/sec (2^20 bytes), requests/sec,
-p50 and p99 broker-side request latency in microseconds, connections, RSS.
+Every 5 s with traffic, one line on stdout: records/sec and MB/sec (2^20 bytes) produced and
+fetched, requests/sec, p50 and p99 of the broker's own time per request in microseconds (a
+Fetch or JoinGroup held waiting counts only its own time), how many requests were held and
+their p99 hold, connections, RSS.
+A mistake in the settings, a port in use or an unwritable --summary-json folder stops the
+broker at once with exit code 2 and one line naming the setting.
 SIGINT or SIGTERM: stop accepting, answer requests in flight, write --summary-json, exit 0.
 
 example:
@@ -106,7 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve Prometheus text at http://HOST:PORT/metrics (default: off)",
     )
     serve.add_argument(
-        "--summary-json", metavar="PATH", help="write what the broker counted here at shutdown"
+        "--summary-json",
+        metavar="PATH",
+        help="write what the broker counted here at shutdown (JSON; the folder must exist and "
+        "be writable, which is checked at start)",
     )
     serve.add_argument(
         "--report-interval",
@@ -159,15 +166,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         trio.run(_serve_until_signalled, config)
-    except OSError as error:
-        print(f"nullbroker: cannot listen: {error}", file=sys.stderr)
-        return 1
+    except StartupError as error:
+        print(f"nullbroker: {error}", file=sys.stderr)
+        return 2
     return 0
 
 
 async def _serve_until_signalled(config: Config) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         server = BrokerServer(config)
+        # Outside any nursery, so that a start-up mistake arrives as itself, not wrapped
+        # in an exception group.
+        await server.bind()
         async with trio.open_nursery() as nursery:
             await nursery.start(server.serve)
             assert server.address is not None

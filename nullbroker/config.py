@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,47 +49,72 @@ class Config:
     sources: tuple[SourceSpec, ...] = ()
     cluster_id: str = "nullbroker-cluster-0001"
     group_initial_rebalance_delay_ms: int = 3000
+    origins: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    """Where each setting that is not a default came from, as the user wrote it
+    (`--summary-json`, `NULLBROKER_PARTITIONS`, `partitions in config file x.toml`), so that
+    an error names the setting the way the user knows it."""
+
+    def named(self, setting: str) -> str:
+        """How the user named `setting` (a field name): where it came from, else its flag."""
+        return dict(self.origins).get(setting) or flag_name(setting)
 
     def __post_init__(self) -> None:
-        parse_host_port(self.listen, "listen")
+        named = self.named
+        parse_host_port(self.listen, named("listen"))
         if self.advertise is not None:
-            parse_host_port(self.advertise, "advertise")
+            parse_host_port(self.advertise, named("advertise"))
         if self.metrics is not None:
-            parse_host_port(self.metrics, "metrics")
+            parse_host_port(self.metrics, named("metrics"))
         if self.partitions < 1:
-            raise ConfigError(f"partitions: must be at least 1, got {self.partitions}")
+            raise ConfigError(f"{named('partitions')}: must be at least 1, got {self.partitions}")
         if self.max_frame_bytes < 1024:
-            raise ConfigError(f"max_frame_bytes: must be at least 1024, got {self.max_frame_bytes}")
+            raise ConfigError(
+                f"{named('max_frame_bytes')}: must be at least 1024, got {self.max_frame_bytes}"
+            )
         names = [source.name for source in self.sources]
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
-            raise ConfigError(f"source: topic {duplicates[0]!r} is declared more than once")
+            raise ConfigError(
+                f"{named('sources')}: topic {duplicates[0]!r} is declared more than once"
+            )
         if self.produced_record_size < 0:
             raise ConfigError(
-                f"produced_record_size: must not be negative, got {self.produced_record_size}"
+                f"{named('produced_record_size')}: must not be negative, "
+                f"got {self.produced_record_size}"
             )
         if self.group_initial_rebalance_delay_ms < 0:
             raise ConfigError(
-                "group_initial_rebalance_delay_ms: must not be negative, "
+                f"{named('group_initial_rebalance_delay_ms')}: must not be negative, "
                 f"got {self.group_initial_rebalance_delay_ms}"
             )
         if self.report_interval <= 0:
-            raise ConfigError(f"report_interval: must be positive, got {self.report_interval}")
+            raise ConfigError(
+                f"{named('report_interval')}: must be positive, got {self.report_interval}"
+            )
 
     @property
     def listen_address(self) -> tuple[str, int]:
-        return parse_host_port(self.listen, "listen")
+        return parse_host_port(self.listen, self.named("listen"))
 
     @property
     def advertised_address(self) -> tuple[str, int] | None:
-        return parse_host_port(self.advertise, "advertise") if self.advertise else None
+        return parse_host_port(self.advertise, self.named("advertise")) if self.advertise else None
 
     @property
     def metrics_address(self) -> tuple[str, int] | None:
-        return parse_host_port(self.metrics, "metrics") if self.metrics else None
+        return parse_host_port(self.metrics, self.named("metrics")) if self.metrics else None
 
 
-_FIELDS = {field.name: field for field in fields(Config)}
+# The flags whose names are not their setting's name with dashes.
+_FLAG_NAMES = {"auto_create": "--no-auto-create", "sources": "--source"}
+
+
+def flag_name(setting: str) -> str:
+    """The command-line flag of a setting: `summary_json` is `--summary-json`."""
+    return _FLAG_NAMES.get(setting) or "--" + setting.replace("_", "-")
+
+
+_FIELDS = {field.name: field for field in fields(Config) if field.name != "origins"}
 # `--no-auto-create` reads better on a command line; accept it in files and variables too.
 _ALIASES: dict[str, tuple[str, Any]] = {
     "no_auto_create": ("auto_create", lambda value: not value),
@@ -122,8 +147,11 @@ def _sources(value: Any, origin: str) -> tuple[SourceSpec, ...]:
     return tuple(specs)
 
 
+_KIND_NAMES = {"bool": "boolean", "int": "integer", "float": "number"}
+
+
 def _coerce(name: str, value: Any, origin: str) -> Any:
-    kind = _FIELDS[name].type
+    kind = str(_FIELDS[name].type)
     if name == "sources":
         return _sources(value, origin)
     try:
@@ -144,25 +172,38 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
             return float(value)
         return None if value is None else str(value)
     except ValueError:
-        raise ConfigError(f"{origin}: {value!r} is not a valid {kind} for {name}") from None
+        expected = next((text for word, text in _KIND_NAMES.items() if word in kind), "string")
+        raise ConfigError(f"{origin}: {value!r} is not a valid {expected}") from None
 
 
-def _apply(values: Mapping[str, Any], origin: str) -> dict[str, Any]:
-    settings: dict[str, Any] = {}
+Settings = dict[str, Any]
+Origins = dict[str, str]
+
+
+def _apply(
+    values: Mapping[str, Any], origin_of: Callable[[str], str], known_as: Callable[[str], str]
+) -> tuple[Settings, Origins]:
+    """Settings from `values`, and for each the name the user gave it (`origin_of(key)`).
+    An unknown key is an error listing the known ones as `known_as` names them."""
+    settings: Settings = {}
+    origins: Origins = {}
     for raw_key, value in values.items():
         key = _normalise_key(raw_key)
+        origin = origin_of(raw_key)
         if key in _ALIASES:
             target, convert = _ALIASES[key]
-            settings[target] = convert(_coerce(target, value, f"{origin} {raw_key}"))
+            settings[target] = convert(_coerce(target, value, origin))
+            origins[target] = origin
         elif key in _FIELDS:
-            settings[key] = _coerce(key, value, f"{origin} {raw_key}")
+            settings[key] = _coerce(key, value, origin)
+            origins[key] = origin
         else:
-            known = ", ".join(sorted([*_FIELDS, *_ALIASES]))
-            raise ConfigError(f"{origin}: unknown setting {raw_key!r} (known: {known})")
-    return settings
+            names = sorted(known_as(name) for name in [*_FIELDS, *_ALIASES] if name != "sources")
+            raise ConfigError(f"{origin}: unknown setting (known: {', '.join(names)})")
+    return settings, origins
 
 
-def from_toml(path: str | Path) -> dict[str, Any]:
+def from_toml(path: str | Path) -> tuple[Settings, Origins]:
     """Settings from a TOML file's top-level keys."""
     try:
         with open(path, "rb") as file:
@@ -171,10 +212,14 @@ def from_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path}: {error.strerror}") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"config file {path}: {error}") from None
-    return _apply(document, f"config file {path}")
+    return _apply(
+        document,
+        lambda key: f"{key} in config file {path}",
+        lambda name: name.replace("_", "-"),
+    )
 
 
-def from_environment(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
+def from_environment(environ: Mapping[str, str] = os.environ) -> tuple[Settings, Origins]:
     """Settings from NULLBROKER_<SETTING> variables, e.g. NULLBROKER_PARTITIONS=4."""
     return _apply(
         {
@@ -182,7 +227,8 @@ def from_environment(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
             for key, value in environ.items()
             if key.startswith(ENV_PREFIX) and key != CONFIG_FILE_VARIABLE
         },
-        "environment",
+        lambda key: ENV_PREFIX + key,
+        lambda name: ENV_PREFIX + name.upper(),
     )
 
 
@@ -192,14 +238,21 @@ def load(
     environ: Mapping[str, str] = os.environ,
 ) -> Config:
     """The effective settings: defaults < config file < environment < command-line flags."""
-    settings: dict[str, Any] = {}
-    if config_file:
-        settings.update(from_toml(config_file))
-    settings.update(from_environment(environ))
-    settings.update(
-        _apply({key: value for key, value in flags.items() if value is not None}, "flag")
+    settings: Settings = {}
+    origins: Origins = {}
+    layers = [from_toml(config_file)] if config_file else []
+    layers.append(from_environment(environ))
+    layers.append(
+        _apply(
+            {key: value for key, value in flags.items() if value is not None},
+            lambda key: flag_name(_normalise_key(key)),
+            flag_name,
+        )
     )
+    for layer_settings, layer_origins in layers:
+        settings.update(layer_settings)
+        origins.update(layer_origins)
     try:
-        return replace(Config(), **settings)
+        return replace(Config(), **settings, origins=tuple(sorted(origins.items())))
     except TypeError as error:
         raise ConfigError(str(error)) from None

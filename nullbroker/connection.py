@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 from collections.abc import Awaitable, Coroutine
 from typing import Any, TypeVar
 
+import outcome
 import trio
 
 from codec import FrameReader, ProtocolError
@@ -18,6 +20,19 @@ log = logging.getLogger("nullbroker")
 
 RECEIVE_BYTES = 256 * 1024
 IOV_MAX = os.sysconf("SC_IOV_MAX")  # buffers one writev takes (1024 on Linux)
+# While a request is held, what the client sends meanwhile is read (to see it close) and
+# kept until the request is answered; past this much, reading stops and TCP pushes back.
+HELD_READ_LIMIT = 1024 * 1024
+HELD_READ_BYTES = 64 * 1024
+
+# What a peer that vanished looks like to a system call: reset, or gone before we asked.
+_PEER_GONE = frozenset({errno.ECONNRESET, errno.ENOTCONN, errno.EPIPE, errno.ETIMEDOUT})
+
+RESET = "ConnectionReset"
+"""closed_on_error reason: the client reset the connection (RST)."""
+CLOSED_MID_REQUEST = "ClosedMidRequest"
+"""closed_on_error reason: the client closed the connection partway through a request."""
+INTERNAL_ERROR = "InternalError"
 
 T = TypeVar("T")
 
@@ -79,10 +94,43 @@ class _Wire:
         self.stream = stream
         self.scope = trio.CancelScope()
         """The connection runs inside it; see Drain.wait_readable."""
+        self.read_while_held: list[bytes] = []
+        """Bytes the client sent while a request of its was held, not yet handled."""
+        self.closed_while_held = False
+        self.reset_while_held: OSError | None = None
+
+    def _take_read_while_held(self) -> bytes | None:
+        if not self.read_while_held:
+            return None
+        data = b"".join(self.read_while_held)
+        self.read_while_held.clear()
+        return data
 
     async def receive(self, drain: Drain) -> bytes | bytearray | memoryview | None:
         """The next bytes; None at end of stream or once draining."""
+        early = self._take_read_while_held()
+        if early is not None:
+            return early
+        if self.closed_while_held:
+            return None
         return (await drain.wait(self.stream.receive_some(RECEIVE_BYTES))) or None
+
+    async def watch_for_close(self) -> None:
+        """Return once the client closes or resets the connection. Bytes it sends
+        meanwhile are kept for `receive`; once HELD_READ_LIMIT of them wait, stop reading
+        (and so stop watching) until the held request is answered."""
+        kept = 0
+        while kept < HELD_READ_LIMIT:
+            try:
+                data = await self.stream.receive_some(HELD_READ_BYTES)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            if not data:
+                self.closed_while_held = True
+                return
+            self.read_while_held.append(bytes(data))
+            kept += len(data)
+        await trio.sleep_forever()
 
     async def send_all(self, parts: list[Buffer]) -> None:
         """Send the buffers, in order, as one byte string."""
@@ -107,9 +155,14 @@ class _SocketWire(_Wire):
         self._into = [bytearray(RECEIVE_BYTES)]
         self._view = memoryview(self._into[0])
 
-    async def receive(self, drain: Drain) -> memoryview | None:
+    async def receive(self, drain: Drain) -> bytes | memoryview | None:  # type: ignore[override]
         """The next bytes, valid until the next call; None at end of stream or once
         draining."""
+        early = self._take_read_while_held()
+        if early is not None:
+            return early
+        if self.closed_while_held:
+            return None
         waited = False
         while not drain.draining:
             try:
@@ -139,6 +192,25 @@ class _SocketWire(_Wire):
             except OSError as error:  # broken pipe, reset by the peer
                 raise trio.BrokenResourceError(str(error)) from error
             parts = _after(parts, sent)
+
+    async def watch_for_close(self) -> None:
+        kept = 0
+        while kept < HELD_READ_LIMIT:
+            await trio.lowlevel.wait_readable(self._fd)
+            try:
+                data = os.read(self._fd, HELD_READ_BYTES)
+            except BlockingIOError:
+                continue
+            except OSError as error:  # reset by the peer
+                self.closed_while_held = True
+                self.reset_while_held = error
+                return
+            if not data:
+                self.closed_while_held = True
+                return
+            self.read_while_held.append(data)
+            kept += len(data)
+        await trio.sleep_forever()
 
 
 def _after(parts: list[Buffer], sent: int) -> list[Buffer]:
@@ -172,7 +244,11 @@ async def serve_connection(
     stream: trio.abc.Stream, broker: Broker, session: Session, drain: Drain
 ) -> None:
     """Serve one connection until the client closes it, breaks the protocol, or the
-    broker drains. Every request read is answered, in order, before the connection ends."""
+    broker drains. Every request read is answered, in order, before the connection ends.
+
+    Whatever happens on it, the connection's failure stays here: counted, logged once
+    (repeats summarised), and the stream closed; the broker and its other connections go on.
+    """
     stats = broker.stats
     stats.connections += 1
     stats.connections_total += 1
@@ -180,8 +256,29 @@ async def serve_connection(
     try:
         with wire.scope:
             await _serve(wire, broker, session, drain)
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        pass  # the client went away; nothing to answer
+    except (trio.BrokenResourceError, trio.ClosedResourceError) as error:
+        reset = error.__cause__
+        if isinstance(reset, OSError) and reset.errno in _PEER_GONE:
+            stats.protocol_errors[RESET] += 1
+            broker.warnings.info(
+                session.host,
+                RESET,
+                "connection from %s reset by the client: %s",
+                session.peer,
+                reset.strerror,
+            )
+        # Otherwise the client closed its end while we wrote: nothing to answer.
+    except Exception:
+        # A bug of ours, or a failure no one foresaw, costs this connection only.
+        stats.protocol_errors[INTERNAL_ERROR] += 1
+        broker.warnings.log(
+            logging.ERROR,
+            session.host,
+            INTERNAL_ERROR,
+            "closing connection from %s: internal error",
+            session.peer,
+            exc_info=True,
+        )
     finally:
         stats.connections -= 1
         await trio.aclose_forcefully(stream)
@@ -211,7 +308,7 @@ async def _serve(wire: _Wire, broker: Broker, session: Session, drain: Drain) ->
                             await _abandon(response)  # type: ignore[arg-type]
                             raise
                         out = []
-                    response = await response  # type: ignore[misc]
+                    response = await _held(wire, broker, session, response)  # type: ignore[arg-type]
                     if response is None:
                         continue
                 if type(response) is bytes:
@@ -222,15 +319,71 @@ async def _serve(wire: _Wire, broker: Broker, session: Session, drain: Drain) ->
             raise  # the client went away: not a protocol error, nor a bug of ours
         except ProtocolError as error:
             failure = type(error).__name__
-            log.warning("closing connection from %s: %s", session.peer, error)
+            broker.warnings.warning(
+                session.host, failure, "closing connection from %s: %s", session.peer, error
+            )
         except Exception:
             # A bug of ours must cost one connection, never the broker.
-            failure = "InternalError"
-            log.exception("closing connection from %s: internal error", session.peer)
+            failure = INTERNAL_ERROR
+            broker.warnings.log(
+                logging.ERROR,
+                session.host,
+                failure,
+                "closing connection from %s: internal error",
+                session.peer,
+                exc_info=True,
+            )
         if failure is not None:
             # Counted before sending: a client already gone must not hide the error.
             stats.protocol_errors[failure] += 1
         if out:
             await wire.send_all(out)
         if failure is not None:
-            break
+            return
+    if reader.buffered_bytes and not drain.draining:
+        stats.protocol_errors[CLOSED_MID_REQUEST] += 1
+        broker.warnings.info(
+            session.host,
+            CLOSED_MID_REQUEST,
+            "connection from %s closed by the client with %d bytes of a request unread",
+            session.peer,
+            reader.buffered_bytes,
+        )
+
+
+async def _held(wire: _Wire, broker: Broker, session: Session, pending: Awaitable[T]) -> T:
+    """The answer to a held request (a Fetch at the log end, a JoinGroup in a rebalance),
+    watching the connection meanwhile: if the client closes or resets it first, the request
+    is cancelled at once, so a vanished client holds no descriptor, memory or group slot
+    until the wait would have ended."""
+    answer: outcome.Outcome[T] | None = None
+    async with trio.open_nursery() as nursery:
+
+        async def wait_for_answer() -> None:
+            nonlocal answer
+            # Not outcome.acapture: that would also capture the Cancelled of a client
+            # that closed, and re-raise it outside its scope.
+            try:
+                answer = outcome.Value(await pending)
+            except Exception as error:
+                answer = outcome.Error(error)
+            nursery.cancel_scope.cancel()
+
+        async def watch() -> None:
+            await wire.watch_for_close()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(wait_for_answer)
+        nursery.start_soon(watch)
+    if answer is not None:
+        return answer.unwrap()
+    reset = wire.reset_while_held
+    if reset is not None:
+        raise trio.BrokenResourceError(str(reset)) from reset
+    broker.warnings.info(
+        session.host,
+        "ClosedWhileHeld",
+        "connection from %s closed while its request was held; the request is cancelled",
+        session.peer,
+    )
+    raise trio.ClosedResourceError("the client closed the connection")

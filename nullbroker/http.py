@@ -8,14 +8,19 @@ from collections.abc import Callable
 import h11
 import trio
 
+from .log_limit import RepeatLimitedLog
+
 log = logging.getLogger("nullbroker")
 
 CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 MAX_REQUEST_BYTES = 64 * 1024
 
 
-async def serve_metrics_connection(stream: trio.abc.Stream, render: Callable[[], bytes]) -> None:
-    """Answer HTTP requests on one connection: GET /metrics with the exposition, else 404."""
+async def serve_metrics_connection(
+    stream: trio.abc.Stream, render: Callable[[], bytes], warnings: RepeatLimitedLog
+) -> None:
+    """Answer HTTP requests on one connection: GET /metrics with the exposition, else 404.
+    Whatever goes wrong costs this connection only, logged once per kind and client host."""
     connection = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_REQUEST_BYTES)
     try:
         while True:
@@ -34,6 +39,10 @@ async def serve_metrics_connection(stream: trio.abc.Stream, render: Callable[[],
                 return
     except (h11.RemoteProtocolError, trio.BrokenResourceError, trio.ClosedResourceError):
         return
+    except Exception:
+        warnings.log(
+            logging.ERROR, "metrics", "MetricsError", "metrics connection failed", exc_info=True
+        )
     finally:
         await trio.aclose_forcefully(stream)
 

@@ -60,7 +60,13 @@ class BrokerCollector(Collector):
         )
         latency = HistogramMetricFamily(
             "nullbroker_request_latency_seconds",
-            "Broker time per request (decode, handle, encode), by API.",
+            "Broker time per request (decode, handle, encode; a held request's wait excluded), "
+            "by API.",
+            labels=["api"],
+        )
+        held = HistogramMetricFamily(
+            "nullbroker_request_held_seconds",
+            "How long held requests waited (Fetch at the log end, JoinGroup, SyncGroup), by API.",
             labels=["api"],
         )
         for api, api_stats in sorted(stats.apis.items()):
@@ -68,7 +74,11 @@ class BrokerCollector(Collector):
             latency.add_metric(
                 [api], _cumulative_buckets(api_stats.latency.counts), api_stats.latency.sum_ns / 1e9
             )
-        yield from (requests, latency)
+            if api_stats.held.sum_ns or any(api_stats.held.counts):
+                held.add_metric(
+                    [api], _cumulative_buckets(api_stats.held.counts), api_stats.held.sum_ns / 1e9
+                )
+        yield from (requests, latency, held)
 
         errors = CounterMetricFamily(
             "nullbroker_errors", "Error codes answered, by Kafka error name.", labels=["error"]
@@ -79,7 +89,9 @@ class BrokerCollector(Collector):
 
         closed = CounterMetricFamily(
             "nullbroker_connections_closed_on_error",
-            "Connections closed because a request broke the protocol, by reason.",
+            "Connections closed on an error, by reason: a request that broke the protocol (the "
+            "codec error), a reset or a close partway through a request by the client, or an "
+            "internal error.",
             labels=["reason"],
         )
         for reason, count in sorted(stats.protocol_errors.items()):

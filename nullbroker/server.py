@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import logging
+import socket
 import time
 from functools import partial
 
@@ -10,9 +12,9 @@ import trio
 
 from .broker import Broker, Endpoint, Session
 from .config import Config
-from .connection import Drain, serve_connection
+from .connection import RESET, Drain, serve_connection
 from .http import serve_metrics_connection
-from .report import ConsoleReporter, write_summary
+from .report import ConsoleReporter, check_summary_writable, write_summary
 
 log = logging.getLogger("nullbroker")
 
@@ -22,6 +24,30 @@ DRAIN_SECONDS = 10.0
 
 def _endpoint(sockname: tuple[str, int] | tuple[str, int, int, int]) -> Endpoint:
     return Endpoint(sockname[0], sockname[1])
+
+
+class StartupError(Exception):
+    """A setting the broker cannot start with (a port in use, a host that does not
+    resolve, a folder it cannot write to); the message names the setting as the user did."""
+
+
+async def _open_listeners(
+    address: tuple[str, int], setting: str, text: str
+) -> list[trio.SocketListener]:
+    host, port = address
+    try:
+        return await trio.open_tcp_listeners(port, host=host)
+    except socket.gaierror as error:
+        raise StartupError(
+            f"{setting} {text}: cannot resolve host {host!r} ({error.strerror})"
+        ) from None
+    except OSError as error:
+        hint = ""
+        if error.errno == errno.EADDRINUSE:
+            hint = " (another process listens there; choose another port, or port 0 for a free one)"
+        elif error.errno == errno.EADDRNOTAVAIL:
+            hint = " (not an address of this machine)"
+        raise StartupError(f"{setting} {text}: cannot listen: {error.strerror}{hint}") from None
 
 
 class BrokerServer:
@@ -34,22 +60,47 @@ class BrokerServer:
         self.metrics_address: Endpoint | None = None
         self._drain = Drain()
         self._stop = trio.Event()
+        self._listeners: list[trio.SocketListener] = []
+        self._metrics_listeners: list[trio.SocketListener] = []
 
     def stop(self) -> None:
         """Stop accepting connections; answer what is in flight; then `serve` returns."""
         self._stop.set()
 
+    async def bind(self) -> None:
+        """Check every setting that only the machine can judge, before serving: open the
+        listeners and make sure the summary can be written. Raises StartupError."""
+        config = self.config
+        summary_path = config.summary_json
+        if summary_path:
+            try:
+                check_summary_writable(summary_path)
+            except OSError as error:
+                raise StartupError(
+                    f"{config.named('summary_json')} {summary_path}: cannot write there: "
+                    f"{error.strerror}"
+                ) from None
+        self._listeners = await _open_listeners(
+            config.listen_address, config.named("listen"), config.listen
+        )
+        self.address = _endpoint(self._listeners[0].socket.getsockname())
+        if config.metrics_address and config.metrics:
+            try:
+                self._metrics_listeners = await _open_listeners(
+                    config.metrics_address, config.named("metrics"), config.metrics
+                )
+            except StartupError:
+                for listener in self._listeners:
+                    await listener.aclose()
+                raise
+            self.metrics_address = _endpoint(self._metrics_listeners[0].socket.getsockname())
+
     async def serve(
         self, *, task_status: trio.TaskStatus[BrokerServer] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        host, port = self.config.listen_address
-        listeners = await trio.open_tcp_listeners(port, host=host)
-        self.address = _endpoint(listeners[0].socket.getsockname())
-        metrics_listeners = []
-        if self.config.metrics_address:
-            metrics_host, metrics_port = self.config.metrics_address
-            metrics_listeners = await trio.open_tcp_listeners(metrics_port, host=metrics_host)
-            self.metrics_address = _endpoint(metrics_listeners[0].socket.getsockname())
+        if not self._listeners:
+            await self.bind()
+        listeners, metrics_listeners = self._listeners, self._metrics_listeners
 
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as services:
@@ -67,10 +118,15 @@ class BrokerServer:
                     render = partial(exposition, registry)
                     services.start_soon(
                         trio.serve_listeners,
-                        partial(serve_metrics_connection, render=render),
+                        partial(
+                            serve_metrics_connection,
+                            render=render,
+                            warnings=self.broker.warnings,
+                        ),
                         metrics_listeners,
                     )
                 services.start_soon(self._report_periodically)
+                services.start_soon(self._summarise_repeated_warnings)
                 services.start_soon(self.broker.groups.run)
                 task_status.started(self)
                 await self._stop.wait()
@@ -78,13 +134,23 @@ class BrokerServer:
             log.info("stopped accepting connections; answering requests in flight")
             self._drain.start()
             connections.cancel_scope.deadline = trio.current_time() + DRAIN_SECONDS
+        self.broker.warnings.flush(everything=True)
         if self.config.summary_json:
             write_summary(self.broker.stats, self.config.summary_json)
             log.info("summary written to %s", self.config.summary_json)
 
     async def _serve_kafka(self, stream: trio.SocketStream) -> None:
-        local = stream.socket.getsockname()
-        peer = stream.socket.getpeername()
+        try:
+            local = stream.socket.getsockname()
+            peer = stream.socket.getpeername()
+        except OSError as error:
+            # Reset before we could ask who it was (ENOTCONN): a closed connection, no more.
+            self.broker.stats.protocol_errors[RESET] += 1
+            self.broker.warnings.info(
+                "unknown", RESET, "connection reset by the client on arrival: %s", error.strerror
+            )
+            await trio.aclose_forcefully(stream)
+            return
         advertised = self.config.advertised_address
         session = Session(
             peer=f"{peer[0]}:{peer[1]}",
@@ -92,6 +158,12 @@ class BrokerServer:
             advertised=Endpoint(*advertised) if advertised else _endpoint(local),
         )
         await serve_connection(stream, self.broker, session, self._drain)
+
+    async def _summarise_repeated_warnings(self) -> None:
+        warnings = self.broker.warnings
+        while True:
+            await trio.sleep(warnings.window_seconds / 2)
+            warnings.flush()
 
     async def _report_periodically(self) -> None:
         reporter = ConsoleReporter(self.broker.stats)

@@ -10,6 +10,7 @@ import resource
 import time
 from bisect import bisect_left
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 # Latency bucket upper bounds in nanoseconds: 1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8 per decade
@@ -87,6 +88,9 @@ class FetchCounters:
 class ApiStats:
     requests: int = 0
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    """The broker's own time per request: decode, handle, encode; never a hold."""
+    held: LatencyHistogram = field(default_factory=LatencyHistogram)
+    """How long each held request waited (Fetch at the log end, JoinGroup, SyncGroup)."""
 
 
 class BrokerStats:
@@ -146,16 +150,32 @@ class BrokerStats:
             total.batches += counters.batches
         return total
 
+    def fetched_totals(self) -> tuple[int, int]:
+        """Records and record-batch bytes served by Fetch, over every partition."""
+        records = served_bytes = 0
+        for counters in self.fetched.values():
+            records += counters.records
+            served_bytes += counters.bytes
+        return records, served_bytes
+
     def requests_total(self) -> int:
         return sum(stats.requests for stats in self.apis.values())
 
     def latency_counts(self) -> list[int]:
         """Bucket counts of all APIs' latencies together."""
-        merged = [0] * (len(LATENCY_BOUNDS_NS) + 1)
-        for stats in self.apis.values():
-            for index, count in enumerate(stats.latency.counts):
-                merged[index] += count
-        return merged
+        return _merged(stats.latency for stats in self.apis.values())
+
+    def held_counts(self) -> list[int]:
+        """Bucket counts of all APIs' hold times together."""
+        return _merged(stats.held for stats in self.apis.values())
+
+
+def _merged(histograms: Iterable[LatencyHistogram]) -> list[int]:
+    merged = [0] * (len(LATENCY_BOUNDS_NS) + 1)
+    for histogram in histograms:
+        for index, count in enumerate(histogram.counts):
+            merged[index] += count
+    return merged
 
 
 def rss_bytes() -> int:

@@ -110,3 +110,44 @@ def record_batch(
         ),
     )
     return buffer.getvalue()
+
+
+def fetch_frame(
+    topic: str, offset: int, max_wait_ms: int, correlation_id: int = 7, partition: int = 0
+) -> bytes:
+    """A Fetch v12 request frame for one partition by name, as a Java 3.x client sends."""
+    import datetime
+
+    from codec.entities import make
+
+    t = types(1, 12)
+    body = make(
+        t.FetchRequest,
+        replica_id=-1,
+        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=(
+            make(
+                t.FetchTopic,
+                topic=topic,
+                partitions=(
+                    make(
+                        t.FetchPartition,
+                        partition=partition,
+                        current_leader_epoch=-1,
+                        fetch_offset=offset,
+                        last_fetched_epoch=-1,
+                        log_start_offset=-1,
+                        partition_max_bytes=1 << 20,
+                    ),
+                ),
+            ),
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+    return request_frame(1, 12, body, correlation_id=correlation_id)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import socket
 import subprocess
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -27,8 +30,10 @@ SERVE_FLAGS = (
     "--config",
 )
 CONSOLE_LINE = re.compile(
-    r"^(?P<records>\d+\.\d) records/sec \(\d+\.\d\d MB/sec\), \d+\.\d requests/sec, "
-    r"\d+ us p50, \d+ us p99 request latency, (?P<connections>\d+) connections, "
+    r"^(?P<records>\d+\.\d) records/sec \(\d+\.\d\d MB/sec\) produced, "
+    r"(?P<fetched>\d+\.\d) records/sec \(\d+\.\d\d MB/sec\) fetched, \d+\.\d requests/sec, "
+    r"(?P<p50>\d+) us p50, (?P<p99>\d+) us p99 request latency, "
+    r"(?P<held>\d+) held( \(p99 (?P<held_p99>\d+) ms\))?, (?P<connections>\d+) connections, "
     r"\d+\.\d MiB RSS\.$"
 )
 SUMMARY_KEYS = {
@@ -67,10 +72,11 @@ def test_serve_help_explains_every_flag_and_the_shutdown_signals() -> None:
     [
         ("--partitions", "0", "partitions"),
         ("--partitions", "abc", "--partitions"),
-        ("--listen", "nonsense", "listen"),
-        ("--metrics", "nowhere", "metrics"),
-        ("--report-interval", "0", "report_interval"),
-        ("--max-frame-bytes", "10", "max_frame_bytes"),
+        ("--listen", "nonsense", "--listen"),
+        ("--metrics", "nowhere", "--metrics"),
+        ("--report-interval", "0", "--report-interval"),
+        ("--max-frame-bytes", "10", "--max-frame-bytes"),
+        ("--partitions", "many", "--partitions"),
     ],
 )
 def test_bad_flag_value_exits_2_with_a_one_line_error_naming_it(
@@ -170,3 +176,81 @@ def test_signal_with_connected_clients_exits_0_and_writes_the_summary(
     assert summary["requests_total"] == sum(summary["requests"].values())
     assert summary["uptime_seconds"] > 0
     assert summary["peak_rss_bytes"] > 0
+
+
+def assert_one_line_exit_2(result: subprocess.CompletedProcess[str], *naming: str) -> None:
+    """A start-up mistake: exit code 2, nothing on stdout, one line on stderr (no
+    traceback) naming the setting as the user typed it."""
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("nullbroker: "), result.stderr
+    for text in naming:
+        assert text in lines[0], result.stderr
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    """A port some other process already listens on."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        yield listener.getsockname()[1]
+
+
+def test_a_listen_port_in_use_is_one_line_naming_the_flag(busy_port: int) -> None:
+    address = f"127.0.0.1:{busy_port}"
+    result = run_cli("serve", "--listen", address)
+    assert_one_line_exit_2(result, "--listen", address, "Address already in use")
+
+
+def test_a_listen_port_in_use_named_by_the_environment_names_the_variable(busy_port: int) -> None:
+    address = f"127.0.0.1:{busy_port}"
+    result = subprocess.run(
+        [*nullbroker_command(), "serve"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+        env={**os.environ, "NULLBROKER_LISTEN": address},
+    )
+    assert_one_line_exit_2(result, "NULLBROKER_LISTEN", address)
+
+
+def test_a_host_that_does_not_resolve_is_one_line_naming_the_flag() -> None:
+    # .invalid never resolves (RFC 2606); nothing is sent anywhere.
+    result = run_cli("serve", "--listen", "no-such-host.invalid:0")
+    assert_one_line_exit_2(result, "--listen", "cannot resolve host 'no-such-host.invalid'")
+
+
+def test_a_busy_metrics_port_is_one_line_naming_the_flag(busy_port: int) -> None:
+    address = f"127.0.0.1:{busy_port}"
+    result = run_cli("serve", "--listen", "127.0.0.1:0", "--metrics", address)
+    assert_one_line_exit_2(result, "--metrics", address)
+
+
+def test_an_unwritable_summary_json_is_refused_at_start_not_after_the_run(
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "no-such-folder" / "summary.json"
+    result = run_cli("serve", "--listen", "127.0.0.1:0", "--summary-json", str(missing))
+    assert_one_line_exit_2(result, "--summary-json", str(missing), "No such file or directory")
+    # The check leaves nothing behind in a folder it can write to.
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_summary_is_readable_by_others_as_the_umask_allows(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker()
+    broker.stop()
+    mode = broker.summary_path.stat().st_mode & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    assert mode == 0o666 & ~umask
+    # No temporary file is left beside it.
+    assert sorted(path.name for path in broker.workdir.iterdir()) == [
+        "nullbroker.stderr",
+        "summary.json",
+    ]

@@ -44,28 +44,52 @@ def test_environment_overrides_the_file_and_flags_override_both(tmp_path: Path) 
 
 
 def test_the_config_file_variable_is_not_taken_for_a_setting() -> None:
-    assert from_environment({"NULLBROKER_CONFIG": "x.toml", "NULLBROKER_PARTITIONS": "2"}) == {
-        "partitions": 2
-    }
+    settings, origins = from_environment(
+        {"NULLBROKER_CONFIG": "x.toml", "NULLBROKER_PARTITIONS": "2"}
+    )
+    assert settings == {"partitions": 2}
+    assert origins == {"partitions": "NULLBROKER_PARTITIONS"}
 
 
 @pytest.mark.parametrize(
     ("settings", "named"),
     [
-        ({"partitions": 0}, "partitions"),
-        ({"listen": "no-port"}, "listen"),
-        ({"listen": "127.0.0.1:70000"}, "listen"),
-        ({"max_frame_bytes": 10}, "max_frame_bytes"),
-        ({"partitions": "many"}, "partitions"),
-        ({"verify_crc": "maybe"}, "verify_crc"),
-        ({"colour": "blue"}, "colour"),
+        ({"partitions": 0}, "--partitions: "),
+        ({"listen": "no-port"}, "--listen: "),
+        ({"listen": "127.0.0.1:70000"}, "--listen: "),
+        ({"max_frame_bytes": 10}, "--max-frame-bytes: "),
+        ({"partitions": "many"}, "--partitions: 'many' is not a valid integer"),
+        ({"verify_crc": "maybe"}, "--verify-crc: 'maybe' is not a valid boolean"),
+        ({"report_interval": 0}, "--report-interval: "),
+        ({"group_initial_rebalance_delay_ms": -1}, "--group-initial-rebalance-delay-ms: "),
+        ({"colour": "blue"}, "--colour: unknown setting"),
     ],
 )
-def test_bad_settings_are_refused_with_an_error_naming_them(
+def test_bad_flags_are_refused_with_an_error_naming_the_flag_as_typed(
     settings: dict[str, object], named: str
 ) -> None:
-    with pytest.raises(ConfigError, match=named):
+    with pytest.raises(ConfigError, match="^" + named) as refused:
         load(settings, environ={})
+    assert "_" not in str(refused.value).split(":")[0]
+
+
+def test_bad_environment_variables_are_named_as_set(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^NULLBROKER_MAX_FRAME_BYTES: must be at least"):
+        load({}, environ={"NULLBROKER_MAX_FRAME_BYTES": "10"})
+    with pytest.raises(ConfigError, match=r"^NULLBROKER_COLOUR: unknown setting"):
+        load({}, environ={"NULLBROKER_COLOUR": "blue"})
+
+
+def test_bad_config_file_keys_are_named_with_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "nullbroker.toml"
+    path.write_text("summary-json = 3\nreport-interval = -1\n")
+    with pytest.raises(ConfigError, match=r"^report-interval in config file .*nullbroker\.toml: "):
+        load({}, str(path), environ={})
+
+
+def test_a_flag_overriding_the_environment_is_the_one_named() -> None:
+    with pytest.raises(ConfigError, match=r"^--partitions: must be at least 1"):
+        load({"partitions": 0}, environ={"NULLBROKER_PARTITIONS": "2"})
 
 
 def test_a_broken_toml_file_is_refused_with_its_path(tmp_path: Path) -> None:

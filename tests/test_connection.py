@@ -239,7 +239,7 @@ async def test_api_versions_at_unknown_version_gets_kip511_v0_answer_and_may_ret
     assert not broker.stats.protocol_errors
 
 
-async def test_client_closing_mid_frame_ends_the_connection_quietly(
+async def test_client_closing_mid_frame_is_counted_and_logged_in_one_line(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="nullbroker")
@@ -252,9 +252,15 @@ async def test_client_closing_mid_frame_ends_the_connection_quietly(
     assert connection.server.sends == []
     assert broker.stats.connections == 0
     assert broker.stats.connections_total == 1
-    assert not broker.stats.protocol_errors
-    # A client hanging up is not an error of anyone's: nothing to log.
-    assert [record for record in caplog.records if record.name == "nullbroker"] == []
+    # A request cut short is a broken request, if no one's bug: counted, one INFO line.
+    assert broker.stats.protocol_errors == {"ClosedMidRequest": 1}
+    lines = [record for record in caplog.records if record.name == "nullbroker"]
+    assert [(line.levelno, line.getMessage()) for line in lines] == [
+        (
+            logging.INFO,
+            "connection from memory:1 closed by the client with 20 bytes of a request unread",
+        )
+    ]
 
 
 async def test_drain_stops_a_connection_waiting_for_bytes() -> None:
@@ -421,3 +427,81 @@ async def test_client_gone_while_answers_wait_for_a_held_request_is_a_quiet_clos
     assert not broker.stats.protocol_errors
     assert broker.stats.connections == 0
     assert [record for record in caplog.records if record.name == "nullbroker"] == []
+
+
+async def test_a_held_request_is_cancelled_the_moment_its_client_closes(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caplog.set_level(logging.INFO, logger="nullbroker")
+    broker = Broker(Config())
+    cancelled = trio.Event()
+
+    async def held_forever(*_args: Any) -> Any:
+        try:
+            await trio.sleep_forever()
+        finally:
+            cancelled.set()
+
+    monkeypatch.setitem(broker.handlers, 22, held_forever)
+    async with serving(broker) as connection:
+        client = connection.client.stream
+        assert isinstance(client, trio.StapledStream)
+        await client.send_all(size_prefix(INIT_PRODUCER_ID_V4))
+        await trio.testing.wait_all_tasks_blocked()
+        assert broker.stats.connections == 1
+        # The client hangs up; the request would have waited forever.
+        await client.send_stream.aclose()
+        await connection.wait_ended()
+        assert cancelled.is_set()
+    assert broker.stats.connections == 0
+    assert not broker.stats.protocol_errors
+    assert broker.stats.requests_total() == 0
+    lines = [record.getMessage() for record in caplog.records if record.name == "nullbroker"]
+    assert lines == [
+        "connection from memory:1 closed while its request was held; the request is cancelled"
+    ]
+
+
+async def test_requests_sent_while_one_is_held_are_answered_after_it_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    broker = Broker(Config())
+    release = hold_init_producer_id(broker, monkeypatch)
+    first, *later = numbered([INIT_PRODUCER_ID_V4, API_VERSIONS_V2, METADATA_V12, API_VERSIONS_V0])
+    async with serving(broker) as connection:
+        await connection.client.send(size_prefix(first))
+        await trio.testing.wait_all_tasks_blocked()
+        # Sent while the first is held, in pieces: read meanwhile (to see a close), kept.
+        tail = b"".join(size_prefix(frame) for frame in later)
+        for start in range(0, len(tail), 7):
+            await connection.client.send(tail[start : start + 7])
+            await trio.testing.wait_all_tasks_blocked()
+        assert connection.server.sends == []
+        release.set()
+        responses = [await connection.client.receive_frame() for _ in range(4)]
+    assert_answers(responses, [first, *later])
+
+
+async def test_an_unforeseen_failure_costs_only_its_connection_and_is_counted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="nullbroker")
+    broker = Broker(Config())
+
+    class FailingStream(RecordingStream):
+        async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+            raise RuntimeError("a failure no one foresaw")
+
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    client = FrameStream(client_stream)
+    with trio.fail_after(WAIT_SECONDS):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                serve_connection, FailingStream(server_stream), broker, SESSION, Drain()
+            )
+            await client.send(size_prefix(API_VERSIONS_V2))
+            assert await client.is_closed_by_peer()
+    assert broker.stats.protocol_errors == {"InternalError": 1}
+    assert broker.stats.connections == 0
+    errors = [record for record in caplog.records if record.name == "nullbroker"]
+    assert len(errors) == 1 and errors[0].exc_info is not None

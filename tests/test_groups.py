@@ -1158,5 +1158,5 @@ def test_the_initial_rebalance_delay_is_a_setting_that_must_not_be_negative() ->
         load({"group_initial_rebalance_delay_ms": 0}, environ={}).group_initial_rebalance_delay_ms
         == 0
     )
-    with pytest.raises(ConfigError, match="group_initial_rebalance_delay_ms"):
+    with pytest.raises(ConfigError, match=r"^--group-initial-rebalance-delay-ms: "):
         Config(group_initial_rebalance_delay_ms=-1)
