@@ -13,6 +13,8 @@ from functools import cache
 from types import ModuleType
 from typing import Any
 
+from kio.serial._introspect import is_optional
+
 from .apis import request_schema, response_schema
 
 
@@ -25,6 +27,13 @@ def make(entity_type: type, **values: Any) -> Any:
     """An instance of `entity_type` from the values whose names it has as fields."""
     names = _field_names(entity_type)
     return entity_type(**{name: value for name, value in values.items() if name in names})
+
+
+@cache
+def is_nullable(entity_type: type, name: str) -> bool:
+    """Whether the schema lets field `name` of `entity_type` be null (kio types it X | None)."""
+    (field,) = (field for field in fields(entity_type) if field.name == name)
+    return is_optional(field)
 
 
 def has_field(entity_type: type, name: str) -> bool:

@@ -1,7 +1,10 @@
-"""Errors the codec raises. Every one means the peer broke the protocol.
+"""Errors the codec raises. A ProtocolError means the peer broke the protocol; a
+ResponseSchemaError means we did.
 
-Like h11's RemoteProtocolError: the broker answers them by closing the connection with one
-log line, since after a framing or header error the byte stream cannot be trusted.
+Like h11's RemoteProtocolError and LocalProtocolError: the broker answers a ProtocolError by
+closing the connection with one log line, since after a framing or header error the byte
+stream cannot be trusted; a ResponseSchemaError is a bug of ours, which costs the
+connection it happened on (logged with its traceback), never a client's trust in a field.
 """
 
 
@@ -38,4 +41,13 @@ class InvalidRecordBatch(ProtocolError):
 
     Raised by the batch view; the broker turns it into a per-partition error code, not a
     closed connection.
+    """
+
+
+class ResponseSchemaError(ValueError):
+    """A response the schema does not allow: None for a field that is not nullable.
+
+    kio's writer would send it as null, and the Java client trusts the schema: a
+    non-nullable array read as null is a NullPointerException in the client, not an error
+    it can report. So the encoder refuses to write it.
     """

@@ -9,9 +9,12 @@ entities are inlined, arrays of fixed-size entities are packed in one call, and 
 (records) are handed on as they are, never copied until the caller joins the parts.
 
 A writer appends the entity's encoding to a list of parts; `b"".join(parts)` is the bytes.
-The rules mirror kio's `kio.serial._serialize` exactly (tests prove the output equal for
-every served API version): a None array is written as null whatever the schema says, a
-tagged field equal to its default is left out, tagged fields go in tag order.
+The rules mirror kio's `kio.serial._serialize` (tests prove the output equal for every
+served API version), with one exception: kio writes a None array as null whatever the schema
+says, and a compiled writer refuses None for any array, string, bytes or struct field the
+schema does not make nullable (ResponseSchemaError naming the entity and the field), since
+the Java client trusts the schema. Otherwise: a tagged field equal to its default is left
+out, tagged fields go in tag order.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from kio.serial._introspect import (
 from kio.static.constants import uuid_zero
 
 from .codegen import Source
+from .errors import ResponseSchemaError
 from .framing import Buffer
 
 Parts = list[Buffer]
@@ -63,6 +67,10 @@ _DIRECT_FORMATS = {
 _SMALL_VARINTS = tuple(bytes([value]) for value in range(0x80))
 _NULL_MARKER = b"\xff"  # KIP-893: -1 before a null struct
 _EMPTY = b""
+
+
+def _refuse_null(where: str) -> None:
+    raise ResponseSchemaError(f"{where} is not nullable, but the response holds None for it")
 
 
 def _uvarint(value: int) -> bytes:
@@ -200,16 +208,31 @@ class _Emitter:
             if tag is not None:
                 tagged.append((int(tag), field))
                 continue
-            self.field(field, flexible, f"{value}.{field.name}", is_tag=False)
+            self.field(
+                field,
+                flexible,
+                f"{value}.{field.name}",
+                False,
+                f"{entity_type.__name__}.{field.name}",
+            )
         if tagged and not flexible:
             raise ValueError(f"{entity_type.__name__}: tagged fields on a non-flexible entity")
         if flexible:
             self.tagged_fields(sorted(tagged, key=lambda item: item[0]), value)
 
-    def field(self, field: Field[Any], flexible: bool, value: str, is_tag: bool) -> None:
+    def field(
+        self, field: Field[Any], flexible: bool, value: str, is_tag: bool, where: str
+    ) -> None:
         # kio writes a tagged field with its non-null writer: a tag is present or absent.
         optional = False if is_tag else is_optional(field)
-        match classify_field(field):
+        kind = classify_field(field)
+        if not optional and _may_be_written_as_null(kind, field):
+            # Appends nothing, so values waiting to be packed can go on waiting.
+            value = self.bind(value)
+            refuse = self.source.shared("_refuse_null", _refuse_null)
+            with self.source.block(f"if {value} is None"):
+                self.source.line(f"{refuse}({where!r})")
+        match kind:
             case PrimitiveField():
                 self.primitive(get_schema_field_type(field), flexible, optional, value)
             case PrimitiveTupleField():
@@ -354,7 +377,7 @@ class _Emitter:
             with self.source.block(f"if not ({current} is {default} or {current} == {default})"):
                 parts = self.bind("[]", "tag_parts")
                 inner = _Emitter(self.source, f"{parts}.append")
-                inner.field(field, True, current, is_tag=True)
+                inner.field(field, True, current, True, f"tag {tag}")
                 inner.flush()
                 encoded = self.bind(f"b''.join({parts})", "tag_bytes")
                 uvarint_name = self.source.shared("_uv", uvarint)
@@ -365,6 +388,19 @@ class _Emitter:
         uvarint_name = self.source.shared("_uv", uvarint)
         none = self.source.shared("_no_tags", b"\x00")
         self.part(f"{uvarint_name}(len({present})) + b''.join({present}) if {present} else {none}")
+
+
+def _may_be_written_as_null(kind: object, field: Field[Any]) -> bool:
+    """Whether None would reach the wire as something: arrays (kio writes null), strings,
+    bytes and structs (which would fail obscurely). Fixed-size values fail in struct.pack,
+    and a None UUID is the zero UUID, as Kafka writes "no id"."""
+    if isinstance(kind, PrimitiveTupleField | EntityTupleField | EntityField):
+        return True
+    return isinstance(kind, PrimitiveField) and get_schema_field_type(field) in (
+        "string",
+        "bytes",
+        "records",
+    )
 
 
 def _flat_format(entity_type: type) -> tuple[str, tuple[str, ...]] | None:

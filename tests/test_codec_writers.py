@@ -23,6 +23,7 @@ from kio.serial import entity_writer as kio_entity_writer
 import codec
 from codec import apis
 from codec.entities import make, response_module
+from codec.errors import ResponseSchemaError
 from codec.writers import encode, entity_writer, response_frame_writer
 
 from .test_codec_roundtrip import EVERY_SERVED_VERSION, INT32, entities
@@ -79,8 +80,9 @@ def test_frame_writer_writes_size_header_and_kios_body(
     assert frame == codec.size_prefixed(header, expected_body)
 
 
-def test_a_none_array_is_written_as_null_even_where_the_schema_has_no_null() -> None:
-    # kio's array writers do so; a client then refuses the response, as it would kio's.
+def test_a_none_array_where_the_schema_has_no_null_is_refused_naming_the_field() -> None:
+    # kio's array writers would write it as null; the Java client, trusting the schema,
+    # would then fail with a NullPointerException instead of an error it can report.
     types = response_module(3, 12)
     body = make(
         types.MetadataResponse,
@@ -90,7 +92,23 @@ def test_a_none_array_is_written_as_null_even_where_the_schema_has_no_null() -> 
         controller_id=0,
         topics=(),
     )
-    assert encode(types.MetadataResponse, body) == kio_bytes(types.MetadataResponse, body)
+    with pytest.raises(ResponseSchemaError, match=r"^MetadataResponse\.brokers is not nullable"):
+        encode(types.MetadataResponse, body)
+
+
+def test_a_none_where_the_schema_allows_null_is_written_as_null_as_kio_writes_it() -> None:
+    types = response_module(19, 7)  # CreateTopics v7: a topic's configs are nullable
+    body = make(
+        types.CreatableTopicResult,
+        name="t",
+        topic_id=None,
+        error_code=ErrorCode.topic_already_exists,
+        error_message=None,
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=None,
+    )
+    assert encode(types.CreatableTopicResult, body) == kio_bytes(types.CreatableTopicResult, body)
 
 
 def test_a_tagged_field_is_written_only_when_it_differs_from_its_default() -> None:

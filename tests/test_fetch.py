@@ -361,6 +361,24 @@ async def test_an_error_is_answered_at_once_even_with_max_wait() -> None:
     assert response.responses[0].partitions[0].error_code is ErrorCode.unknown_topic_or_partition
 
 
+@pytest.mark.parametrize("version", [12, 13, 16])
+@pytest.mark.parametrize("names_a_topic", [False, True], ids=["no topics", "no partitions"])
+async def test_a_fetch_naming_no_partition_is_answered_at_once(
+    version: int, names_a_topic: bool
+) -> None:
+    # A Java consumer closing its fetch session sends one; held, its close() would take
+    # fetch.max.wait.ms.
+    b, topic = source_broker()
+    topics = [(topic_key(topic, version), [])] if names_a_topic else []
+    body = fetch_request(version, topics, max_wait_ms=60_000)
+    answer = answered(
+        b.answer(request_frame(FETCH, version, body), SESSION), "nothing asked: nothing to wait for"
+    )
+    _, response = decode_response(FETCH, version, answer)
+    assert response.error_code is ErrorCode.none
+    assert all(not topic.partitions for topic in response.responses)
+
+
 # Accounts
 
 

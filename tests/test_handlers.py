@@ -598,6 +598,22 @@ def test_describe_topic_partitions_pages_with_a_cursor() -> None:
     assert rest.next_cursor is None
 
 
+def test_describe_topic_partitions_sends_empty_elr_lists_as_kafka_does() -> None:
+    # The schema lets both be null, but the Java admin client calls .stream() on them:
+    # null was a NullPointerException in every Spark read and `kafka-topics --describe`.
+    b = broker(partitions=2)
+    metadata(b, "a")
+    t = types(75, 0)
+    response = call(
+        b, 75, 0, topics=(t.TopicRequest(name="a"),), response_partition_limit=10, cursor=None
+    )
+    partitions = response.topics[0].partitions
+    assert len(partitions) == 2
+    for partition in partitions:
+        assert partition.eligible_leader_replicas == ()
+        assert partition.last_known_elr == ()
+
+
 def test_delete_records_advances_the_log_start() -> None:
     b = broker()
     produce(b, "t", 0, record_batch(10))

@@ -74,7 +74,13 @@ def handle_fetch(broker: Broker, request: Request, session: Session) -> Any:
 
 
 def _enough(answer: _Answer, body: Any) -> bool:
-    return answer.bytes >= max(body.min_bytes, 1) or bool(answer.errors)
+    return answer.bytes >= max(body.min_bytes, 1) or bool(answer.errors) or _names_nothing(body)
+
+
+def _names_nothing(body: Any) -> bool:
+    """A Fetch for no partition at all: a Java consumer closing its fetch session sends
+    one, and Kafka answers it at once (held, every close() would take fetch.max.wait.ms)."""
+    return not any(topic.partitions for topic in body.topics)
 
 
 async def _held(

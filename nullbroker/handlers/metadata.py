@@ -8,7 +8,7 @@ from uuid import UUID
 from kio.schema.errors import ErrorCode
 
 from codec import Request
-from codec.entities import make, response_module
+from codec.entities import is_nullable, make, response_module
 
 from ..topics import Topic, invalid_name_reason
 from .common import (
@@ -119,6 +119,8 @@ def _topic(types: Any, broker: Broker, topic: Topic, include_operations: bool) -
 def _topic_error(
     types: Any, broker: Broker, name: str | None, topic_id: Any, error: ErrorCode
 ) -> Any:
+    if name is None and not is_nullable(types.MetadataResponseTopic, "name"):
+        name = ""  # asked by id from a version that cannot answer a topic without a name
     return make(
         types.MetadataResponseTopic,
         error_code=counted(broker, error),
@@ -218,8 +220,10 @@ def handle_describe_topic_partitions(broker: Broker, request: Request, session: 
                         leader_epoch=NO_LEADER_EPOCH,
                         replica_nodes=node,
                         isr_nodes=node,
-                        eligible_leader_replicas=None,
-                        last_known_elr=None,
+                        # Non-nullable in the schema, as Kafka sends them: the Java admin
+                        # client calls .stream() on both (null: NullPointerException).
+                        eligible_leader_replicas=(),
+                        last_known_elr=(),
                         offline_replicas=(),
                     )
                     for index in indexes
