@@ -55,6 +55,7 @@ KAFKA_4_RANGES: dict[int, ApiRange] = _ranges(
     (32, "DescribeConfigs", 1, 4),
     (37, "CreatePartitions", 0, 3),
     (42, "DeleteGroups", 0, 2),
+    (44, "IncrementalAlterConfigs", 0, 1),
     (47, "OffsetDelete", 0, 0),
     (60, "DescribeCluster", 0, 2),
     (75, "DescribeTopicPartitions", 0, 0),

@@ -112,6 +112,9 @@ class Broker:
             self.topics.create(source.name, source=source, now_ms=started_ms)
         self.producers = ProducerRegistry()
         self.groups = GroupCoordinator(self.stats, config.group_initial_rebalance_delay_ms)
+        self.broker_configs: dict[str, dict[str, str]] = {}
+        """Broker configs set by IncrementalAlterConfigs, by resource name: "" for every
+        broker (cluster defaults), the node id for this one. Reported, not enforced."""
         self.log_growth = LogGrowth()
         """Held Fetch requests wait on it until a log grows."""
         self.handlers: dict[int, Handler] = HANDLERS

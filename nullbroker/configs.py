@@ -74,7 +74,55 @@ TOPIC_DEFAULTS: tuple[ConfigEntry, ...] = tuple(
         ("unclean.leader.election.enable", "false", ConfigType.BOOLEAN),
     )
 )
-_TOPIC_TYPES = {entry.name: entry.type for entry in TOPIC_DEFAULTS}
+TOPIC_TYPES = {entry.name: entry.type for entry in TOPIC_DEFAULTS}
+
+# Values Kafka accepts for the topic configs that are enumerations.
+_CHOICES = {
+    "cleanup.policy": {"delete", "compact"},
+    "compression.type": {"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"},
+    "message.timestamp.type": {"CreateTime", "LogAppendTime"},
+}
+_INTEGER_RANGES = {
+    ConfigType.SHORT: (-(2**15), 2**15 - 1),
+    ConfigType.INT: (-(2**31), 2**31 - 1),
+    ConfigType.LONG: (-(2**63), 2**63 - 1),
+}
+
+
+def invalid_value_reason(name: str, kind: ConfigType, value: str) -> str | None:
+    """Why `value` cannot be config `name` of type `kind`, as Kafka's ConfigDef would refuse
+    it; None if it can."""
+    if kind in _INTEGER_RANGES:
+        low, high = _INTEGER_RANGES[kind]
+        try:
+            number = int(value.strip())
+        except ValueError:
+            return (
+                f"Invalid value {value} for configuration {name}: Not a number of type {kind.name}"
+            )
+        if not low <= number <= high:
+            return f"Invalid value {value} for configuration {name}: out of range for {kind.name}"
+    elif kind is ConfigType.BOOLEAN:
+        if value.strip().lower() not in ("true", "false"):
+            return (
+                f"Invalid value {value} for configuration {name}: "
+                "Expected value to be either true or false"
+            )
+    elif kind is ConfigType.DOUBLE:
+        try:
+            float(value)
+        except ValueError:
+            return f"Invalid value {value} for configuration {name}: Not a number of type DOUBLE"
+    choices = _CHOICES.get(name)
+    if choices is not None:
+        items = [item.strip() for item in value.split(",")] if kind is ConfigType.LIST else [value]
+        wrong = [item for item in items if item not in choices]
+        if wrong:
+            return (
+                f"Invalid value {value} for configuration {name}: "
+                f"String must be one of: {', '.join(sorted(choices))}"
+            )
+    return None
 
 
 def topic_entries(overrides: dict[str, str]) -> list[ConfigEntry]:
@@ -93,13 +141,35 @@ def topic_entries(overrides: dict[str, str]) -> list[ConfigEntry]:
     entries.extend(
         ConfigEntry(name, value, ConfigType.STRING, ConfigSource.DYNAMIC_TOPIC_CONFIG)
         for name, value in sorted(overrides.items())
-        if name not in _TOPIC_TYPES
+        if name not in TOPIC_TYPES
     )
     return entries
 
 
-def broker_entries(config: Config, node_id: int) -> list[ConfigEntry]:
-    """The broker's configuration, from nullbroker's own settings where they apply."""
+def broker_entries(
+    config: Config,
+    node_id: int,
+    cluster_defaults: dict[str, str] | None = None,
+    dynamic: dict[str, str] | None = None,
+) -> list[ConfigEntry]:
+    """The broker's configuration, from nullbroker's own settings where they apply, with
+    what IncrementalAlterConfigs set over them: for every broker (`cluster_defaults`,
+    resource name "") and for this one (`dynamic`)."""
+    layers = (
+        (cluster_defaults or {}, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        (dynamic or {}, ConfigSource.DYNAMIC_BROKER_CONFIG),
+    )
+    entries = []
+    for entry in static_broker_entries(config, node_id):
+        for overrides, source in layers:
+            if entry.name in overrides:
+                entry = ConfigEntry(entry.name, overrides[entry.name], entry.type, source)
+        entries.append(entry)
+    return entries
+
+
+def static_broker_entries(config: Config, node_id: int) -> list[ConfigEntry]:
+    """The broker's configuration before anything was altered."""
     static = ConfigSource.STATIC_BROKER_CONFIG
     return [
         ConfigEntry("node.id", str(node_id), ConfigType.INT, static, read_only=True),

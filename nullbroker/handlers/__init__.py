@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from codec import KAFKA_4_RANGES, ApiRange
 
-from . import admin, api_versions, fetch, groups, metadata, offsets, produce
+from . import admin, alter_configs, api_versions, fetch, groups, metadata, offsets, produce
 
 HANDLERS = {
     **api_versions.HANDLERS,
@@ -13,6 +13,7 @@ HANDLERS = {
     **fetch.HANDLERS,
     **offsets.HANDLERS,
     **admin.HANDLERS,
+    **alter_configs.HANDLERS,
     **groups.HANDLERS,
 }
 

@@ -237,7 +237,12 @@ def handle_describe_configs(broker: Broker, request: Request, session: Session) 
                 error = ErrorCode.invalid_request
                 message = f"this is broker {broker.node_id}, not {resource.resource_name!r}"
             elif resource.resource_type == BROKER_RESOURCE:
-                entries = broker_entries(broker.config, broker.node_id)
+                entries = broker_entries(
+                    broker.config,
+                    broker.node_id,
+                    broker.broker_configs.get(""),
+                    broker.broker_configs.get(str(broker.node_id)),
+                )
         else:
             error = ErrorCode.invalid_request
             message = f"resource type {resource.resource_type} has no configuration here"

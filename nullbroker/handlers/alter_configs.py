@@ -1,0 +1,149 @@
+"""IncrementalAlterConfigs: topic and broker configs set, deleted, appended to, subtracted from.
+
+What `kafka-configs --alter` sends. nullbroker retains nothing, so altered configs change
+only what DescribeConfigs reports (and what CreateTopics v5+ echoes); they are checked as
+Kafka checks them, so a script that Kafka would refuse is refused here too.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from codec import Request
+from codec.entities import make, response_module
+
+from ..configs import TOPIC_TYPES, ConfigType, invalid_value_reason, static_broker_entries
+from .common import NO_THROTTLE, counted
+
+if TYPE_CHECKING:
+    from ..broker import Broker, Session
+
+INCREMENTAL_ALTER_CONFIGS = 44
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+OPERATION_NAMES = {SET: "set", DELETE: "delete", APPEND: "append", SUBTRACT: "subtract"}
+
+
+class _Refusal(Exception):
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+def handle_incremental_alter_configs(broker: Broker, request: Request, session: Session) -> Any:
+    types = response_module(INCREMENTAL_ALTER_CONFIGS, request.header.api_version)
+    body = request.body
+    named = Counter((resource.resource_type, resource.resource_name) for resource in body.resources)
+    responses = []
+    for resource in body.resources:
+        error, message = ErrorCode.none, None
+        try:
+            if named[(resource.resource_type, resource.resource_name)] > 1:
+                raise _Refusal(
+                    ErrorCode.invalid_request,
+                    f"resource {resource.resource_name!r} is named more than once in the request",
+                )
+            current, types_of = _current(broker, resource)
+            altered = _altered(current, types_of, resource.configs)
+            if not body.validate_only:
+                current.clear()
+                current.update(altered)
+        except _Refusal as refusal:
+            error, message = refusal.error, refusal.message
+        responses.append(
+            make(
+                types.AlterConfigsResourceResponse,
+                error_code=counted(broker, error),
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        )
+    return make(
+        types.IncrementalAlterConfigsResponse, throttle_time=NO_THROTTLE, responses=tuple(responses)
+    )
+
+
+def _current(broker: Broker, resource: Any) -> tuple[dict[str, str], dict[str, ConfigType]]:
+    """The overrides a resource has now (altered in place), and the configs it may have."""
+    name = resource.resource_name
+    if resource.resource_type == TOPIC_RESOURCE:
+        topic = broker.topics.get(name)
+        if topic is None:
+            raise _Refusal(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
+        return topic.configs, TOPIC_TYPES
+    if resource.resource_type == BROKER_RESOURCE:
+        if name not in ("", str(broker.node_id)):
+            raise _Refusal(
+                ErrorCode.invalid_request, f"this is broker {broker.node_id}, not {name!r}"
+            )
+        entries = static_broker_entries(broker.config, broker.node_id)
+        alterable = {entry.name: entry.type for entry in entries if not entry.read_only}
+        read_only = {entry.name for entry in entries if entry.read_only}
+        for config in resource.configs:
+            if config.name in read_only:
+                raise _Refusal(
+                    ErrorCode.invalid_request,
+                    f"Cannot update these configs dynamically: Set({config.name})",
+                )
+        return broker.broker_configs.setdefault(name, {}), alterable
+    raise _Refusal(
+        ErrorCode.invalid_request,
+        f"resource type {resource.resource_type} cannot be altered here (topics: 2, brokers: 4)",
+    )
+
+
+def _altered(
+    current: dict[str, str], types_of: dict[str, ConfigType], configs: Any
+) -> dict[str, str]:
+    """The overrides after applying `configs` to `current`, or a refusal, as Kafka checks."""
+    times_named = Counter(config.name for config in configs)
+    duplicated = sorted(name for name, count in times_named.items() if count > 1)
+    if duplicated:
+        raise _Refusal(
+            ErrorCode.invalid_request, f"Error due to duplicate config keys: {duplicated}"
+        )
+    altered = dict(current)
+    for config in configs:
+        name, operation, value = config.name, config.config_operation, config.value
+        kind = types_of.get(name)
+        if kind is None:
+            raise _Refusal(ErrorCode.invalid_config, f"Unknown config name: {name}")
+        if operation not in OPERATION_NAMES:
+            raise _Refusal(ErrorCode.invalid_request, f"Unknown config operation {operation}")
+        if operation == DELETE:
+            altered.pop(name, None)
+            continue
+        if value is None:
+            raise _Refusal(ErrorCode.invalid_request, f"Null value not supported for : {name}")
+        if operation in (APPEND, SUBTRACT):
+            if kind is not ConfigType.LIST:
+                raise _Refusal(
+                    ErrorCode.invalid_config,
+                    f"Config value {OPERATION_NAMES[operation]} is not allowed for config "
+                    f"key: {name}",
+                )
+            value = _list_operation(altered.get(name), operation, value)
+        reason = invalid_value_reason(name, kind, value)
+        if reason is not None:
+            raise _Refusal(ErrorCode.invalid_config, reason)
+        altered[name] = value
+    return altered
+
+
+def _list_operation(current: str | None, operation: int, value: str) -> str:
+    items = [item for item in (current or "").split(",") if item]
+    given = [item.strip() for item in value.split(",") if item.strip()]
+    if operation == APPEND:
+        items += [item for item in given if item not in items]
+    else:
+        items = [item for item in items if item not in given]
+    return ",".join(items)
+
+
+HANDLERS = {INCREMENTAL_ALTER_CONFIGS: handle_incremental_alter_configs}
