@@ -1,29 +1,41 @@
 # The two commands a new user types: `make serve` and `make test`. Each creates and fills
-# the virtual environment in .venv on first use (Python 3.11+).
+# the virtual environment in .venv on first use (Python 3.11+): `make serve` with the broker
+# alone, `make test` with the test stack too (PySpark, the clients), and Kafka's own Java
+# tools in .cache/. Both may be started at once; scripts/install-venv takes a lock.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 ARGS ?=
 
-.PHONY: serve test lint clean
+.PHONY: serve test kafka-tools lint clean
 
-serve: $(VENV)/.installed
+serve: $(VENV)/.installed-broker
 	$(BIN)/nullbroker serve $(ARGS)
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed-test
 	scripts/ensure-test-tools
+	scripts/ensure-kafka-tools
 	$(BIN)/pytest $(ARGS)
 
-lint: $(VENV)/.installed
+# Apache Kafka's own tools (kafka-topics, kafka-producer-perf-test, ...), to run against
+# `make serve` as against any Kafka.
+kafka-tools:
+	@scripts/ensure-test-tools
+	@bin="$$(scripts/ensure-kafka-tools --print-bin)"; \
+	if [ -z "$$bin" ]; then echo "Kafka's tools could not be provisioned (see above)"; exit 1; fi; \
+	echo "Apache Kafka's tools are in $$bin:"; ls "$$bin" | grep -v run-class | sed 's/^/  /'; \
+	echo "for example: $$bin/kafka-topics --bootstrap-server 127.0.0.1:9092 --list"
+
+lint: $(VENV)/.installed-test
 	$(BIN)/ruff check codec nullbroker tests spark_tests perf
 	$(BIN)/ruff format --check codec nullbroker tests spark_tests perf
 	$(BIN)/mypy codec
 
-$(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
-	touch $@
+$(VENV)/.installed-broker: pyproject.toml
+	PYTHON=$(PYTHON) scripts/install-venv $(VENV) broker
+
+$(VENV)/.installed-test: pyproject.toml
+	PYTHON=$(PYTHON) scripts/install-venv $(VENV) test
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) $(VENV).lock .pytest_cache .hypothesis .mypy_cache .ruff_cache *.egg-info
