@@ -21,7 +21,7 @@ Both brokers' counts are checked against the clients': each step's records again
 growth of the topic's log-end offsets, the consumers' records against what the brokers
 hold, and nullbroker's shutdown summary against everything it was sent.
 
-Writes perf/results/NAME.json (settings, machine, command, every step's raw numbers and
+Writes out/NAME.json (settings, machine, command, every step's raw numbers and
 samples, medians), NAME.md (tables like Tansu's), NAME-{throughput,latency,rss,cpu}.png,
 and prints the nullbroker/mock ratios. A `limit` column tells which rows were bound by the
 client rather than the broker: on a 2-core machine the load generator and both brokers
@@ -83,7 +83,9 @@ wait out the client's start-up, whatever the broker."""
 CONSUMER_IDLE_TIMEOUT_MS = 10_000
 STEP_TIMEOUT_BASE_S = 120.0
 STEP_TIMEOUT_SLOWEST_RATE = 5_000
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+# Runs write under the checkout's out/ (git ignores it); results worth keeping are written
+# to perf/results with --results-dir and committed.
+RESULTS_DIR = Path(__file__).resolve().parent.parent / "out"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -413,9 +415,7 @@ def parser() -> argparse.ArgumentParser:
         epilog="\n\n".join(doc.split("\n\n")[1:]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    command.add_argument(
-        "--name", required=True, help="names the result files: perf/results/NAME.json, ..."
-    )
+    command.add_argument("--name", required=True, help="names the result files: out/NAME.json, ...")
     command.add_argument(
         "--rates",
         type=float,
@@ -474,7 +474,8 @@ def parser() -> argparse.ArgumentParser:
         type=Path,
         default=RESULTS_DIR,
         metavar="DIR",
-        help="where the result files go (default perf/results)",
+        help="where the result files go (default out/, which git ignores; perf/results "
+        "holds the committed ones)",
     )
     return command
 

@@ -15,8 +15,8 @@ of the last consume() call, so a few more may be read), or --timeout ms without 
 
 --assign: read every partition of --topic from the beginning (the end with --from-latest)
 with assign(), without joining a group: no FindCoordinator, JoinGroup, SyncGroup or commits,
-and rebalance.time.ms is 0. It is the way to measure a broker that has no group coordinator
-(as nullbroker before its groups landed), and Fetch alone on any broker.
+and rebalance.time.ms is 0. It measures Fetch alone, on any broker, and reads from brokers
+that have no group coordinator.
 
 --topic may name several topics separated by commas, read together (Kafka's tool takes one):
 a broker that keeps only a few MiB per partition, as librdkafka's mock does, holds a
@@ -427,7 +427,7 @@ def parser() -> argparse.ArgumentParser:
         "--assign",
         action="store_true",
         help="assign all partitions of --topic instead of subscribing: no group join, no "
-        "commits (needed while the broker has no group coordinator)",
+        "commits; measures Fetch alone (and reads from brokers without a group coordinator)",
     )
     command.add_argument(
         "--from-latest",

@@ -15,7 +15,7 @@ the answers on one connection, without looking at a record:
 With `--broker-pid` each reports the broker's CPU time (from /proc) per request and per GB.
 
     python -m perf.replay produce --bootstrap-server 127.0.0.1:9092 --requests 50000 \
-        --broker-pid "$(pgrep -f 'nullbroker serve')"
+        --broker-pid "$broker"
     python -m perf.replay fetch --bootstrap-server 127.0.0.1:9092 --topic clicks \
         --partitions 4 --records 100000
 """

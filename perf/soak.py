@@ -8,7 +8,7 @@ RSS and CPU time from /proc. It prints the RSS at the start of the load, the pea
 last sample and the slope of a least-squares line through the second half of the samples
 (KiB per minute: about 0 when memory is flat), and writes every sample with `--json`.
 
-    python -m perf.soak --minutes 10 --json perf/results/soak.json
+    python -m perf.soak --minutes 10 --json out/soak.json
 """
 
 from __future__ import annotations

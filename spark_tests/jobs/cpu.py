@@ -31,14 +31,33 @@ def snapshot() -> dict[int, tuple[str, float]]:
     return {pid: stats[pid] for pid in ours}
 
 
-def used(before: Mapping[int, tuple[str, float]]) -> dict[str, float]:
+def used(before: Mapping[int, tuple[str, float]]) -> dict[str, float | None]:
     """CPU seconds by role since `before` (processes started since count from zero; ones
-    that exited since are lost, which the long-lived JVM, workers and broker are not)."""
+    that exited since are lost, which the long-lived JVM, workers and broker are not).
+
+    The broker's is None, not measured, when no broker is among this process's
+    descendants (one reached with --bootstrap runs elsewhere): a 0.00 would read as a
+    broker that cost nothing."""
     totals = dict.fromkeys(ROLES, 0.0)
+    roles_seen = set()
     for pid, (role, seconds) in snapshot().items():
         previous = before.get(pid)
         totals[role] += seconds - (previous[1] if previous else 0.0)
-    return {role: round(seconds, 2) for role, seconds in totals.items()}
+        roles_seen.add(role)
+    measured: dict[str, float | None] = {
+        role: round(seconds, 2) for role, seconds in totals.items()
+    }
+    if "broker" not in roles_seen:
+        measured["broker"] = None
+    return measured
+
+
+def cpu_text(seconds: Mapping[str, float | None]) -> str:
+    """`jvm 1.20, python_workers 3.40, broker not measured, driver 0.10`."""
+    return ", ".join(
+        f"{role} {value:.2f}" if value is not None else f"{role} not measured"
+        for role, value in seconds.items()
+    )
 
 
 def _role(pid: int, command: str) -> str:

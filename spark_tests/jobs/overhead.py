@@ -127,11 +127,12 @@ def report(args: argparse.Namespace, overheads: Sequence[Overhead]) -> dict[str,
 
 
 def _median_cpu(results: Sequence[JobResult]) -> dict[str, float]:
-    """Each role's median CPU seconds over the runs."""
+    """Each role's median CPU seconds over the runs (roles not measured left out)."""
     per_role: dict[str, list[float]] = {}
     for result in results:
         for role, seconds in result.details["cpu_seconds"].items():
-            per_role.setdefault(role, []).append(seconds)
+            if seconds is not None:
+                per_role.setdefault(role, []).append(seconds)
     return {role: round(statistics.median(seconds), 2) for role, seconds in per_role.items()}
 
 

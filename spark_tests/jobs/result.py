@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .cpu import cpu_text
 from .settings import JobSettings
 
 
@@ -55,8 +56,7 @@ class JobResult:
                 f"{self.details['batch_ms_median']:.0f} ms, max {self.details['batch_ms_max']} ms"
             )
         if "cpu_seconds" in self.details:
-            spent = ", ".join(f"{k} {v:.2f}" for k, v in self.details["cpu_seconds"].items())
-            text += f"; CPU s: {spent}"
+            text += f"; CPU s: {cpu_text(self.details['cpu_seconds'])}"
         return text
 
     def as_json(self) -> str:
