@@ -7,10 +7,11 @@ that need them are skipped with the reason.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.module_command import run_checked
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "scripts" / "kafka-bin"
@@ -31,16 +32,4 @@ requires_kafka_tools = pytest.mark.skipif(_missing() is not None, reason=str(_mi
 def run_tool(name: str, *arguments: str, timeout: float = TOOL_TIMEOUT) -> str:
     """Run one of Kafka's tools; its stdout. Fails the test, showing stderr, unless it
     exits 0."""
-    result = subprocess.run(
-        [str(BIN / name), *arguments],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    assert result.returncode == 0, (
-        f"{name} {' '.join(arguments)} exited {result.returncode}\n"
-        f"stdout: {result.stdout[-2000:]}\nstderr: {result.stderr[-4000:]}"
-    )
-    return result.stdout
+    return run_checked([str(BIN / name), *arguments], timeout=timeout)

@@ -20,3 +20,22 @@ def run_module(module: str, *args: str, timeout: float) -> subprocess.CompletedP
         timeout=timeout,
         check=False,
     )
+
+
+def run_checked(command: list[str], *, timeout: float, what: str | None = None) -> str:
+    """Run `command` from the repository root, no input; its stdout. Fails the test, showing
+    the output's tail, unless it exits 0."""
+    result = subprocess.run(
+        command,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert result.returncode == 0, (
+        f"{what or ' '.join(command)} exited {result.returncode}\n"
+        f"stdout: {result.stdout[-3000:]}\nstderr: {result.stderr[-4000:]}"
+    )
+    return result.stdout

@@ -21,8 +21,9 @@ from nullbroker.broker import Broker
 from nullbroker.config import Config
 from tests.conftest import StartBroker
 from tests.kio_calls import call, types
+from tests.test_handlers import describe_configs
 
-ALTER, DESCRIBE = 44, 32
+ALTER = 44
 TOPIC, BROKER = 2, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 TIMEOUT = 30.0
@@ -56,20 +57,8 @@ def alter(
 
 
 def described(broker: Broker, kind: int, name: str) -> dict[str, tuple[str | None, int]]:
-    t = types(DESCRIBE, 4)
-    response = call(
-        broker,
-        DESCRIBE,
-        4,
-        resources=(
-            t.DescribeConfigsResource(
-                resource_type=kind, resource_name=name, configuration_keys=None
-            ),
-        ),
-        include_synonyms=False,
-        include_documentation=False,
-    )
-    return {entry.name: (entry.value, entry.config_source) for entry in response.results[0].configs}
+    result = describe_configs(broker, kind, name)
+    return {entry.name: (entry.value, entry.config_source) for entry in result.configs}
 
 
 @pytest.fixture

@@ -36,6 +36,7 @@ import pytest
 from tests.broker_process import BrokerProcess
 from tests.kafka_tools import BIN as KAFKA_TOOLS
 from tests.kafka_tools import _missing as kafka_tools_missing
+from tests.module_command import run_checked
 
 ROOT = Path(__file__).resolve().parent.parent
 READMES = ("README.md", "perf/README.md")
@@ -172,19 +173,7 @@ def run_script(commands: list[str], address: str) -> None:
     text = "\n".join(
         ["set -euo pipefail", *(c.replace(DEFAULT_ADDRESS, address) for c in commands)]
     )
-    result = subprocess.run(
-        ["bash", "-c", text],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    assert result.returncode == 0, (
-        f"script:\n{text}\nexit {result.returncode}\nstdout: {result.stdout[-3000:]}\n"
-        f"stderr: {result.stderr[-3000:]}"
-    )
+    run_checked(["bash", "-c", text], timeout=TIMEOUT, what=f"script:\n{text}\n")
 
 
 def test_every_readme_has_shell_examples_to_check() -> None:

@@ -12,7 +12,7 @@ from codec.entities import make, response_module
 
 from ..configs import ConfigEntry, broker_entries, topic_entries
 from ..topics import invalid_name_reason
-from .common import NO_THROTTLE, counted
+from .common import NO_THROTTLE, Refusal, counted
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
@@ -30,13 +30,6 @@ BROKER_RESOURCE = 4
 BROKER_LOGGER_RESOURCE = 8
 
 
-class _Refusal(Exception):
-    def __init__(self, error: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error = error
-        self.message = message
-
-
 def handle_create_topics(broker: Broker, request: Request, session: Session) -> Any:
     types = response_module(CREATE_TOPICS, request.header.api_version)
     body = request.body
@@ -50,7 +43,7 @@ def handle_create_topics(broker: Broker, request: Request, session: Session) -> 
         configs: tuple[Any, ...] | None = None
         try:
             if times_named[wanted.name] > 1:
-                raise _Refusal(
+                raise Refusal(
                     ErrorCode.invalid_request,
                     f"topic {wanted.name!r} is named more than once in the request",
                 )
@@ -60,9 +53,9 @@ def handle_create_topics(broker: Broker, request: Request, session: Session) -> 
             _check_replication(wanted)
             reason = invalid_name_reason(wanted.name)
             if reason:
-                raise _Refusal(ErrorCode.invalid_topic_exception, reason)
+                raise Refusal(ErrorCode.invalid_topic_exception, reason)
             if broker.topics.get(wanted.name) is not None:
-                raise _Refusal(
+                raise Refusal(
                     ErrorCode.topic_already_exists, f"topic {wanted.name!r} already exists"
                 )
             overrides = {config.name: config.value for config in wanted.configs}
@@ -86,7 +79,7 @@ def handle_create_topics(broker: Broker, request: Request, session: Session) -> 
                 )
             )
             error, message = ErrorCode.none, None
-        except _Refusal as refusal:
+        except Refusal as refusal:
             error, message = refusal.error, refusal.message
             partitions = DEFAULT
         results.append(
@@ -107,7 +100,7 @@ def handle_create_topics(broker: Broker, request: Request, session: Session) -> 
 def _partition_count(broker: Broker, wanted: Any) -> int:
     if wanted.assignments:
         if wanted.num_partitions != DEFAULT or wanted.replication_factor != DEFAULT:
-            raise _Refusal(
+            raise Refusal(
                 ErrorCode.invalid_request,
                 "give either replica assignments or partitions and replication factor",
             )
@@ -115,7 +108,7 @@ def _partition_count(broker: Broker, wanted: Any) -> int:
     if wanted.num_partitions == DEFAULT:
         return broker.config.partitions
     if wanted.num_partitions < 1:
-        raise _Refusal(
+        raise Refusal(
             ErrorCode.invalid_partitions,
             f"number of partitions must be at least 1, not {wanted.num_partitions}",
         )
@@ -124,7 +117,7 @@ def _partition_count(broker: Broker, wanted: Any) -> int:
 
 def _check_partition_budget(new_partitions: int) -> None:
     if new_partitions > MAX_PARTITIONS_PER_REQUEST:
-        raise _Refusal(
+        raise Refusal(
             ErrorCode.policy_violation,
             f"excessively large number of partitions per request: {new_partitions} "
             f"(at most {MAX_PARTITIONS_PER_REQUEST})",
@@ -136,11 +129,11 @@ def _check_replication(wanted: Any) -> None:
     if factor in (DEFAULT, 1) or wanted.assignments:
         return
     if factor < 1:
-        raise _Refusal(
+        raise Refusal(
             ErrorCode.invalid_replication_factor,
             f"replication factor must be at least 1, not {factor}",
         )
-    raise _Refusal(
+    raise Refusal(
         ErrorCode.invalid_replication_factor,
         f"replication factor {factor} cannot be reached: nullbroker is a single broker",
     )
@@ -189,11 +182,11 @@ def handle_create_partitions(broker: Broker, request: Request, session: Session)
         topic = broker.topics.get(wanted.name)
         try:
             if topic is None:
-                raise _Refusal(
+                raise Refusal(
                     ErrorCode.unknown_topic_or_partition, f"topic {wanted.name!r} does not exist"
                 )
             if wanted.count <= len(topic.partitions):
-                raise _Refusal(
+                raise Refusal(
                     ErrorCode.invalid_partitions,
                     f"topic {wanted.name!r} has {len(topic.partitions)} partitions; "
                     f"the new count must be higher, not {wanted.count}",
@@ -203,7 +196,7 @@ def handle_create_partitions(broker: Broker, request: Request, session: Session)
             if not body.validate_only:
                 topic.add_partitions(wanted.count)
             error, message = ErrorCode.none, None
-        except _Refusal as refusal:
+        except Refusal as refusal:
             error, message = refusal.error, refusal.message
         results.append(
             make(

@@ -16,7 +16,7 @@ from codec import Request
 from codec.entities import make, response_module
 
 from ..configs import TOPIC_TYPES, ConfigType, invalid_value_reason, static_broker_entries
-from .common import NO_THROTTLE, counted
+from .common import NO_THROTTLE, Refusal, counted
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
@@ -28,13 +28,6 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OPERATION_NAMES = {SET: "set", DELETE: "delete", APPEND: "append", SUBTRACT: "subtract"}
 
 
-class _Refusal(Exception):
-    def __init__(self, error: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error = error
-        self.message = message
-
-
 def handle_incremental_alter_configs(broker: Broker, request: Request, session: Session) -> Any:
     types = response_module(INCREMENTAL_ALTER_CONFIGS, request.header.api_version)
     body = request.body
@@ -44,7 +37,7 @@ def handle_incremental_alter_configs(broker: Broker, request: Request, session: 
         error, message = ErrorCode.none, None
         try:
             if named[(resource.resource_type, resource.resource_name)] > 1:
-                raise _Refusal(
+                raise Refusal(
                     ErrorCode.invalid_request,
                     f"resource {resource.resource_name!r} is named more than once in the request",
                 )
@@ -53,7 +46,7 @@ def handle_incremental_alter_configs(broker: Broker, request: Request, session: 
             if not body.validate_only:
                 current.clear()
                 current.update(altered)
-        except _Refusal as refusal:
+        except Refusal as refusal:
             error, message = refusal.error, refusal.message
         responses.append(
             make(
@@ -75,11 +68,11 @@ def _current(broker: Broker, resource: Any) -> tuple[dict[str, str], dict[str, C
     if resource.resource_type == TOPIC_RESOURCE:
         topic = broker.topics.get(name)
         if topic is None:
-            raise _Refusal(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
+            raise Refusal(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
         return topic.configs, TOPIC_TYPES
     if resource.resource_type == BROKER_RESOURCE:
         if name not in ("", str(broker.node_id)):
-            raise _Refusal(
+            raise Refusal(
                 ErrorCode.invalid_request, f"this is broker {broker.node_id}, not {name!r}"
             )
         entries = static_broker_entries(broker.config, broker.node_id)
@@ -87,12 +80,12 @@ def _current(broker: Broker, resource: Any) -> tuple[dict[str, str], dict[str, C
         read_only = {entry.name for entry in entries if entry.read_only}
         for config in resource.configs:
             if config.name in read_only:
-                raise _Refusal(
+                raise Refusal(
                     ErrorCode.invalid_request,
                     f"Cannot update these configs dynamically: Set({config.name})",
                 )
         return broker.broker_configs.setdefault(name, {}), alterable
-    raise _Refusal(
+    raise Refusal(
         ErrorCode.invalid_request,
         f"resource type {resource.resource_type} cannot be altered here (topics: 2, brokers: 4)",
     )
@@ -105,7 +98,7 @@ def _altered(
     times_named = Counter(config.name for config in configs)
     duplicated = sorted(name for name, count in times_named.items() if count > 1)
     if duplicated:
-        raise _Refusal(
+        raise Refusal(
             ErrorCode.invalid_request, f"Error due to duplicate config keys: {duplicated}"
         )
     altered = dict(current)
@@ -113,17 +106,17 @@ def _altered(
         name, operation, value = config.name, config.config_operation, config.value
         kind = types_of.get(name)
         if kind is None:
-            raise _Refusal(ErrorCode.invalid_config, f"Unknown config name: {name}")
+            raise Refusal(ErrorCode.invalid_config, f"Unknown config name: {name}")
         if operation not in OPERATION_NAMES:
-            raise _Refusal(ErrorCode.invalid_request, f"Unknown config operation {operation}")
+            raise Refusal(ErrorCode.invalid_request, f"Unknown config operation {operation}")
         if operation == DELETE:
             altered.pop(name, None)
             continue
         if value is None:
-            raise _Refusal(ErrorCode.invalid_request, f"Null value not supported for : {name}")
+            raise Refusal(ErrorCode.invalid_request, f"Null value not supported for : {name}")
         if operation in (APPEND, SUBTRACT):
             if kind is not ConfigType.LIST:
-                raise _Refusal(
+                raise Refusal(
                     ErrorCode.invalid_config,
                     f"Config value {OPERATION_NAMES[operation]} is not allowed for config "
                     f"key: {name}",
@@ -131,7 +124,7 @@ def _altered(
             value = _list_operation(altered.get(name), operation, value)
         reason = invalid_value_reason(name, kind, value)
         if reason is not None:
-            raise _Refusal(ErrorCode.invalid_config, reason)
+            raise Refusal(ErrorCode.invalid_config, reason)
         altered[name] = value
     return altered
 

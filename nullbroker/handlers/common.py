@@ -50,3 +50,12 @@ def counted(broker: Broker, error: ErrorCode) -> ErrorCode:
     if error is not ErrorCode.none:
         broker.stats.error(error.name)
     return error
+
+
+class Refusal(Exception):
+    """A request part refused with a Kafka error code and a message, as Kafka words it."""
+
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
