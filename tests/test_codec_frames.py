@@ -21,6 +21,7 @@ from kio.serial.readers import Reader
 
 import codec
 from codec import apis
+from codec.errors import ResponseSchemaError
 from tests.produce_views import as_kio_body
 from tests.vectors import (
     FRAMES_DIR,
@@ -43,7 +44,6 @@ UNSERVED_APIS: dict[int, str] = {
     28: "TxnOffsetCommit",
     29: "DescribeAcls",
     35: "DescribeLogDirs",
-    44: "IncrementalAlterConfigs",
     61: "DescribeProducers",
     65: "DescribeTransactions",
     66: "ListTransactions",
@@ -76,9 +76,18 @@ class Quirk(enum.Enum):
     METADATA_TRAILING_ZERO = (
         "librdkafka mock: its Metadata v12+ responses end with one extra zero byte after the body."
     )
+    NULL_WHERE_NOT_NULLABLE = (
+        "librdkafka mock: its OffsetFetch responses write `topics` as a null array, which the "
+        "schema does not allow (the Java client would dereference it); our encoder refuses to "
+        "write such a response."
+    )
 
 
 RESPONSE_QUIRKS: dict[str, Quirk] = {
+    "aiokafka-0.14/028-OffsetFetch-v3-response.bin": Quirk.NULL_WHERE_NOT_NULLABLE,
+    "java-4.0/035-OffsetFetch-v6-response.bin": Quirk.NULL_WHERE_NOT_NULLABLE,
+    "kafka-python-3.0/025-OffsetFetch-v6-response.bin": Quirk.NULL_WHERE_NOT_NULLABLE,
+    "librdkafka-2.16/050-OffsetFetch-v6-response.bin": Quirk.NULL_WHERE_NOT_NULLABLE,
     "java-4.0/001-ApiVersions-v4-response.bin": Quirk.V0_FALLBACK_BODY,
     "java-4.0/028-ApiVersions-v4-response.bin": Quirk.V0_FALLBACK_BODY,
     "java-4.0/036-ApiVersions-v4-response.bin": Quirk.V0_FALLBACK_BODY,
@@ -243,6 +252,14 @@ def test_listed_quirky_response_is_still_not_canonical(entry: Entry) -> None:
         assert trailing == 1
         assert frame[-1] == 0
         assert reencode_response(entry, correlation_id, body, version) == frame[:-1]
+    elif quirk is Quirk.NULL_WHERE_NOT_NULLABLE:
+        correlation_id, body, trailing = decode_response(entry, frame, version)
+        assert trailing == 0
+        assert body.topics is None
+        with pytest.raises(
+            ResponseSchemaError, match=r"OffsetFetchResponse\.topics is not nullable"
+        ):
+            reencode_response(entry, correlation_id, body, version)
     else:
         pytest.fail(f"no check for {quirk}")
 
