@@ -9,8 +9,11 @@ independent blocks and closes its fetch session with an empty Fetch.
 
 from __future__ import annotations
 
+import json
 import re
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -187,3 +190,81 @@ def test_kafka_producer_perf_test_with_a_transactional_id_is_counted_exactly(
         "--record-size", "100", "--throughput", "-1", "--transactional-id", "perf-txn",
         "--producer-props", f"bootstrap.servers={broker.bootstrap}",
     )  # fmt: skip
+
+
+def json_events(output: str) -> list[dict[str, Any]]:
+    """The JSON lines the verifiable tools print, one event each."""
+    return [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+
+
+def test_kafka_verifiable_producer_gets_every_record_acked_at_a_distinct_offset(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--partitions", "3")
+    events = json_events(
+        run_tool(
+            "kafka-verifiable-producer",
+            "--bootstrap-server",
+            broker.bootstrap,
+            "--topic",
+            "verified",
+            "--max-messages",
+            "900",
+        )
+    )
+    acks = [event for event in events if event["name"] == "producer_send_success"]
+    placed = {(event["partition"], event["offset"]) for event in acks}
+    assert len(acks) == len(placed) == 900
+    final = next(event for event in events if event["name"] == "tool_data")
+    assert final["sent"] == final["acked"] == 900
+    produced = produced_from_metrics(broker.scrape())
+    assert {partition: counts.records for (_, partition), counts in produced.items()} == {
+        partition: sum(1 for p, _ in placed if p == partition) for partition in range(3)
+    }
+
+
+def test_kafka_verifiable_consumer_in_a_group_consumes_and_commits(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--source", source("src"), "--group-initial-rebalance-delay-ms", "0")
+    events = json_events(
+        run_tool(
+            "kafka-verifiable-consumer",
+            "--bootstrap-server",
+            broker.bootstrap,
+            "--topic",
+            "src",
+            "--group-id",
+            "verifiers",
+            "--max-messages",
+            str(2 * RECORDS),
+        )
+    )
+    consumed = sum(event["count"] for event in events if event["name"] == "records_consumed")
+    assert consumed == 2 * RECORDS
+    commits = [event for event in events if event["name"] == "offsets_committed"]
+    assert commits and all(event["success"] for event in commits)
+    last_committed = {
+        offset["partition"]: offset["offset"] for event in commits for offset in event["offsets"]
+    }
+    assert last_committed == {0: RECORDS, 1: RECORDS}
+
+
+def test_kafka_delete_records_moves_the_log_start(
+    start_broker: StartBroker, tmp_path: Path
+) -> None:
+    broker = start_broker("--source", source("src"))
+    plan = tmp_path / "delete.json"
+    plan.write_text(
+        json.dumps({"version": 1, "partitions": [{"topic": "src", "partition": 0, "offset": 100}]})
+    )
+    output = run_tool(
+        "kafka-delete-records", "--bootstrap-server", broker.bootstrap,
+        "--offset-json-file", str(plan),
+    )  # fmt: skip
+    assert "low_watermark: 100" in output
+    earliest = run_tool(
+        "kafka-get-offsets", "--bootstrap-server", broker.bootstrap, "--topic", "src",
+        "--time", "-2",
+    )  # fmt: skip
+    assert sorted(earliest.split()) == ["src:0:100", "src:1:0"]
