@@ -1,14 +1,14 @@
 """Hold a broker at full load for minutes and watch its memory: is RSS flat?
 
-Starts `nullbroker serve` (or uses `--broker-pid` with `--bootstrap-server`), then replays
-Produce requests as fast as it answers them (perf.replay's load: no client-side encoding)
-and, with `--fetch`, reads a source topic from the start over and over on a second
-connection, until `--minutes` have passed. Every `--sample-seconds` it reads the broker's
-RSS and CPU time from /proc. It prints the RSS at the start of the load, the peak, the
-last sample and the slope of a least-squares line through the second half of the samples
-(KiB per minute: about 0 when memory is flat), and writes every sample with `--json`.
+Starts `nullbroker serve` on a port the OS picks, then replays Produce requests as fast as
+it answers them (perf.replay's load: no client-side encoding) and, with `--fetch`, reads a
+source topic from the start over and over on a second connection, until `--minutes` have
+passed. Every `--sample-seconds` it reads the broker's RSS and CPU time from /proc. It
+prints the RSS at the start of the load, the peak, the last sample and the slope of a
+least-squares line through the second half of the samples (KiB per minute: about 0 when
+memory is flat), and writes every sample with `--json` (its folder made at the start).
 
-    python -m perf.soak --minutes 10 --json out/soak.json
+    .venv/bin/python -m perf.soak --minutes 10 --fetch --json out/soak.json
 """
 
 from __future__ import annotations
@@ -79,14 +79,21 @@ def main(argv: list[str] | None = None) -> int:
         epilog="\n\n".join((__doc__ or "").split("\n\n")[1:]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--minutes", type=float, default=10.0)
-    parser.add_argument("--sample-seconds", type=float, default=1.0)
+    parser.add_argument("--minutes", type=float, default=10.0, help="how long (default 10)")
+    parser.add_argument(
+        "--sample-seconds", type=float, default=1.0, help="between RSS samples (default 1)"
+    )
     parser.add_argument("--fetch", action="store_true", help="also read a source topic")
-    parser.add_argument("--partitions", type=int, default=4, help="batches per Produce")
-    parser.add_argument("--json", type=Path, help="write every sample here")
+    parser.add_argument(
+        "--partitions", type=int, default=4, help="batches per Produce request (default 4)"
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write every sample here")
     args = parser.parse_args(argv)
     if args.minutes <= 0 or args.sample_seconds <= 0:
         parser.error("--minutes and --sample-seconds must be positive")
+    if args.json:
+        # Now, not after the run: a folder that cannot be made would lose the whole soak.
+        args.json.parent.mkdir(parents=True, exist_ok=True)
 
     broker, bootstrap = start_broker()
     host, _, port = bootstrap.rpartition(":")
