@@ -474,9 +474,9 @@ def parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "examples:\n"
-            "  python -m perf.codec_bench                       # the whole set, ~1 min\n"
-            "  python -m perf.codec_bench --api Produce,Fetch --json perf/results/codec.json\n"
-            "  python -m perf.codec_bench --list                # what is in the set, and why\n"
+            "  .venv/bin/python -m perf.codec_bench                # the whole set, ~1 min\n"
+            "  .venv/bin/python -m perf.codec_bench --api Produce,Fetch --json out/codec.json\n"
+            "  .venv/bin/python -m perf.codec_bench --list         # what is in the set, and why\n"
             "Numbers from a noisy machine: compare ratios from one run, not times across runs."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -379,8 +379,9 @@ def parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "example (a synthetic source topic, read without a group):\n"
-            "  nullbroker serve --source perf-src:partitions=4,records=250000,size=1024 &\n"
-            "  python -m perf.consumer_perf --bootstrap-server 127.0.0.1:9092 \\\n"
+            "  .venv/bin/nullbroker serve \\\n"
+            "      --source perf-src:partitions=4,records=250000,size=1024 &\n"
+            "  .venv/bin/python -m perf.consumer_perf --bootstrap-server 127.0.0.1:9092 \\\n"
             "      --topic perf-src --num-records 1000000 --assign\n\n"
             + wrapped(
                 "As Kafka's tool, it sets group.id, socket.receive.buffer.bytes "

@@ -17,7 +17,7 @@ The mock listens on 127.0.0.1 on ports the OS picks. Its partitions keep about t
 5 MiB of record batches each (librdkafka's fixed per-partition limit), so its memory does
 not grow with what it is sent.
 
-    python -m perf.mock_cluster --brokers 1
+    .venv/bin/python -m perf.mock_cluster --brokers 1
 """
 
 from __future__ import annotations

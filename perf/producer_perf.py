@@ -612,8 +612,8 @@ def parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "example (1 KiB records, unthrottled):\n"
-            "  python -m perf.producer_perf --bootstrap-server 127.0.0.1:9092 --topic perf \\\n"
-            "      --num-records 1000000 --record-size 1024 --throughput -1 \\\n"
+            "  .venv/bin/python -m perf.producer_perf --bootstrap-server 127.0.0.1:9092 \\\n"
+            "      --topic perf --num-records 1000000 --record-size 1024 --throughput -1 \\\n"
             "      --command-property linger.ms=5 batch.size=16384\n\n"
             + wrapped(
                 "The Java producer's defaults are applied where librdkafka's differ: "

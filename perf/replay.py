@@ -12,12 +12,16 @@ the answers on one connection, without looking at a record:
   consumer, each from where the last answer ended (found by walking batch headers, never
   records), until `--records` records per partition were served.
 
-With `--broker-pid` each reports the broker's CPU time (from /proc) per request and per GB.
+With `--broker-pid` each reports the broker's CPU time (from /proc) per request and per GB;
+without it, none.
 
-    python -m perf.replay produce --bootstrap-server 127.0.0.1:9092 --requests 50000 \
-        --broker-pid "$broker"
-    python -m perf.replay fetch --bootstrap-server 127.0.0.1:9092 --topic clicks \
-        --partitions 4 --records 100000
+    .venv/bin/nullbroker serve --source clicks:partitions=4,records=100000,size=1024 &
+    broker=$!
+    .venv/bin/python -m perf.replay produce --bootstrap-server 127.0.0.1:9092 \\
+        --requests 50000 --broker-pid "$broker"
+    .venv/bin/python -m perf.replay fetch --bootstrap-server 127.0.0.1:9092 --topic clicks \\
+        --partitions 4 --records 100000 --broker-pid "$broker"
+    kill "$broker"
 """
 
 from __future__ import annotations
