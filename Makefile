@@ -1,13 +1,14 @@
 # The two commands a new user types: `make serve` and `make test`. Each creates and fills
 # the virtual environment in .venv on first use (Python 3.11+): `make serve` with the broker
 # alone, `make test` with the test stack too (PySpark, the clients), and Kafka's own Java
-# tools in .cache/. Both may be started at once; scripts/install-venv takes a lock.
+# tools in .cache/; `make perf` adds perf/'s client and plots to the broker. Any of them may
+# be started at once; scripts/install-venv takes a lock.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 ARGS ?=
 
-.PHONY: serve test kafka-tools lint clean
+.PHONY: serve test perf kafka-tools lint clean
 
 serve: $(VENV)/.installed-broker
 	$(BIN)/nullbroker serve $(ARGS)
@@ -16,6 +17,11 @@ test: $(VENV)/.installed-test
 	scripts/ensure-test-tools
 	scripts/ensure-kafka-tools
 	$(BIN)/pytest $(ARGS)
+
+# perf/'s tools need their client and plots (confluent-kafka, matplotlib) beside the broker,
+# not the whole test stack.
+perf: $(VENV)/.installed-perf
+	@echo "perf tools ready: $(BIN)/python -m perf.producer_perf --help (perf/README.md)"
 
 # Apache Kafka's own tools (kafka-topics, kafka-producer-perf-test, ...), to run against
 # `make serve` as against any Kafka.
@@ -33,6 +39,9 @@ lint: $(VENV)/.installed-test
 
 $(VENV)/.installed-broker: pyproject.toml
 	PYTHON=$(PYTHON) scripts/install-venv $(VENV) broker
+
+$(VENV)/.installed-perf: pyproject.toml
+	PYTHON=$(PYTHON) scripts/install-venv $(VENV) perf
 
 $(VENV)/.installed-test: pyproject.toml
 	PYTHON=$(PYTHON) scripts/install-venv $(VENV) test
