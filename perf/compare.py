@@ -21,8 +21,8 @@ Both brokers' counts are checked against the clients': each step's records again
 growth of the topic's log-end offsets, the consumers' records against what the brokers
 hold, and nullbroker's shutdown summary against everything it was sent.
 
-Writes out/NAME.json (settings, machine, command, every step's raw numbers and
-samples, medians), NAME.md (tables like Tansu's), NAME-{throughput,latency,rss,cpu}.png,
+Writes, in --results-dir, NAME.json (settings, machine, command, every step's raw numbers
+and samples, medians), NAME.md (tables like Tansu's), NAME-{throughput,latency,rss,cpu}.png,
 and prints the nullbroker/mock ratios. A `limit` column tells which rows were bound by the
 client rather than the broker: on a 2-core machine the load generator and both brokers
 share the cores.
@@ -415,7 +415,9 @@ def parser() -> argparse.ArgumentParser:
         epilog="\n\n".join(doc.split("\n\n")[1:]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    command.add_argument("--name", required=True, help="names the result files: out/NAME.json, ...")
+    command.add_argument(
+        "--name", required=True, help="names the result files: NAME.json, NAME.md, NAME-*.png"
+    )
     command.add_argument(
         "--rates",
         type=float,
