@@ -218,7 +218,9 @@ class _Emitter:
         if tagged and not flexible:
             raise ValueError(f"{entity_type.__name__}: tagged fields on a non-flexible entity")
         if flexible:
-            self.tagged_fields(sorted(tagged, key=lambda item: item[0]), value)
+            self.tagged_fields(
+                sorted(tagged, key=lambda item: item[0]), value, entity_type.__name__
+            )
 
     def field(
         self, field: Field[Any], flexible: bool, value: str, is_tag: bool, where: str
@@ -364,7 +366,9 @@ class _Emitter:
             self.entity(entity_type, bound)
             self.flush()
 
-    def tagged_fields(self, tagged: list[tuple[int, Field[Any]]], value: str) -> None:
+    def tagged_fields(
+        self, tagged: list[tuple[int, Field[Any]]], value: str, entity_name: str
+    ) -> None:
         if not tagged:
             self.fixed("x")  # no tagged fields: a count of zero
             return
@@ -377,7 +381,7 @@ class _Emitter:
             with self.source.block(f"if not ({current} is {default} or {current} == {default})"):
                 parts = self.bind("[]", "tag_parts")
                 inner = _Emitter(self.source, f"{parts}.append")
-                inner.field(field, True, current, True, f"tag {tag}")
+                inner.field(field, True, current, True, f"{entity_name}.{field.name}")
                 inner.flush()
                 encoded = self.bind(f"b''.join({parts})", "tag_bytes")
                 uvarint_name = self.source.shared("_uv", uvarint)

@@ -2,14 +2,18 @@
 
 For every served API version, any response entity kio's writer writes is written to the
 same bytes (and one kio's writer refuses is refused too); a whole frame is the size prefix,
-the response header and those bytes.
+the response header and those bytes. The one difference: None for a field the schema does
+not make nullable, which kio would write as null, is refused, naming the field.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import io
 import linecache
+import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,6 +23,14 @@ from kio.schema.errors import ErrorCode
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_writer as kio_entity_writer
+from kio.serial._introspect import (
+    EntityField,
+    EntityTupleField,
+    PrimitiveTupleField,
+    classify_field,
+    get_schema_field_type,
+    is_optional,
+)
 
 import codec
 from codec import apis
@@ -78,6 +90,76 @@ def test_frame_writer_writes_size_header_and_kios_body(
     header = kio_bytes(header_type, header_type(correlation_id=correlation_id))
     frame = response_frame_writer(schema, header_version)(correlation_id, body)
     assert frame == codec.size_prefixed(header, expected_body)
+
+
+# Kafka types whose None kio would write as null (arrays), or as something else than the
+# schema says; fixed-size values fail in struct.pack, and a None UUID is the zero UUID.
+NULL_REFUSED_TYPES = ("string", "bytes", "records")
+
+
+def not_nullable_paths(entity: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """Paths (field names from the top entity) to every field of `entity` whose schema
+    forbids None and whose None a writer could write: arrays, strings, bytes, structs."""
+    for field in dataclasses.fields(entity):
+        kind = classify_field(field)
+        value = getattr(entity, field.name)
+        here = (*path, field.name)
+        if not is_optional(field) and (
+            isinstance(kind, PrimitiveTupleField | EntityTupleField | EntityField)
+            or get_schema_field_type(field) in NULL_REFUSED_TYPES
+        ):
+            yield here
+        if isinstance(kind, EntityField) and value is not None:
+            yield from not_nullable_paths(value, here)
+        elif isinstance(kind, EntityTupleField) and value:
+            yield from not_nullable_paths(value[0], (*here, "0"))
+
+
+def with_none_at(entity: Any, path: tuple[str, ...]) -> tuple[Any, str]:
+    """`entity` with None at `path` (an index "0" is an array's first item), and the name
+    the writer reports for that field: the class that holds it and the field."""
+    name, *rest = path
+    if not rest:
+        return dataclasses.replace(entity, **{name: None}), f"{type(entity).__name__}.{name}"
+    value = getattr(entity, name)
+    if rest[0] == "0":
+        first, where = with_none_at(value[0], tuple(rest[1:]))
+        return dataclasses.replace(entity, **{name: (first, *value[1:])}), where
+    inner, where = with_none_at(value, tuple(rest))
+    return dataclasses.replace(entity, **{name: inner}), where
+
+
+@pytest.mark.parametrize(("key", "version"), EVERY_SERVED_VERSION)
+@PER_VERSION
+@given(data=st.data())
+def test_none_where_the_schema_forbids_null_is_refused_naming_the_field(
+    key: int, version: int, data: st.DataObject
+) -> None:
+    schema = apis.response_schema(key, version)
+    body = data.draw(entities(schema), label="body")
+    paths = list(not_nullable_paths(body))
+    if not paths:
+        return
+    path = data.draw(st.sampled_from(paths), label="path")
+    broken, where = with_none_at(body, path)
+    with pytest.raises(ResponseSchemaError, match=rf"^{re.escape(where)} is not nullable"):
+        encode(schema, broken)
+
+
+def test_a_tagged_field_set_to_none_is_refused_naming_its_entity_and_field() -> None:
+    # Not its default (an empty list), so it would be written: as nothing kio can write.
+    types = response_module(18, 3)
+    body = make(
+        types.ApiVersionsResponse,
+        error_code=ErrorCode.none,
+        api_keys=(),
+        throttle_time=0 * ONE_MS,
+        supported_features=None,
+    )
+    with pytest.raises(
+        ResponseSchemaError, match=r"^ApiVersionsResponse\.supported_features is not nullable"
+    ):
+        encode(types.ApiVersionsResponse, body)
 
 
 def test_a_none_array_where_the_schema_has_no_null_is_refused_naming_the_field() -> None:

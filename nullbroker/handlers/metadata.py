@@ -220,7 +220,7 @@ def handle_describe_topic_partitions(broker: Broker, request: Request, session: 
                         leader_epoch=NO_LEADER_EPOCH,
                         replica_nodes=node,
                         isr_nodes=node,
-                        # Non-nullable in the schema, as Kafka sends them: the Java admin
+                        # As Kafka sends them: nullable in the schema, but the Java admin
                         # client calls .stream() on both (null: NullPointerException).
                         eligible_leader_replicas=(),
                         last_known_elr=(),
