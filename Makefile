@@ -1,14 +1,14 @@
 # The two commands a new user types: `make serve` and `make test`. Each creates and fills
 # the virtual environment in .venv on first use (Python 3.11+): `make serve` with the broker
-# alone, `make test` with the test stack too (PySpark, the clients), and Kafka's own Java
-# tools in .cache/; `make perf` adds perf/'s client and plots to the broker. Any of them may
-# be started at once; scripts/install-venv takes a lock.
+# alone, `make test` with the test stack too (PySpark, the clients), Kafka's own Java tools
+# and Spark's Kafka connector in .cache/; `make perf` adds perf/'s client and plots to the
+# broker. Any of them may be started at once; scripts/install-venv takes a lock.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 ARGS ?=
 
-.PHONY: serve test perf kafka-tools lint clean
+.PHONY: serve test perf kafka-tools spark-connector lint clean
 
 serve: $(VENV)/.installed-broker
 	$(BIN)/nullbroker serve $(ARGS)
@@ -16,6 +16,7 @@ serve: $(VENV)/.installed-broker
 test: $(VENV)/.installed-test
 	scripts/ensure-test-tools
 	scripts/ensure-kafka-tools
+	scripts/ensure-spark-connector $(VENV)
 	$(BIN)/pytest $(ARGS)
 
 # perf/'s tools need their client and plots (confluent-kafka, matplotlib) beside the broker,
@@ -31,6 +32,14 @@ kafka-tools:
 	if [ -z "$$bin" ]; then echo "Kafka's tools could not be provisioned (see above)"; exit 1; fi; \
 	echo "Apache Kafka's tools are in $$bin:"; ls "$$bin" | grep -v run-class | sed 's/^/  /'; \
 	echo "for example: $$bin/kafka-topics --bootstrap-server 127.0.0.1:9092 --list"
+
+# Spark's own Kafka connector (format("kafka")) for the PySpark in .venv, as jars for
+# spark.jars or spark-submit --jars.
+spark-connector: $(VENV)/.installed-test
+	@scripts/ensure-test-tools
+	@jars="$$(scripts/ensure-spark-connector $(VENV) --print-jars)"; \
+	if [ -z "$$jars" ]; then echo "Spark's Kafka connector could not be provisioned (see above)"; exit 1; fi; \
+	echo "Spark's Kafka connector, for spark.jars (or spark-submit --jars):"; echo "$$jars"
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check codec nullbroker tests spark_tests perf

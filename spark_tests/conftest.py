@@ -32,15 +32,19 @@ def java_missing_reason() -> str | None:
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
-    """The suite's one SparkSession, with the pykafka data source registered."""
+    """The suite's one SparkSession, with the pykafka data source registered and Spark's JVM
+    Kafka connector on its classpath when scripts/ensure-spark-connector provisioned it."""
     reason = java_missing_reason()
     if reason:
         pytest.skip(reason)
     from nullbroker.spark import register
-    from spark_tests.jobs.session import local_builder
+    from spark_tests.jobs.session import connector_jars, local_builder
 
     scratch = tmp_path_factory.mktemp("spark")
-    session = local_builder("nullbroker-spark-tests", scratch).getOrCreate()
+    builder = local_builder("nullbroker-spark-tests", scratch)
+    if jars := connector_jars():
+        builder = builder.config("spark.jars", ",".join(jars))
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     register(session)
     try:

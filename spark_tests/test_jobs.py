@@ -17,6 +17,7 @@ from spark_tests.jobs import generate_to_kafka, pipeline, source_to_noop, stream
 from spark_tests.jobs.connector import Connector
 from spark_tests.jobs.session import jvm_kafka_missing_reason, register_formats
 from spark_tests.jobs.settings import KEY_SIZE, JobSettings, TopicShape
+from spark_tests.streams import BatchLog
 from tests.broker_process import BrokerProcess, fetched_from_metrics
 
 RECORDS = 20_000
@@ -158,23 +159,12 @@ def test_pipeline_through_memrows_counts_every_event(spark: SparkSession) -> Non
     assert result.details["output_rows"] == 26
 
 
-class BatchLog:
-    """foreachBatch: the (partition, offset) of every row, by micro-batch."""
-
-    def __init__(self) -> None:
-        self.batches: dict[int, list[Position]] = {}
-
-    def __call__(self, frame: DataFrame, batch_id: int) -> None:
-        self.batches[batch_id] = [(r.partition, r.offset) for r in frame.collect()]
-
-    def positions(self) -> list[Position]:
-        return sorted(p for rows in self.batches.values() for p in rows)
-
-
-@pytest.mark.parametrize("format", ["pykafka", "memory"])
+@pytest.mark.parametrize("format", ["kafka", "pykafka", "memory"])
 def test_streaming_read_processes_every_offset_once_in_micro_batches(
     spark: SparkSession, broker: BrokerProcess, format: str
 ) -> None:
+    if format == "kafka" and (reason := jvm_kafka_missing_reason(spark)):
+        pytest.skip(reason)
     log = BatchLog()
     result = streaming_read.run(
         spark,

@@ -130,9 +130,14 @@ def test_assign_reads_only_the_partitions_named(spark: SparkSession, broker: Bro
 
 @pytest.mark.parametrize(
     ("pattern", "topics"),
-    [("cl.*", {"clicks"}), ("c.*|oth.*", {"clicks", "other"}), ("lick", set())],
+    [
+        ("^cl.*", {"clicks"}),
+        ("^c.*|oth", {"clicks", "other"}),
+        ("lick", {"clicks"}),
+        ("^lick", set()),
+    ],
 )
-def test_subscribe_pattern_matches_whole_topic_names(
+def test_subscribe_pattern_is_found_anywhere_in_a_topic_name_unless_anchored(
     spark: SparkSession, broker: BrokerProcess, pattern: str, topics: set[str]
 ) -> None:
     frame = read(spark, broker, subscribePattern=pattern)

@@ -151,9 +151,12 @@ def test_per_partition_offsets_must_cover_exactly_the_subscribed_partitions() ->
 def test_subscriptions_pick_partitions_from_the_metadata() -> None:
     counts = {"clicks": 2, "clicks-old": 1, "other": 1}
     pattern = parse_read_options({**BOOTSTRAP, "subscribePattern": "clicks"}).subscription
+    anchored = parse_read_options({**BOOTSTRAP, "subscribePattern": "^clicks$"}).subscription
     listed = parse_read_options(read_options(subscribe="other,absent")).subscription
     assigned = parse_read_options({**BOOTSTRAP, "assign": '{"x":[3,1]}'}).subscription
-    assert pattern.partitions(counts) == [("clicks", 0), ("clicks", 1)]
+    # As Spark's connector (Scala's findFirstIn): found anywhere in the name unless anchored.
+    assert pattern.partitions(counts) == [("clicks", 0), ("clicks", 1), ("clicks-old", 0)]
+    assert anchored.partitions(counts) == [("clicks", 0), ("clicks", 1)]
     assert listed.partitions(counts) == [("other", 0)]
     assert assigned.partitions(counts) == [("x", 1), ("x", 3)]
 

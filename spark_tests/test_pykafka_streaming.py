@@ -3,16 +3,16 @@ growing source topic read every offset once, across restarts from the checkpoint
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming import DataStreamReader, StreamingQuery
+from pyspark.sql.streaming import DataStreamReader
 
 from spark_tests.conftest import StartBroker, delete_records, log_offsets
+from spark_tests.streams import BatchLog, contiguous, into_log, run_until_done, wait_until
 from tests.broker_process import BrokerProcess, produced_from_metrics
 
 PARTITIONS = 2
@@ -22,10 +22,6 @@ TICKS_RATE = 10  # records/s per partition
 MAX_OFFSETS = 50
 FADING_RATE = 200
 BOUNDED = 3_000
-QUERY_TIMEOUT_S = 120.0
-WAIT_TIMEOUT_S = 60.0
-
-Position = tuple[int, int]  # (partition, offset)
 
 
 @pytest.fixture(scope="module")
@@ -43,64 +39,11 @@ def broker(spark: SparkSession, start_module_broker: StartBroker) -> BrokerProce
     )
 
 
-class BatchLog:
-    """What each micro-batch delivered, by batch id: a batch Spark runs again after a restart
-    (planned but not committed before the stop) must deliver the same records."""
-
-    def __init__(self) -> None:
-        self.batches: dict[int, list[Position]] = {}
-
-    def __call__(self, frame: DataFrame, batch_id: int) -> None:
-        rows = sorted((row.partition, row.offset) for row in frame.collect())
-        if batch_id in self.batches:
-            assert rows == self.batches[batch_id], f"batch {batch_id} differs when run again"
-        self.batches[batch_id] = rows
-
-    def positions(self) -> list[Position]:
-        return sorted(position for rows in self.batches.values() for position in rows)
-
-    def end_offsets(self) -> dict[int, int]:
-        ends: dict[int, int] = {}
-        for partition, offset in self.positions():
-            ends[partition] = max(ends.get(partition, 0), offset + 1)
-        return ends
-
-
 def read_stream(spark: SparkSession, broker: BrokerProcess, **options: str) -> DataStreamReader:
     reader = spark.readStream.format("pykafka").option("kafka.bootstrap.servers", broker.bootstrap)
     for name, value in options.items():
         reader = reader.option(name, value)
     return reader
-
-
-def into_log(
-    frame: DataFrame, log: BatchLog, checkpoint: Path, **trigger: object
-) -> StreamingQuery:
-    return (
-        frame.select("partition", "offset")
-        .writeStream.foreachBatch(log)
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(**trigger)  # type: ignore[arg-type]
-        .start()
-    )
-
-
-def run_until_done(query: StreamingQuery) -> None:
-    try:
-        assert query.awaitTermination(QUERY_TIMEOUT_S), "the query did not finish in time"
-    finally:
-        query.stop()
-
-
-def wait_until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_TIMEOUT_S
-    while not condition():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.05)
-
-
-def contiguous(ranges: dict[int, range]) -> list[Position]:
-    return [(partition, offset) for partition, r in ranges.items() for offset in r]
 
 
 def test_micro_batches_read_a_growing_topic_once_across_restarts(

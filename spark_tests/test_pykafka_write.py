@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from nullbroker.spark.producer import PARTITION_BY_KEY, _produce_batch
 from nullbroker.spark.schema import WriteColumns
 from spark_tests.conftest import StartBroker, produced_records
+from spark_tests.partitioner import java_partition, murmur2
 from tests.broker_process import BrokerProcess
 
 PARTITIONS = 4
@@ -28,38 +29,6 @@ def broker(start_module_broker: StartBroker) -> BrokerProcess:
     return start_module_broker(
         "--partitions", str(PARTITIONS), "--verify-crc", "--source", "readonly:records=10"
     )
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's murmur2 (org.apache.kafka.common.utils.Utils.murmur2), as a signed int."""
-    mask = 0xFFFFFFFF
-    m = 0x5BD1E995
-    length = len(data)
-    h = (0x9747B28C ^ length) & mask
-    for i in range(0, length - length % 4, 4):
-        k = int.from_bytes(data[i : i + 4], "little")
-        k = (k * m) & mask
-        k ^= k >> 24
-        k = (k * m) & mask
-        h = (h * m) & mask
-        h ^= k
-    tail = data[length - length % 4 :]
-    if len(tail) == 3:
-        h ^= tail[2] << 16
-    if len(tail) >= 2:
-        h ^= tail[1] << 8
-    if tail:
-        h ^= tail[0]
-        h = (h * m) & mask
-    h ^= h >> 13
-    h = (h * m) & mask
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def java_partition(key: bytes, partitions: int) -> int:
-    """The partition Kafka's default partitioner picks for a keyed record."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
 
 
 def test_murmur2_matches_kafkas_test_vectors() -> None:

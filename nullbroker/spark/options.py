@@ -55,7 +55,8 @@ def lower_keys(options: Mapping[str, str]) -> dict[str, str]:
 @dataclass(frozen=True)
 class Subscription:
     """Which partitions a query reads: `subscribe` (topic list), `subscribePattern` (regex
-    matching whole topic names) or `assign` (fixed partitions)."""
+    found anywhere in a topic name, as Spark's Kafka connector matches it: `^clicks$` for a
+    whole name) or `assign` (fixed partitions)."""
 
     option: str
     topics: tuple[str, ...] = ()
@@ -72,7 +73,7 @@ class Subscription:
         else:
             assert self.pattern is not None
             regex = re.compile(self.pattern)
-            topics = [topic for topic in partition_counts if regex.fullmatch(topic)]
+            topics = [topic for topic in partition_counts if regex.search(topic)]
         return sorted((topic, p) for topic in set(topics) for p in range(partition_counts[topic]))
 
 

@@ -16,11 +16,28 @@ from nullbroker import spark as pykafka
 from .memory_source import MemRowsDataSource
 
 KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+CONNECTOR_CACHE = Path(__file__).resolve().parents[2] / ".cache" / "spark-kafka"
+"""Where scripts/ensure-spark-connector (run by `make test`) puts Spark's Kafka connector: a
+folder per Spark version holding `jars/`."""
+
+
+def connector_jars() -> list[str]:
+    """The jars of Spark's JVM Kafka connector for the installed pyspark, as
+    scripts/ensure-spark-connector provisioned them; empty when it has not."""
+    import pyspark
+
+    folder = CONNECTOR_CACHE / pyspark.__version__
+    if not (folder / "complete").is_file():
+        return []
+    return sorted(str(jar) for jar in (folder / "jars").glob("*.jar"))
 
 
 def build_session(packages: Sequence[str] = (), jars: Sequence[str] = ()) -> SparkSession:
     """`packages` (Maven coordinates) and `jars` (paths) go on the classpath, for Spark's
-    JVM Kafka connector: spark-sql-kafka-0-10_2.13 of the installed Spark's version."""
+    JVM Kafka connector: spark-sql-kafka-0-10_2.13 of the installed Spark's version. Given
+    neither, the connector scripts/ensure-spark-connector provisioned is used, if it did."""
+    if not packages and not jars:
+        jars = connector_jars()
     builder = local_builder("nullbroker-baseline", Path(tempfile.mkdtemp(prefix="spark-jobs-")))
     if packages:
         builder = builder.config("spark.jars.packages", ",".join(packages))
@@ -74,8 +91,9 @@ def jvm_kafka_missing_reason(spark: SparkSession) -> str | None:
     except Exception:  # py4j's Py4JJavaError wraps the ClassNotFoundException
         version = spark.version
         return (
-            f"Spark's JVM Kafka connector ({KAFKA_PROVIDER}) is not on the classpath; add "
-            f"org.apache.spark:spark-sql-kafka-0-10_2.13:{version} and its dependencies "
-            "(--packages needs Maven Central, --jars local jar files)"
+            f"Spark's JVM Kafka connector ({KAFKA_PROVIDER}) is not on the classpath: "
+            "scripts/ensure-spark-connector (run by `make test`) provisions "
+            f"org.apache.spark:spark-sql-kafka-0-10_2.13:{version} from Maven Central, or "
+            "give it with --packages (needs Maven Central) or --jars (local jar files)"
         )
     return None

@@ -1,0 +1,292 @@
+"""Spark's own Kafka connector (format("kafka"), spark-sql-kafka-0-10) against `nullbroker
+serve`, with jobs written as they are for Kafka: the connector's AdminClient plans offsets,
+its KafkaConsumers assign, seek and poll, its KafkaProducers write. Every count is checked
+by the broker's metrics and by reading back; a failure here is a broker bug."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
+from py4j.protocol import Py4JJavaError
+from pyspark.sql import DataFrame, Row, SparkSession
+
+from nullbroker.source import RecordShape, key_pattern, value_pattern
+from spark_tests.conftest import (
+    ADMIN_TIMEOUT_S,
+    StartBroker,
+    delete_records,
+    log_offsets,
+    produced_records,
+)
+from spark_tests.jobs.session import jvm_kafka_missing_reason
+from spark_tests.partitioner import java_partition
+from spark_tests.streams import BatchLog, contiguous, into_log, run_until_done, wait_until
+from tests.broker_process import BrokerProcess, fetched_from_metrics
+
+PARTITIONS = 4
+RECORDS = 2_500
+VALUE_SIZE = 64
+KEY_SIZE = 6
+SHAPE = RecordShape(size=VALUE_SIZE, key_size=KEY_SIZE, headers=2)
+STREAM_RECORDS = 1_000
+MAX_OFFSETS = 200
+TRIMMED_RECORDS = 1_000
+WRITE_ROWS = 20_000
+
+
+@pytest.fixture(scope="module", autouse=True)
+def connector(spark: SparkSession) -> None:
+    if reason := jvm_kafka_missing_reason(spark):
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def broker(start_module_broker: StartBroker) -> BrokerProcess:
+    # --verify-crc: every batch the connector's producers send must be well formed.
+    return start_module_broker(
+        "--partitions",
+        str(PARTITIONS),
+        "--verify-crc",
+        "--source",
+        f"clicks:partitions={PARTITIONS},records={RECORDS},size={VALUE_SIZE},"
+        f"key-size={KEY_SIZE},headers=2",
+        "--source",
+        "other:partitions=1,records=10,size=8",
+        "--source",
+        f"stream:partitions=2,records={STREAM_RECORDS},size=16",
+        "--source",
+        f"trimmed:partitions=1,records={TRIMMED_RECORDS},size=8",
+        "--source",
+        f"grouped:partitions=2,records={RECORDS},size=8",
+    )
+
+
+def read(spark: SparkSession, broker: BrokerProcess, **options: str) -> DataFrame:
+    reader = spark.read.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap)
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return reader.load()
+
+
+def positions(rows: Iterable[Row]) -> list[tuple[str, int, int]]:
+    return sorted((row.topic, row.partition, row.offset) for row in rows)
+
+
+def every_offset(topic: str, ranges: dict[int, range]) -> list[tuple[str, int, int]]:
+    return [(topic, partition, offset) for partition, r in ranges.items() for offset in r]
+
+
+def counts_by_partition(frame: DataFrame) -> dict[int, int]:
+    return {row.partition: row["count"] for row in frame.groupBy("partition").count().collect()}
+
+
+def test_a_subscribed_batch_read_returns_every_record_once_as_the_broker_made_it(
+    spark: SparkSession, broker: BrokerProcess
+) -> None:
+    rows = read(spark, broker, subscribe="clicks", includeHeaders="true").collect()
+
+    assert positions(rows) == every_offset("clicks", {p: range(RECORDS) for p in range(4)})
+    for row in rows:
+        index = row.offset % SHAPE.batch_records
+        assert row.value == value_pattern(index, VALUE_SIZE)
+        assert row.key == key_pattern(index, KEY_SIZE)
+        assert row.headers == [Row(key=f"h{h}", value=str(index).encode()) for h in range(2)]
+        assert row.timestampType == 0  # CreateTime
+    fetched = fetched_from_metrics(broker.scrape())
+    # The connector's consumers fetch whole batches and may read one past a task's range,
+    # never less than it returned.
+    assert all(fetched[("clicks", p)] >= RECORDS for p in range(PARTITIONS))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "topics"),
+    [
+        ("^cl.*", {"clicks"}),
+        ("^c.*|oth", {"clicks", "other"}),
+        ("lick", {"clicks"}),
+        ("^lick", set()),
+    ],
+)
+def test_subscribe_pattern_is_found_anywhere_in_a_topic_name_unless_anchored(
+    spark: SparkSession, broker: BrokerProcess, pattern: str, topics: set[str]
+) -> None:
+    frame = read(spark, broker, subscribePattern=pattern)
+
+    assert {row.topic for row in frame.select("topic").distinct().collect()} == topics
+
+
+def test_assign_reads_only_the_partitions_named(spark: SparkSession, broker: BrokerProcess) -> None:
+    frame = read(spark, broker, assign=json.dumps({"clicks": [1, 3]}))
+
+    assert counts_by_partition(frame) == {1: RECORDS, 3: RECORDS}
+
+
+def test_offset_json_ranges_return_exactly_those_offsets(
+    spark: SparkSession, broker: BrokerProcess
+) -> None:
+    starting = {"clicks": {"0": 10, "1": -2, "2": 100, "3": 2000}}
+    ending = {"clicks": {"0": 20, "1": 5, "2": -1, "3": 2000}}
+    frame = read(
+        spark,
+        broker,
+        subscribe="clicks",
+        startingOffsets=json.dumps(starting),
+        endingOffsets=json.dumps(ending),
+    )
+
+    expected = {0: range(10, 20), 1: range(0, 5), 2: range(100, RECORDS), 3: range(0)}
+    assert positions(frame.collect()) == every_offset("clicks", expected)
+
+
+def rows_with_keys_and_headers(spark: SparkSession, rows: int) -> DataFrame:
+    return spark.range(rows).selectExpr(
+        "concat('key-', cast(id as string)) as key",
+        "cast(rpad(cast(id as string), 100, '.') as binary) as value",
+        "array(named_struct('key', 'id', 'value', cast(cast(id as string) as binary)),"
+        "      named_struct('key', 'origin', 'value', cast('spark' as binary))) as headers",
+    )
+
+
+def test_a_batch_write_with_the_default_save_mode_puts_each_key_where_kafka_would(
+    spark: SparkSession, broker: BrokerProcess
+) -> None:
+    # As a job for Kafka is written: no .mode(); keys and headers on every row.
+    (
+        rows_with_keys_and_headers(spark, WRITE_ROWS)
+        .write.format("kafka")
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("topic", "written")
+        .save()
+    )
+
+    expected = Counter(java_partition(f"key-{i}".encode(), PARTITIONS) for i in range(WRITE_ROWS))
+    assert produced_records(broker, "written") == dict(expected)
+    assert log_offsets(broker.bootstrap, "written", PARTITIONS, "latest") == dict(expected)
+    # Reading back: every offset the broker gave the writes, once.
+    back = read(spark, broker, subscribe="written")
+    assert counts_by_partition(back) == dict(expected)
+
+
+def test_a_topic_column_and_a_partition_column_place_each_row(
+    spark: SparkSession, broker: BrokerProcess
+) -> None:
+    frame = spark.range(1_000).selectExpr(
+        "'placed' as topic",
+        "cast(id as string) as value",
+        f"cast(id % {PARTITIONS} as int) as partition",
+    )
+    frame.write.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap).save()
+
+    assert produced_records(broker, "placed") == dict.fromkeys(range(PARTITIONS), 250)
+
+
+@pytest.fixture
+def checkpoint(tmp_path: Path) -> Path:
+    return tmp_path / "checkpoint"
+
+
+def read_stream(spark: SparkSession, broker: BrokerProcess, **options: str) -> DataFrame:
+    reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap)
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return reader.load()
+
+
+def test_micro_batches_keep_to_max_offsets_and_resume_from_the_checkpoint(
+    spark: SparkSession, broker: BrokerProcess, checkpoint: Path
+) -> None:
+    log = BatchLog()
+
+    def stream() -> DataFrame:
+        return read_stream(
+            spark,
+            broker,
+            subscribe="stream",
+            startingOffsets="earliest",
+            maxOffsetsPerTrigger=str(MAX_OFFSETS),
+        )
+
+    # 1: stopped after two micro-batches, possibly in the middle of the next.
+    query = into_log(stream(), log, checkpoint, processingTime="100 milliseconds")
+    try:
+        wait_until(lambda: len(log.batches) >= 2, "two micro-batches")
+    finally:
+        query.stop()
+    first_run = len(log.batches)
+    assert first_run < 2 * STREAM_RECORDS // MAX_OFFSETS
+    # 2: from the checkpoint to the end.
+    run_until_done(into_log(stream(), log, checkpoint, availableNow=True))
+
+    assert log.positions() == contiguous({p: range(STREAM_RECORDS) for p in range(2)})
+    assert sorted(log.batches) == list(range(len(log.batches)))
+    assert all(len(rows) <= MAX_OFFSETS for rows in log.batches.values())
+    assert len(log.batches) == 2 * STREAM_RECORDS // MAX_OFFSETS
+
+
+def test_a_streaming_write_copies_every_record_to_its_partition(
+    spark: SparkSession, broker: BrokerProcess, checkpoint: Path
+) -> None:
+    frame = read_stream(
+        spark,
+        broker,
+        subscribe="clicks",
+        startingOffsets="earliest",
+        maxOffsetsPerTrigger="4000",
+        includeHeaders="true",
+    )
+    query = (
+        frame.select("key", "value", "headers", "partition")
+        .writeStream.format("kafka")
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("topic", "copied")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    run_until_done(query)
+
+    assert produced_records(broker, "copied") == dict.fromkeys(range(PARTITIONS), RECORDS)
+
+
+def test_records_deleted_before_a_read_fail_it_or_are_skipped(
+    spark: SparkSession, broker: BrokerProcess
+) -> None:
+    assert delete_records(broker.bootstrap, "trimmed", 0, 100) == 100
+    starting = json.dumps({"trimmed": {"0": 10}})
+
+    # The connector's KafkaIllegalStateException reaches Python as py4j's error, unconverted.
+    with pytest.raises(Py4JJavaError, match=r"(?s)failOnDataLoss.*offset \[10, 1000\) .*trimmed-0"):
+        read(spark, broker, subscribe="trimmed", startingOffsets=starting).collect()
+
+    rows = read(
+        spark, broker, subscribe="trimmed", startingOffsets=starting, failOnDataLoss="false"
+    ).collect()
+    assert positions(rows) == every_offset("trimmed", {0: range(100, TRIMMED_RECORDS)})
+    earliest = read(spark, broker, subscribe="trimmed").collect()
+    assert positions(earliest) == every_offset("trimmed", {0: range(100, TRIMMED_RECORDS)})
+
+
+@pytest.fixture
+def admin(broker: BrokerProcess) -> Iterator[AdminClient]:
+    yield AdminClient({"bootstrap.servers": broker.bootstrap})
+
+
+def test_a_fixed_group_id_reads_exactly_and_commits_nothing(
+    spark: SparkSession, broker: BrokerProcess, admin: AdminClient
+) -> None:
+    frame = read(spark, broker, subscribe="grouped", **{"kafka.group.id": "spark-fixed"})
+
+    assert counts_by_partition(frame) == {0: RECORDS, 1: RECORDS}
+    # The connector assigns and seeks; offsets stay in Spark, never in the group.
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    request = [ConsumerGroupTopicPartitions("spark-fixed", [TopicPartition("grouped", 0)])]
+    (future,) = admin.list_consumer_group_offsets(request, request_timeout=ADMIN_TIMEOUT_S).values()
+    (committed,) = future.result().topic_partitions
+    assert committed.offset < 0  # OFFSET_INVALID: nothing committed
