@@ -1,8 +1,9 @@
 # The two commands a new user types: `make serve` and `make test`. Each creates and fills
 # the virtual environment in .venv on first use (Python 3.11+): `make serve` with the broker
-# alone, `make test` with the test stack too (PySpark, the clients), Kafka's own Java tools
-# and Spark's Kafka connector in .cache/; `make perf` adds perf/'s client and plots to the
-# broker. Any of them may be started at once; scripts/install-venv takes a lock.
+# alone, `make test` with the test stack too (PySpark, the clients), Kafka's own Java tools,
+# Spark's Kafka connector and franz-go's kfake (built with go) in .cache/; `make perf` adds
+# perf/'s client and plots to the broker. Any of them may be started at once;
+# scripts/install-venv takes a lock.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -17,6 +18,7 @@ test: $(VENV)/.installed-test
 	scripts/ensure-test-tools
 	scripts/ensure-kafka-tools
 	scripts/ensure-spark-connector $(VENV)
+	scripts/ensure-kfake
 	$(BIN)/pytest $(ARGS)
 
 # perf/'s tools need their client and plots (confluent-kafka, matplotlib) beside the broker,

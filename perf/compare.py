@@ -1,9 +1,11 @@
-"""nullbroker against librdkafka's mock cluster, side by side, in one command.
+"""nullbroker against librdkafka's mock cluster and franz-go's kfake, side by side, in one
+command.
 
-Starts both brokers, each in a process of its own on 127.0.0.1 (nullbroker with
-`python -m nullbroker serve`, the mock with `python -m perf.mock_cluster`), then runs the
-same workloads against each, a load-generator process per step, the brokers taking turns
-to go first at each step so that noise on the machine hits both:
+Starts the brokers, each in a process of its own on 127.0.0.1 (nullbroker with
+`python -m nullbroker serve`, the mock with `python -m perf.mock_cluster`, kfake with
+perf/kfake_host, built by scripts/ensure-kfake), then runs the same workloads against each,
+a load-generator process per step, the brokers taking turns to go first at each step so
+that noise on the machine hits them all:
 
 1. produce: perf.producer_perf (kafka-producer-perf-test's twin) at each --rates target
    (records/s; -1 is unlimited), 1 KiB records, acks=all, idempotent, batch.size=16384 and
@@ -12,30 +14,39 @@ to go first at each step so that noise on the machine hits both:
    records, which wait out the client's connecting, are left out; the JSON has both);
 2. consume: --consume-topics topics filled once on each broker, then read from the start
    by perf.consumer_perf --assign, --repeats times. The mock keeps only about the last
-   5 MiB of each partition, so the consumers read as many records as it still holds.
+   5 MiB of each partition, so the consumers read as many records as it still holds;
+3. java-produce and java-consume: Apache Kafka's own kafka-producer-perf-test (unthrottled,
+   the same properties as step 1) and kafka-consumer-perf-test (in a group, from the start
+   of what the producer sent), --java-records records a step, --repeats times, against
+   nullbroker and kfake (the mock does not work with the Java 4 client). Needs Kafka's tools
+   (scripts/ensure-kafka-tools, run by make test and make kafka-tools).
 
 Every step records the broker's CPU time (/proc/PID/stat, user+system) and peak RSS, the
 client's own CPU time, and the CPU that other processes took from the machine meanwhile;
-RSS and CPU of both brokers are sampled every --sample-interval seconds for the whole run.
-Both brokers' counts are checked against the clients': each step's records against the
+RSS and CPU of every broker are sampled every --sample-interval seconds for the whole run.
+Every broker's counts are checked against the clients': each step's records against the
 growth of the topic's log-end offsets, the consumers' records against what the brokers
 hold, and nullbroker's shutdown summary against everything it was sent.
 
 Writes, in --results-dir, NAME.json (settings, machine, command, every step's raw numbers
 and samples, medians), NAME.md (tables like Tansu's), NAME-{throughput,latency,rss,cpu}.png,
-and prints the nullbroker/mock ratios. A `limit` column tells which rows were bound by the
-client rather than the broker: on a 2-core machine the load generator and both brokers
-share the cores.
+and prints the ratios of nullbroker to each other broker. A `limit` column tells which rows
+were bound by the client rather than the broker: on a 2-core machine the load generator and
+the brokers share the cores.
 
-The full comparison (about 6 minutes on 2 cores; other load on the machine shows in the
+The full comparison (about 7 minutes on 2 cores; other load on the machine shows in the
 `other cores` column):
 
-    .venv/bin/python -m perf.compare --name 2026-11-22-loopback
+    .venv/bin/python -m perf.compare --name 2026-11-25-loopback
 
-A quick look (about a minute):
+A quick look (about two minutes):
 
     .venv/bin/python -m perf.compare --name quick --rates 10000 100000 -1 \\
         --records-per-step 50000 --repeats 1 --consume-topics 4
+
+Two of the brokers, without the Java tools:
+
+    .venv/bin/python -m perf.compare --name mock-only --brokers nullbroker mock --java-records 0
 """
 
 from __future__ import annotations
@@ -49,20 +60,25 @@ import shlex
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from perf import plots, report_md
+from perf import java_perf, plots, report_md
 from perf.compare_brokers import (
+    ALL_BROKERS,
+    JAVA_BROKERS,
+    KFAKE,
     MOCK,
     MOCK_PARTITIONS,
     NULLBROKER,
+    KFake,
     MockCluster,
     NullBroker,
     Offsets,
     ServerProcess,
+    build_kfake,
 )
 from perf.compare_summary import derive, ratio_lines, ratios, summarise
 from perf.machine import REPO_ROOT, loadavg, machine_info
@@ -70,6 +86,8 @@ from perf.proc_sampler import ProcSampler, cpu_seconds, machine_busy_seconds, pe
 
 DEFAULT_RATES = (10_000, 20_000, 50_000, 100_000, 200_000, 400_000, -1)
 PRODUCE_TOPIC = "compare-produce"
+JAVA_TOPIC = "compare-java"
+CONSUME_PHASES = ("consume", "java-consume")
 CONSUME_TOPIC = "compare-consume-{index}"
 RECORD_SIZE = 1024
 PRODUCER_PROPS = ("acks=all", "enable.idempotence=true", "batch.size=16384", "linger.ms=5")
@@ -105,6 +123,15 @@ class Settings:
     consume_topics: int
     consume_records_per_topic: int
     sample_interval: float
+    brokers: tuple[str, ...] = (NULLBROKER, MOCK)
+    java_records: int = 0
+    """Records per Java perf-tool step; 0: no Java steps."""
+
+    @property
+    def java_brokers(self) -> tuple[str, ...]:
+        if self.java_records <= 0:
+            return ()
+        return tuple(name for name in self.brokers if name in JAVA_BROKERS)
 
     def records_for(self, target: float) -> int:
         """Records in a produce step: --records-per-step, or fewer when the target rate
@@ -115,7 +142,7 @@ class Settings:
 
 
 class Comparison:
-    """The run: both brokers, the sampler, and every step's record."""
+    """The run: the brokers, the sampler, and every step's record."""
 
     def __init__(
         self, settings: Settings, brokers: dict[str, ServerProcess], workdir: Path
@@ -130,16 +157,21 @@ class Comparison:
             self.sampler.watch(name, broker.pid)
         self.steps: list[dict[str, Any]] = []
         rates, repeats = len(settings.rates), settings.repeats
-        self.total_steps = 2 * (rates * repeats + settings.consume_topics + repeats)
+        self.total_steps = (
+            len(brokers) * (rates * repeats + settings.consume_topics + repeats)
+            + len(settings.java_brokers) * 2 * repeats
+        )
         self.consumed_records = 0
 
     def close(self) -> None:
         """Drop the offset clients before the brokers stop, so they log no reconnects."""
         self.offsets.clear()
 
-    def order(self, turn: int) -> list[str]:
-        """Which broker goes first alternates from one step to the next."""
-        return [NULLBROKER, MOCK] if turn % 2 == 0 else [MOCK, NULLBROKER]
+    def order(self, turn: int, names: Sequence[str] | None = None) -> list[str]:
+        """The brokers in turn: which goes first rotates from one step to the next."""
+        names = list(self.brokers if names is None else names)
+        shift = turn % len(names)
+        return names[shift:] + names[:shift]
 
     def produce_phase(self) -> None:
         for name in self.brokers:
@@ -168,6 +200,49 @@ class Comparison:
             for name in self.order(repeat):
                 self.consume(name, repeat, topics, held[name])
 
+    def java_phase(self) -> None:
+        """Kafka's own perf tools against the brokers the Java client works with: each
+        producer step adds --java-records to one topic, kept whole, then each consumer step
+        reads that many of it from the start."""
+        names = self.settings.java_brokers
+        for name in names:
+            # Kept whole (kfake keeps only the last 5 MiB of other topics' partitions), and
+            # created now, so no step pays for creating it.
+            self.offsets[name].create_keeping_all(JAVA_TOPIC, self.settings.partitions)
+        for repeat in range(self.settings.repeats):
+            for name in self.order(repeat, names):
+                self.java_produce(name, repeat)
+        for repeat in range(self.settings.repeats):
+            for name in self.order(repeat, names):
+                self.java_consume(name, repeat)
+
+    def java_produce(self, name: str, repeat: int) -> None:
+        records, size = self.settings.java_records, self.settings.record_size
+        before = self.offsets[name].log_end(JAVA_TOPIC)
+        command = java_perf.producer_command(
+            self.brokers[name].bootstrap, JAVA_TOPIC, records, size, PRODUCER_PROPS
+        )
+        step = self.run_client(
+            name, "java-produce", repeat, -1, JAVA_TOPIC, records, command,
+            read=lambda output: java_perf.parse_producer(output, size),
+        )  # fmt: skip
+        counted = self.offsets[name].log_end(JAVA_TOPIC) - before
+        step["broker_counted"] = counted
+        step["count_ok"] = counted == records == step["client"]["records"]
+        self.finish(step)
+
+    def java_consume(self, name: str, repeat: int) -> None:
+        records = self.settings.java_records
+        command = java_perf.consumer_command(self.brokers[name].bootstrap, JAVA_TOPIC, records)
+        step = self.run_client(
+            name, "java-consume", repeat, None, JAVA_TOPIC, records, command,
+            read=java_perf.parse_consumer,
+        )  # fmt: skip
+        step["broker_counted"] = self.offsets[name].retained([JAVA_TOPIC])
+        # It stops at --messages, counting every record of its last poll.
+        step["count_ok"] = step["client"]["records"] >= records and not step["client"]["timed_out"]
+        self.finish(step)
+
     def produce(
         self,
         name: str,
@@ -191,7 +266,7 @@ class Comparison:
             args += ["--warmup-records", str(records // WARMUP_SHARE)]
         before = self.offsets[name].log_end(topic)
         step = self.run_client(
-            name, phase, repeat, target, topic, records, "perf.producer_perf", args
+            name, phase, repeat, target, topic, records, self.python_tool(name, "producer", args)
         )
         counted = self.offsets[name].log_end(topic) - before
         step["broker_counted"] = counted
@@ -206,14 +281,22 @@ class Comparison:
             "--assign",
             "--timeout", str(CONSUMER_IDLE_TIMEOUT_MS),
         ]  # fmt: skip
-        step = self.run_client(
-            name, "consume", repeat, None, ",".join(topics), records, "perf.consumer_perf", args
-        )
+        command = self.python_tool(name, "consumer", args)
+        step = self.run_client(name, "consume", repeat, None, ",".join(topics), records, command)
         step["broker_counted"] = held
         read = step["client"]["records"]
         # The consumer stops at --num-records, counting every record of its last batch.
         step["count_ok"] = read >= records and not step["client"]["timed_out"]
         self.finish(step)
+
+    def python_tool(self, name: str, kind: str, args: list[str]) -> list[str]:
+        """perf.producer_perf or perf.consumer_perf against broker `name`; run_client adds
+        where it writes its JSON."""
+        return [
+            sys.executable, "-m", f"perf.{kind}_perf",
+            "--bootstrap-server", self.brokers[name].bootstrap,
+            *args,
+        ]  # fmt: skip
 
     def run_client(
         self,
@@ -223,21 +306,19 @@ class Comparison:
         target: float | None,
         topic: str,
         records: int,
-        tool: str,
-        args: list[str],
+        command: list[str],
+        read: Callable[[str], dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """One load-generator process (`python -m tool`) against broker `name`, measured
-        from its start to its exit."""
+        """One load-generator process against broker `name`, measured from its start to its
+        exit. Without `read` it is one of perf's Python tools, which writes its figures to
+        the --json file added here; with it, `read(output)` finds them in what the tool
+        printed."""
         broker = self.brokers[name]
         index = len(self.steps)
         out = self.workdir / f"{index:03d}-{phase}-{name}.json"
         log = self.workdir / f"{index:03d}-{phase}-{name}.log"
-        command = [
-            sys.executable, "-m", tool,
-            "--bootstrap-server", broker.bootstrap,
-            *args,
-            "--json", str(out),
-        ]  # fmt: skip
+        if read is None:
+            command = [*command, "--json", str(out)]
         rate = target if target and target > 0 else STEP_TIMEOUT_SLOWEST_RATE
         timeout = STEP_TIMEOUT_BASE_S + 10 * records / rate
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -257,11 +338,22 @@ class Comparison:
                 ) from None
         end, cpu_end, busy_end = self.sampler.now(), cpu_seconds(broker.pid), machine_busy_seconds()
         children_end = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if code != 0 or not out.exists():
-            raise StepFailed(
-                f"{phase} against {name} exited with {code}: "
-                f"{log.read_text(errors='replace')[-2000:]}"
-            )
+        client_cpu = (children_end.ru_utime + children_end.ru_stime) - (
+            children.ru_utime + children.ru_stime
+        )
+        output = log.read_text(errors="replace")
+        if code != 0 or (read is None and not out.exists()):
+            raise StepFailed(f"{phase} against {name} exited with {code}: {output[-2000:]}")
+        if read is None:
+            client = json.loads(out.read_text())
+        else:
+            try:
+                client = read(output)
+            except ValueError as error:
+                raise StepFailed(f"{phase} against {name}: {error}: {output[-2000:]}") from None
+            # A JVM has no thread of ours to time: its whole process, start-up included.
+            client["process_cpu_s"] = client_cpu
+            client["process_wall_s"] = end - start
         return {
             "phase": phase,
             "broker": name,
@@ -275,10 +367,9 @@ class Comparison:
             "broker_peak_rss_kib": self.sampler.peak_rss_kib(name, start, end),
             "machine_busy_s": busy_end - busy,
             # Only this client is reaped between the two readings: the brokers still run.
-            "client_total_cpu_s": (children_end.ru_utime + children_end.ru_stime)
-            - (children.ru_utime + children.ru_stime),
-            "client_command": shlex.join(["python", *command[1:]]),
-            "client": json.loads(out.read_text()),
+            "client_total_cpu_s": client_cpu,
+            "client_command": shown_command(command),
+            "client": client,
         }
 
     def finish(self, step: dict[str, Any]) -> None:
@@ -293,13 +384,23 @@ class Comparison:
             )
 
 
+def shown_command(command: list[str]) -> str:
+    """The client's command as a user would type it in the checkout."""
+    if command[0] == sys.executable:
+        return shlex.join(["python", *command[1:]])
+    program = Path(command[0])
+    if program.is_relative_to(REPO_ROOT):
+        return shlex.join([str(program.relative_to(REPO_ROOT)), *command[1:]])
+    return shlex.join(command)
+
+
 def progress_line(number: int, total: int, step: dict[str, Any]) -> str:
     figures = step["figures"]
     target = report_md.rate_label(step["target"])
     latency = f", p99 {figures['p99_ms']:.2f} ms" if figures.get("p99_ms") is not None else ""
     per_gb = figures["broker_cpu_s_per_gb"]
     return (
-        f"[{number:>3}/{total}] {step['phase']:<7} {step['broker']:<10} {target:>9}: "
+        f"[{number:>3}/{total}] {step['phase']:<12} {step['broker']:<10} {target:>9}: "
         f"{figures['records_per_sec']:>9,.0f} records/s{latency}, broker "
         f"{figures['broker_cores'] or 0:.2f} cores {per_gb or 0:.2f} s/GB "
         f"{figures['broker_peak_rss_mib']:.1f} MiB, client {figures['client_cores'] or 0:.2f} "
@@ -312,13 +413,13 @@ def nullbroker_checks(summary: dict[str, Any], steps: list[dict[str, Any]]) -> d
     """nullbroker's shutdown summary against what its clients sent and read, per topic."""
     sent: dict[str, int] = {}
     for step in steps:
-        if step["broker"] == NULLBROKER and step["phase"] != "consume":
+        if step["broker"] == NULLBROKER and step["phase"] not in CONSUME_PHASES:
             sent[step["topic"]] = sent.get(step["topic"], 0) + step["client"]["records"]
     counted = {topic: entry["records"] for topic, entry in summary["produced"]["topics"].items()}
     read = sum(
         step["client"]["records"]
         for step in steps
-        if step["broker"] == NULLBROKER and step["phase"] == "consume"
+        if step["broker"] == NULLBROKER and step["phase"] in CONSUME_PHASES
     )
     return {
         "produced_sent": sent,
@@ -331,31 +432,49 @@ def nullbroker_checks(summary: dict[str, Any], steps: list[dict[str, Any]]) -> d
     }
 
 
-def run(settings: Settings, results_dir: Path, command: str) -> dict[str, Any]:
+def start_broker(name: str, settings: Settings, workdir: Path, kfake: Path | None) -> ServerProcess:
+    if name == NULLBROKER:
+        return NullBroker(workdir, settings.record_size)
+    if name == MOCK:
+        return MockCluster(workdir)
+    assert name == KFAKE and kfake is not None
+    return KFake(workdir, kfake)
+
+
+def describe(broker: ServerProcess) -> dict[str, Any]:
+    """What the result records of a broker as it starts: where, how big idle, and for the
+    peers what they are (the size of the mock's Python host, kfake's version)."""
+    info: dict[str, Any] = {"bootstrap": broker.bootstrap, "idle_rss_kib": rss_kib(broker.pid)}
+    if isinstance(broker, MockCluster):
+        info["host_rss_kib"] = broker.host_rss_kib
+    if isinstance(broker, KFake):
+        info["version"] = broker.version
+    return info
+
+
+def run(
+    settings: Settings, results_dir: Path, command: str, kfake: Path | None = None
+) -> dict[str, Any]:
     """Start the brokers, run every step, stop them, and write the result files."""
     machine = machine_info()
     with tempfile.TemporaryDirectory(prefix="perf-compare-") as work:
         workdir = Path(work)
         started: list[ServerProcess] = []
         try:
-            nullbroker = NullBroker(workdir, settings.record_size)
-            started.append(nullbroker)
-            mock = MockCluster(workdir)
-            started.append(mock)
-            brokers: dict[str, ServerProcess] = {NULLBROKER: nullbroker, MOCK: mock}
-            brokers_info: dict[str, dict[str, Any]] = {}
+            for name in settings.brokers:
+                started.append(start_broker(name, settings, workdir, kfake))
+            brokers = {broker.name: broker for broker in started}
+            nullbroker = brokers[NULLBROKER]
+            assert isinstance(nullbroker, NullBroker)
+            brokers_info = {name: describe(broker) for name, broker in brokers.items()}
             for name, broker in brokers.items():
                 print(f"{name} listening on {broker.bootstrap}", flush=True)
-                brokers_info[name] = {
-                    "bootstrap": broker.bootstrap,
-                    "idle_rss_kib": rss_kib(broker.pid),
-                }
-            brokers_info[MOCK]["host_rss_kib"] = mock.host_rss_kib
             comparison = Comparison(settings, brokers, workdir)
             comparison.sampler.start()
             try:
                 comparison.produce_phase()
                 comparison.consume_phase()
+                comparison.java_phase()
             finally:
                 comparison.sampler.stop()
                 comparison.close()
@@ -459,6 +578,23 @@ def parser() -> argparse.ArgumentParser:
         "5 MiB per partition)",
     )
     command.add_argument(
+        "--brokers",
+        nargs="+",
+        choices=ALL_BROKERS,
+        default=list(ALL_BROKERS),
+        metavar="BROKER",
+        help="which to run, nullbroker always among them: nullbroker, mock (librdkafka's), "
+        "kfake (franz-go's, built by scripts/ensure-kfake on first use with go) "
+        f"(default {' '.join(ALL_BROKERS)})",
+    )
+    command.add_argument(
+        "--java-records",
+        type=int,
+        metavar="N",
+        help="records per step of Kafka's Java perf tools, against nullbroker and kfake; 0 "
+        "runs none (default: --records-per-step; needs scripts/ensure-kafka-tools)",
+    )
+    command.add_argument(
         "--sample-interval",
         type=float,
         default=0.1,
@@ -503,6 +639,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         command.error("counts, seconds and repeats must be positive")
     if args.sample_interval <= 0:
         command.error("--sample-interval must be positive")
+    brokers = tuple(name for name in ALL_BROKERS if name in args.brokers)
+    if NULLBROKER not in brokers or len(brokers) < 2:
+        command.error("--brokers: nullbroker and at least one other")
+    java_records = args.records_per_step if args.java_records is None else args.java_records
+    if java_records < 0:
+        command.error("--java-records: 0 for none, or a positive count")
+    if java_records and (reason := java_perf.missing()):
+        command.error(f"Kafka's Java tools cannot run: {reason}; --java-records 0 runs without")
+    kfake = None
+    if KFAKE in brokers and (kfake := build_kfake()) is None:
+        command.error(
+            "kfake could not be built (scripts/ensure-kfake said why above); "
+            f"--brokers {' '.join(b for b in brokers if b != KFAKE)} runs without it"
+        )
     settings = Settings(
         name=args.name,
         rates=tuple(dict.fromkeys(args.rates)),
@@ -514,9 +664,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         consume_topics=args.consume_topics,
         consume_records_per_topic=args.consume_records_per_topic,
         sample_interval=args.sample_interval,
+        brokers=brokers,
+        java_records=java_records,
     )
+    run_command = f"python -m perf.compare {shlex.join(arguments)}"
     try:
-        result = run(settings, args.results_dir, f"python -m perf.compare {shlex.join(arguments)}")
+        result = run(settings, args.results_dir, run_command, kfake)
     except StepFailed as error:
         print(f"compare: {error}", file=sys.stderr)
         return 1

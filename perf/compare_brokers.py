@@ -1,15 +1,19 @@
-"""The two brokers perf.compare measures, each in a process of its own on 127.0.0.1.
+"""The brokers perf.compare measures, each in a process of its own on 127.0.0.1.
 
 - nullbroker: `python -m nullbroker serve --listen 127.0.0.1:0`, ready when it prints
   `nullbroker listening on HOST:PORT`; stopped with SIGTERM, after which its summary JSON
   holds what it counted.
 - librdkafka's mock cluster: `python -m perf.mock_cluster`, ready when it prints
   `mock cluster listening on HOST:PORT`.
+- franz-go's kfake: perf/kfake_host, built by scripts/ensure-kfake, ready when it prints
+  `kfake listening on HOST:PORT (kfake VERSION, ...)`. kfake keeps what it is sent in
+  memory; it is started keeping about the last 5 MiB of each partition, as the mock does,
+  so that gigabytes sent do not stay (topics created with retention.bytes -1 keep all).
 
-Topics are created the same way on both, by the first client that names them, with the
-same partition count: the mock's CreateTopics cannot be reached (its Metadata names a
+Topics are created the same way on all of them, by the first client that names them, with
+the same partition count: the mock's CreateTopics cannot be reached (its Metadata names a
 controller, id 0, that is not one of its brokers), and it gives auto-created topics 4
-partitions, so nullbroker is started with --partitions 4.
+partitions, so nullbroker and kfake are started with 4 too.
 """
 
 from __future__ import annotations
@@ -25,20 +29,30 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from perf.machine import REPO_ROOT
 
 MOCK_PARTITIONS = 4
 """librdkafka's mock gives every auto-created topic this many partitions."""
+RETAINED_BYTES = 5 * 1024 * 1024
+"""About what librdkafka's mock keeps of each partition, and what kfake is told to keep."""
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
 ADMIN_TIMEOUT_S = 10.0
 KEPT_LINES = 200
 NULLBROKER_READY = re.compile(r"^nullbroker listening on (?P<servers>\S+:\d+)$")
 MOCK_READY = re.compile(r"^mock cluster listening on (?P<servers>\S+:\d+) ")
+KFAKE_READY = re.compile(r"^kfake listening on (?P<servers>\S+:\d+) \(kfake (?P<version>\S+),")
 NULLBROKER = "nullbroker"
 MOCK = "mock"
+KFAKE = "kfake"
+ALL_BROKERS = (NULLBROKER, MOCK, KFAKE)
+"""Every broker perf.compare knows, in the order its tables and plots show them."""
+JAVA_BROKERS = (NULLBROKER, KFAKE)
+"""The brokers Apache Kafka's Java 4 client works with. Against the mock,
+kafka-producer-perf-test 4.1 fails every record with "Topic ... not present in metadata" and
+then hangs."""
 
 
 class ServerProcess:
@@ -150,6 +164,38 @@ class MockCluster(ServerProcess):
         self.host_rss_kib = int(host[1]) if host else 0
 
 
+class KFake(ServerProcess):
+    def __init__(self, workdir: Path, binary: Path) -> None:
+        super().__init__(
+            KFAKE,
+            [
+                str(binary),
+                "-partitions",
+                str(MOCK_PARTITIONS),
+                "-retention-bytes",
+                str(RETAINED_BYTES),
+            ],
+            KFAKE_READY,
+            workdir / "kfake.stderr",
+        )
+        match = KFAKE_READY.search(self.ready_line)
+        self.version = match["version"] if match else "unknown"
+
+
+def build_kfake() -> Path | None:
+    """kfake's host binary, built by scripts/ensure-kfake when it is not yet (about half a
+    minute the first time); None when it cannot be built, with the reason on stderr."""
+    built = subprocess.run(
+        [str(REPO_ROOT / "scripts" / "ensure-kfake"), "--print-path"],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    path = built.stdout.strip()
+    return Path(path) if built.returncode == 0 and path else None
+
+
 class Offsets:
     """Log-start and log-end offsets of topics on one broker, through ListOffsets."""
 
@@ -159,8 +205,18 @@ class Offsets:
                 "bootstrap.servers": bootstrap,
                 "client.id": "compare-offsets",
                 "log.connection.close": False,
+                # kfake asks for client telemetry, which librdkafka would log about.
+                "enable.metrics.push": False,
             }
         )
+
+    def create_keeping_all(self, topic: str, partitions: int) -> None:
+        """Create `topic` with retention.bytes -1: every record it is sent stays readable."""
+        (future,) = self.admin.create_topics(
+            [NewTopic(topic, partitions, config={"retention.bytes": "-1"})],
+            request_timeout=ADMIN_TIMEOUT_S,
+        ).values()
+        future.result(ADMIN_TIMEOUT_S)
 
     def _partitions(self, topic: str) -> list[int]:
         metadata = self.admin.list_topics(topic, timeout=ADMIN_TIMEOUT_S)

@@ -1,9 +1,11 @@
 """perf.compare's plots (matplotlib, Agg: no display needed), one PNG each:
 
-- `<name>-throughput.png`: records/s reached against the target rate, per broker;
+- `<name>-throughput.png`: records/s reached against the target rate, per broker, with
+  kafka-producer-perf-test's unthrottled runs beside;
 - `<name>-latency.png`: average, p50, p99 and p99.9 latency against the target rate;
 - `<name>-rss.png`: each broker's RSS over the whole run, phases shaded;
-- `<name>-cpu.png`: broker CPU s/GB and CPU cores used (broker and client) per step kind.
+- `<name>-cpu.png`: broker CPU s/GB and CPU cores used (broker and client) per step kind,
+  the Java tools' steps included.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ matplotlib.use("Agg")  # before pyplot: files only, whatever the environment's d
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from perf.compare_summary import BROKERS, find_row
+from perf.compare_summary import brokers_of, find_row
 from perf.report_md import rate_label
 
-COLOURS = {"nullbroker": "tab:blue", "mock": "tab:orange"}
+COLOURS = {"nullbroker": "tab:blue", "mock": "tab:orange", "kfake": "tab:green"}
+JAVA_COLUMNS = (("java-produce", -1, "Java produce"), ("java-consume", None, "Java consume"))
+"""The Java tools' rows in the CPU plot: (phase, target, label)."""
 DPI = 110
 
 
@@ -52,13 +56,24 @@ def throughput(result: Mapping[str, Any], path: Path) -> str:
     targets = _targets(result)
     positions = range(len(targets))
     figure, axes = plt.subplots(figsize=(8, 4.8))
-    for broker in BROKERS:
+    unlimited = targets.index(-1) if -1 in targets else len(targets) - 1
+    for broker in brokers_of(result):
         values = _produce_values(result, broker, "records_per_sec")
         axes.plot(positions, values, "o-", color=COLOURS[broker], label=f"{broker} (median)")
         for step in result["steps"]:
             if step["phase"] == "produce" and step["broker"] == broker:
                 x = targets.index(step["target"])
                 axes.plot(x, step["figures"]["records_per_sec"], ".", color=COLOURS[broker])
+        java = find_row(result["summary"], "java-produce", broker, -1)
+        if java is not None:
+            axes.plot(
+                unlimited + 0.15,
+                _value(java, "records_per_sec"),
+                "*",
+                markersize=11,
+                color=COLOURS[broker],
+                label=f"{broker}: kafka-producer-perf-test (Java)",
+            )
     throttled = [(i, t) for i, t in enumerate(targets) if t > 0]
     axes.plot(
         [i for i, _ in throttled], [t for _, t in throttled], "k:", label="target", linewidth=1
@@ -84,7 +99,7 @@ def latency(result: Mapping[str, Any], path: Path) -> str:
         ("p999_ms", "p99.9"),
     )
     for axes, (key, title) in zip(grid.flat, titles, strict=True):
-        for broker in BROKERS:
+        for broker in brokers_of(result):
             values = _produce_values(result, broker, key)
             axes.plot(positions, values, "o-", color=COLOURS[broker], label=broker)
         axes.set_yscale("log")
@@ -99,7 +114,7 @@ def latency(result: Mapping[str, Any], path: Path) -> str:
 
 def rss(result: Mapping[str, Any], path: Path) -> str:
     figure, axes = plt.subplots(figsize=(10, 4.8))
-    for broker in BROKERS:
+    for broker in brokers_of(result):
         samples = result["samples"].get(broker, [])
         axes.plot(
             [s["t"] for s in samples],
@@ -108,11 +123,19 @@ def rss(result: Mapping[str, Any], path: Path) -> str:
             label=broker,
             linewidth=1,
         )
-    for phase, colour in (("fill", "0.85"), ("consume", "0.7")):
+    shades = (
+        ("fill", "0.85"),
+        ("consume", "0.7"),
+        ("java-produce", "#d8e8d8"),
+        ("java-consume", "#b8d8b8"),
+    )
+    for phase, colour in shades:
         spans = [s["window"] for s in result["steps"] if s["phase"] == phase]
         for span in spans:
             axes.axvspan(span["start_s"], span["end_s"], color=colour, alpha=0.5, linewidth=0)
-    axes.set_xlabel("seconds since the run started (grey: filling, then consuming)")
+    axes.set_xlabel(
+        "seconds since the run started (grey: filling, then consuming; green: Java tools)"
+    )
     axes.set_ylabel("RSS (MiB)")
     axes.set_ylim(bottom=0)
     axes.set_title("Broker RSS over the run")
@@ -123,14 +146,23 @@ def rss(result: Mapping[str, Any], path: Path) -> str:
 
 def cpu(result: Mapping[str, Any], path: Path) -> str:
     targets = _targets(result)
-    labels = [rate_label(t) for t in targets] + ["consume"]
+    rows = result["summary"]
+    java = [
+        (phase, target, label)
+        for phase, target, label in JAVA_COLUMNS
+        if any(row["phase"] == phase for row in rows)
+    ]
+    labels = [rate_label(t) for t in targets] + ["consume"] + [label for _, _, label in java]
     positions = list(range(len(labels)))
-    width = 0.38
+    brokers = brokers_of(result)
+    width = 0.8 / len(brokers)
+    offsets = [(index - (len(brokers) - 1) / 2) * width for index in range(len(brokers))]
     figure, (per_gb, cores) = plt.subplots(2, 1, figsize=(11, 8.5), sharex=True)
-    for offset, broker in zip((-width / 2, width / 2), BROKERS, strict=True):
-        consume = find_row(result["summary"], "consume", broker, None)
+    for offset, broker in zip(offsets, brokers, strict=True):
+        others = [find_row(rows, "consume", broker, None)]
+        others += [find_row(rows, phase, broker, target) for phase, target, _ in java]
         series = _produce_values(result, broker, "broker_cpu_s_per_gb")
-        series.append(_value(consume, "broker_cpu_s_per_gb"))
+        series += [_value(row, "broker_cpu_s_per_gb") for row in others]
         per_gb.bar(
             [p + offset for p in positions],
             [0.0 if math.isnan(value) else value for value in series],
@@ -144,20 +176,22 @@ def cpu(result: Mapping[str, Any], path: Path) -> str:
             ("client_thread_cores", "^:", "its client's Python thread"),
         ):
             values = _produce_values(result, broker, key)
-            values.append(_value(consume, key))
+            values += [_value(row, key) for row in others]
             cores.plot(positions, values, style, color=COLOURS[broker], label=f"{broker}: {who}")
     per_gb.set_ylabel("broker CPU s per GB")
-    per_gb.set_title("Broker CPU per GB ingested (by target rate) and served (consume)")
+    per_gb.set_title(
+        "Broker CPU per GB ingested (by target rate, Java produce) and served (consume)"
+    )
     per_gb.grid(alpha=0.3, axis="y")
     per_gb.legend()
     cores.axhline(1.0, color="k", linewidth=0.8, linestyle=":")
     cores.set_ylabel("CPU cores used")
     cores.set_title("CPU cores during each step (a Python thread saturates at 1.0)")
-    cores.set_xticks(positions, labels)
-    cores.set_xlabel("target rate (records/s)")
+    cores.set_xticks(positions, labels, rotation=20)
+    cores.set_xlabel("target rate (records/s), then the consumers and Kafka's Java perf tools")
     cores.grid(alpha=0.3)
     # Below the axes: inside, it hides the lines it explains.
-    cores.legend(fontsize="small", ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.2))
+    cores.legend(fontsize="small", ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.3))
     return _save(figure, path)
 
 

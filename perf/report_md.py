@@ -6,7 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from perf.compare_summary import RATIO_LABELS
+from perf.compare_summary import RATIO_LABELS, brokers_of
+
+PEERS = {
+    "mock": "librdkafka's mock cluster",
+    "kfake": "franz-go's kfake",
+}
 
 THROUGHPUT_COLUMNS = (("records/s", "records_per_sec", 0), ("MB/s", "mb_per_sec", 2))
 COST_COLUMNS = (
@@ -18,18 +23,27 @@ COST_COLUMNS = (
     ("other cores", "other_cores", 2),
     ("limit", "limit", "text"),
 )
+LATENCIES = (
+    ("avg ms", "avg_latency_ms"),
+    ("max ms", "max_latency_ms"),
+    ("p50 ms", "p50_ms"),
+    ("p95 ms", "p95_ms"),
+    ("p99 ms", "p99_ms"),
+    ("p99.9 ms", "p999_ms"),
+)
 PRODUCE_COLUMNS = (
     ("target rate", "target", "rate"),
     *THROUGHPUT_COLUMNS,
-    ("avg ms", "avg_latency_ms", 3),
-    ("max ms", "max_latency_ms", 3),
-    ("p50 ms", "p50_ms", 3),
-    ("p95 ms", "p95_ms", 3),
-    ("p99 ms", "p99_ms", 3),
-    ("p99.9 ms", "p999_ms", 3),
+    *((title, key, 3) for title, key in LATENCIES),
     *COST_COLUMNS,
 )
 CONSUME_COLUMNS = (*THROUGHPUT_COLUMNS, *COST_COLUMNS)
+# kafka-producer-perf-test prints its percentiles in whole milliseconds.
+JAVA_PRODUCE_COLUMNS = (
+    *THROUGHPUT_COLUMNS,
+    *((title, key, 1 if key == "avg_latency_ms" else 0) for title, key in LATENCIES),
+    *COST_COLUMNS,
+)
 LIMITS = (
     "limit: `target` the rate was reached; `broker` the broker used ≥ 0.9 of a core; "
     "`client` the load generator's Python thread did (it handles every record: client-bound); "
@@ -75,10 +89,11 @@ def table(
 def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
     """The whole page for perf/results/<name>.md."""
     machine, settings, rows = result["machine"], result["settings"], result["summary"]
+    peers = [name for name in brokers_of(result) if name != "nullbroker"]
     produce = [row for row in rows if row["phase"] == "produce"]
     consume = [row for row in rows if row["phase"] == "consume"]
     lines = [
-        f"# nullbroker vs librdkafka's mock cluster: {result['name']}",
+        f"# nullbroker vs {' and '.join(PEERS[peer] for peer in peers)}: {result['name']}",
         "",
         f"{machine['date']} on {machine['cpu_model']} ({machine['cores']} cores, "
         f"{machine['kernel']}), Python {machine['python']}, {machine['client']}, "
@@ -87,10 +102,11 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
         "",
         f"    {result['command']}",
         "",
-        "Both brokers run in processes of their own on 127.0.0.1; the load generator "
+        "The brokers run in processes of their own on 127.0.0.1; the load generator "
         "(`perf.producer_perf` / `perf.consumer_perf`, a process per step) shares the "
         f"machine's {machine['cores']} cores with them. Each number is the median of "
-        f"{settings['repeats']} run(s); the brokers take turns to go first at each step.",
+        f"{settings['repeats']} run(s); the brokers take turns to go first at each step."
+        + _versions(result),
         "",
         "## Producing",
         "",
@@ -112,17 +128,12 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
         f"{settings['partitions']} partitions from the start, "
         f"{_consumed(result):,} records of {settings['record_size']} B from each broker "
         "(the mock keeps about the last 5 MiB of each partition, so that is all it holds; "
-        "nullbroker serves the same number from offset 0).",
+        "the others serve the same number from offset 0).",
         "",
         *table(consume, CONSUME_COLUMNS),
         "",
-        "## nullbroker / mock",
-        "",
-        *[
-            f"- {RATIO_LABELS[key]}: " + ("n/a" if value is None else f"**{value:.2f}x**")
-            for key, value in result["ratios"].items()
-        ],
-        "",
+        *_java_section(result),
+        *_ratio_section(result["ratios"]),
         "## Reading the numbers",
         "",
         f"- {LIMITS}",
@@ -131,12 +142,9 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
         "10 ms ticks) over the step, per 10^9 bytes of record keys and values sent or read; "
         "peak RSS is the highest of the samples taken every "
         f"{settings['sample_interval']:g} s during the step.",
-        f"- Idle RSS after start: nullbroker {_mib(result['brokers'], 'nullbroker')}, mock "
-        f"{_mib(result['brokers'], 'mock')} (of which the Python host with confluent-kafka "
-        f"imported, before the mock exists: "
-        f"{result['brokers']['mock'].get('host_rss_kib', 0) / 1024:.1f} MiB).",
+        f"- Idle RSS after start: {_idle(result)}.",
         "- The mock stores what it is sent (about 5 MiB per partition), so its RSS grows with "
-        "topics; nullbroker stores nothing.",
+        "topics; kfake keeps every record in memory; nullbroker stores nothing.",
         "",
         *[f"![{plot}]({plot})" for plot in plots],
         "",
@@ -144,13 +152,73 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def _versions(result: Mapping[str, Any]) -> str:
+    kfake = result["brokers"].get("kfake")
+    return f" kfake is version {kfake['version']}." if kfake else ""
+
+
+def _java_section(result: Mapping[str, Any]) -> list[str]:
+    """The rows of Kafka's own perf tools, when the run had them."""
+    rows = result["summary"]
+    produce = [row for row in rows if row["phase"] == "java-produce"]
+    consume = [row for row in rows if row["phase"] == "java-consume"]
+    if not produce and not consume:
+        return []
+    settings = result["settings"]
+    records = settings.get("java_records", 0)
+    return [
+        "## Kafka's Java perf tools",
+        "",
+        f"Apache Kafka's own `kafka-producer-perf-test` ({records:,} records of "
+        f"{settings['record_size']} B a run, unthrottled, the same producer properties) and "
+        f"`kafka-consumer-perf-test` (reading {records:,} records of that topic from the "
+        "start, in a group of its own), against the brokers the Java 4 client works with "
+        "(the mock fails it: `Topic ... not present in metadata`). Their rates cover the "
+        "whole run, connecting and JIT included (the Java tools have no warm-up option); "
+        "the consumer's leave out joining its group (`fetch.nMsg.sec`). `client cores` is "
+        "the JVM's CPU over its whole process, start-up included; `client thread` does not "
+        "apply.",
+        "",
+        "### kafka-producer-perf-test",
+        "",
+        *table(produce, JAVA_PRODUCE_COLUMNS),
+        "",
+        "### kafka-consumer-perf-test",
+        "",
+        *table(consume, CONSUME_COLUMNS),
+        "",
+    ]
+
+
+def _ratio_section(by_peer: Mapping[str, Mapping[str, float | None]]) -> list[str]:
+    lines: list[str] = []
+    for peer, values in by_peer.items():
+        lines += [f"## nullbroker / {peer}", ""]
+        lines += [
+            f"- {RATIO_LABELS[key]}: " + ("n/a" if value is None else f"**{value:.2f}x**")
+            for key, value in values.items()
+        ]
+        lines.append("")
+    return lines
+
+
+def _idle(result: Mapping[str, Any]) -> str:
+    parts = []
+    for name in brokers_of(result):
+        info = result["brokers"][name]
+        part = f"{name} {info['idle_rss_kib'] / 1024:.1f} MiB"
+        if "host_rss_kib" in info:
+            part += (
+                " (of which the Python host with confluent-kafka imported, before the mock "
+                f"exists: {info['host_rss_kib'] / 1024:.1f} MiB)"
+            )
+        parts.append(part)
+    return ", ".join(parts)
+
+
 def _consumed(result: Mapping[str, Any]) -> int:
     steps = [step for step in result["steps"] if step["phase"] == "consume"]
     return steps[0]["records"] if steps else 0
-
-
-def _mib(brokers: Mapping[str, Any], name: str) -> str:
-    return f"{brokers[name]['idle_rss_kib'] / 1024:.1f} MiB"
 
 
 def client_bound(rows: Iterable[Mapping[str, Any]]) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from spark_tests.conftest import java_missing_reason
+from spark_tests.jobs.session import connector_jars
 from tests.module_command import run_module
 
 RECORDS = 8_000
@@ -60,6 +61,8 @@ def test_the_overhead_report_runs_each_job_through_kafka_and_memrows(tmp_path: P
     done = run_job(
         "overhead",
         "--start-broker",
+        "--format",
+        "pykafka",
         *SIZES,
         "--jobs",
         "generate_to_kafka",
@@ -92,3 +95,31 @@ def test_a_job_command_without_a_broker_says_what_to_give() -> None:
 
     assert done.returncode != 0
     assert "give --bootstrap HOST:PORT or --start-broker" in done.stderr
+
+
+def test_the_overhead_report_compares_sparks_connector_with_rows_built_in_the_jvm(
+    tmp_path: Path,
+) -> None:
+    if not connector_jars():
+        pytest.skip("Spark's Kafka connector is not provisioned (scripts/ensure-spark-connector)")
+    output = tmp_path / "overhead.json"
+    done = run_job(
+        "overhead", "--start-broker", *SIZES,
+        "--jobs", "source_to_noop", "streaming_read",
+        "--max-offsets-per-trigger", str(RECORDS // 4),
+        "--rounds", "1", "--no-warmup", "--output", str(output),
+    )  # fmt: skip
+
+    report = json.loads(output.read_text())
+    assert report["settings"]["kafka_format"] == "kafka"  # the default
+    runs = sorted((run["job"], run["format"], run["rows"]) for run in report["runs"])
+    assert runs == sorted(
+        (job, format, RECORDS)
+        for job in ("source_to_noop", "streaming_read")
+        for format in ("kafka", "range")
+    )
+    for job in report["jobs"]:
+        assert job["twin_format"] == "range" and job["ratio"] > 0
+        assert f"| {job['job']} [kafka] |" in done.stdout
+    # Only the connector's runs reached the broker: two reads of RECORDS each.
+    assert broker_counts(done.stderr) == (0, 2 * RECORDS)

@@ -98,24 +98,44 @@ def test_source_to_noop_reads_every_record_once(spark: SparkSession, broker: Bro
     assert sorted((r.partition, r.offset) for r in read_back.collect()) == every_position()
 
 
-def test_memrows_serves_the_rows_the_broker_serves(
-    spark: SparkSession, broker: BrokerProcess
+@pytest.mark.parametrize("twin", ["memory", "range"])
+def test_each_no_network_twin_makes_the_rows_the_broker_serves(
+    spark: SparkSession, broker: BrokerProcess, twin: str
 ) -> None:
-    """The memory twin is a fair baseline only if it makes the same rows as the broker."""
+    """A twin (memrows for pykafka, range for Spark's connector) is a fair baseline only if
+    it makes the same rows as the broker serves."""
     topic = settings(broker).topic("noop-source")
     from_kafka = Connector("pykafka", broker.bootstrap).read(spark, topic)
-    from_memory = Connector("memory", None).read(spark, topic)
+    from_twin = Connector(twin, None).read(spark, topic)
 
-    memory_rows = rows_of(from_memory)
-    assert memory_rows == rows_of(from_kafka)
-    assert memory_rows[1] == (0, 1, key_pattern(1, KEY_SIZE), value_pattern(1, SIZE), 0)
-    assert from_memory.schema == from_kafka.schema
+    twin_rows = rows_of(from_twin)
+    assert twin_rows == rows_of(from_kafka)
+    assert twin_rows[1] == (0, 1, key_pattern(1, KEY_SIZE), value_pattern(1, SIZE), 0)
+    # The same columns and types (range's are nullable where Spark's functions make them so).
+    assert [(f.name, f.dataType) for f in from_twin.schema] == [
+        (f.name, f.dataType) for f in from_kafka.schema
+    ]
 
 
-def test_source_to_noop_through_memrows_counts_every_row(spark: SparkSession) -> None:
-    result = source_to_noop.run(spark, JobSettings(RECORDS, SIZE, PARTITIONS, "memory"))
+@pytest.mark.parametrize("format", ["memory", "range"])
+def test_source_to_noop_without_a_broker_counts_every_row(spark: SparkSession, format: str) -> None:
+    result = source_to_noop.run(spark, JobSettings(RECORDS, SIZE, PARTITIONS, format))
 
     assert result.rows == RECORDS
+
+
+def test_streaming_from_range_stops_after_the_topics_micro_batches(spark: SparkSession) -> None:
+    """range's rate source never runs dry: the job stops it once the micro-batches that
+    hold the topic's every record are done, and counts only those."""
+    log = BatchLog()
+    job_settings = JobSettings(RECORDS, SIZE, PARTITIONS, "range")
+    result = streaming_read.run(spark, job_settings, max_offsets=MAX_OFFSETS, on_batch=log)
+
+    expected = RECORDS // MAX_OFFSETS
+    assert result.rows == RECORDS and result.details["micro_batches"] == expected
+    first = [position for batch in range(expected) for position in log.batches[batch]]
+    assert sorted(first) == every_position()
+    assert all(len(log.batches[batch]) == MAX_OFFSETS for batch in range(expected))
 
 
 def expected_categories() -> Counter[str]:

@@ -1,6 +1,11 @@
 """perf.compare runs end to end as its users run it (`python -m perf.compare`), on tiny
-workloads: both brokers start, count exactly what the load generators send and serve, and
-the JSON, markdown table and PNG plots come out. Asserts structure and counts, never speed.
+workloads: nullbroker, librdkafka's mock and franz-go's kfake start, count exactly what the
+load generators (perf's Python twins, and Kafka's own Java perf tools against the brokers
+the Java client works with) send and serve, and the JSON, markdown table and PNG plots come
+out. Asserts structure and counts, never speed.
+
+`make test` builds kfake (scripts/ensure-kfake) and provisions Kafka's tools; without them
+these tests are skipped with the reason.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests.kafka_tools import requires_kafka_tools
+
 REPO = Path(__file__).resolve().parent.parent
 NAME = "tiny"
 RATES = ("5000", "-1")
@@ -23,7 +30,32 @@ RECORDS_PER_TOPIC = 1_000
 RUN_TIMEOUT_S = 300
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PLOTS = ("throughput", "latency", "rss", "cpu")
-BROKERS = ("nullbroker", "mock")
+BROKERS = ("nullbroker", "mock", "kfake")
+JAVA_BROKERS = ("nullbroker", "kfake")
+JAVA_RECORDS = 3_000
+PEERS = ("mock", "kfake")
+RATIOS = {
+    "produce_unlimited_records_per_sec",
+    "produce_unlimited_broker_cpu_s_per_gb",
+    "consume_records_per_sec",
+    "consume_broker_cpu_s_per_gb",
+    "produce_peak_rss",
+    "run_peak_rss",
+}
+JAVA_RATIOS = {
+    "java_produce_records_per_sec",
+    "java_produce_broker_cpu_s_per_gb",
+    "java_consume_records_per_sec",
+    "java_consume_broker_cpu_s_per_gb",
+}
+KFAKE_BUILT = list((REPO / ".cache" / "kfake").glob("*/kfake-host"))
+
+pytestmark = [
+    requires_kafka_tools,
+    pytest.mark.skipif(
+        not KFAKE_BUILT, reason="kfake is not built; scripts/ensure-kfake (make test) builds it"
+    ),
+]
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +70,7 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[
         "--repeats", "1",
         "--consume-topics", str(CONSUME_TOPICS),
         "--consume-records-per-topic", str(RECORDS_PER_TOPIC),
+        "--java-records", str(JAVA_RECORDS),
         "--results-dir", str(results),
     ]  # fmt: skip
     run = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
@@ -60,6 +93,8 @@ def test_the_json_records_settings_machine_steps_samples_and_medians(
     for key in ("cpu_model", "cores", "kernel", "python", "client", "date", "nullbroker_commit"):
         assert result["machine"][key], key
     assert "librdkafka" in result["machine"]["client"]
+    assert result["settings"]["brokers"] == list(BROKERS)
+    assert result["brokers"]["kfake"]["version"].startswith("v")
     for broker in BROKERS:
         assert result["brokers"][broker]["exit_code"] == 0
         assert (
@@ -73,6 +108,9 @@ def test_the_json_records_settings_machine_steps_samples_and_medians(
         assert len(steps_of(result, "produce", broker)) == len(RATES)
         assert len(steps_of(result, "fill", broker)) == CONSUME_TOPICS
         assert len(steps_of(result, "consume", broker)) == 1
+        java = 1 if broker in JAVA_BROKERS else 0
+        assert len(steps_of(result, "java-produce", broker)) == java
+        assert len(steps_of(result, "java-consume", broker)) == java
     for step in result["steps"]:
         assert step["count_ok"], step
         assert step["broker_cpu_s"] >= 0 and step["wall_s"] > 0
@@ -83,20 +121,17 @@ def test_the_json_records_settings_machine_steps_samples_and_medians(
     assert set(rows) == {
         *(("produce", broker, float(rate)) for broker in BROKERS for rate in RATES),
         *(("consume", broker, None) for broker in BROKERS),
+        *(("java-produce", broker, -1) for broker in JAVA_BROKERS),
+        *(("java-consume", broker, None) for broker in JAVA_BROKERS),
     }
     for row in rows.values():
         assert row["repeats"] == 1 and row["records_per_sec"] > 0
-    assert set(result["ratios"]) == {
-        "produce_unlimited_records_per_sec",
-        "produce_unlimited_broker_cpu_s_per_gb",
-        "consume_records_per_sec",
-        "consume_broker_cpu_s_per_gb",
-        "produce_peak_rss",
-        "run_peak_rss",
-    }
+    assert set(result["ratios"]) == set(PEERS)
+    assert set(result["ratios"]["mock"]) == RATIOS
+    assert set(result["ratios"]["kfake"]) == RATIOS | JAVA_RATIOS
 
 
-def test_both_brokers_count_every_record_sent(
+def test_every_broker_counts_every_record_sent(
     compared: tuple[Path, str, dict[str, Any]],
 ) -> None:
     _, _, result = compared
@@ -112,7 +147,28 @@ def test_both_brokers_count_every_record_sent(
     assert summary["compare-produce"]["records"] == RECORDS * len(RATES)
     for index in range(CONSUME_TOPICS):
         assert summary[f"compare-consume-{index}"]["records"] == RECORDS_PER_TOPIC
+    assert summary["compare-java"]["records"] == JAVA_RECORDS
     assert result["checks"]["nullbroker"]["produced_ok"]
+
+
+def test_kafkas_java_perf_tools_are_counted_exactly_on_nullbroker_and_kfake(
+    compared: tuple[Path, str, dict[str, Any]],
+) -> None:
+    _, _, result = compared
+    for broker in JAVA_BROKERS:
+        (produced,) = steps_of(result, "java-produce", broker)
+        assert produced["client"]["tool"] == "kafka-producer-perf-test"
+        # Its final line, and the growth of the topic's log-end offsets over the step.
+        assert produced["client"]["records"] == produced["broker_counted"] == JAVA_RECORDS
+        assert produced["client_command"].startswith(
+            "scripts/kafka-bin/kafka-producer-perf-test --topic compare-java"
+        )
+        (consumed,) = steps_of(result, "java-consume", broker)
+        assert consumed["client"]["tool"] == "kafka-consumer-perf-test"
+        assert consumed["client"]["records"] == JAVA_RECORDS == consumed["broker_counted"]
+        assert not consumed["client"]["timed_out"]
+        assert consumed["figures"]["client_thread_cores"] is None
+        assert consumed["figures"]["client_cores"] > 0
 
 
 def test_consumers_read_back_what_the_mock_stored_and_nullbroker_served(
@@ -124,11 +180,13 @@ def test_consumers_read_back_what_the_mock_stored_and_nullbroker_served(
     assert mock["broker_counted"] == stored  # the mock still holds every record filled
     assert mock["client"]["records"] == stored
     assert not mock["client"]["timed_out"]
+    (kfake,) = steps_of(result, "consume", "kfake")
+    assert kfake["broker_counted"] == kfake["client"]["records"] == stored  # it keeps all
     (ours,) = steps_of(result, "consume", "nullbroker")
     assert ours["client"]["records"] == stored
     checks = result["checks"]["nullbroker"]
-    assert checks["consumer_read"] == stored
-    assert checks["fetched_ok"] and checks["fetched_records"] >= stored
+    assert checks["consumer_read"] == stored + JAVA_RECORDS
+    assert checks["fetched_ok"] and checks["fetched_records"] >= stored + JAVA_RECORDS
 
 
 def test_the_markdown_table_has_a_row_per_broker_and_rate(
@@ -141,6 +199,10 @@ def test_the_markdown_table_has_a_row_per_broker_and_rate(
         for rate in ("5,000", "unlimited"):
             assert f"| {broker} | {rate} | " in page
     assert "## Consuming" in page and "## nullbroker / mock" in page
+    assert "## nullbroker / kfake" in page and "## Kafka's Java perf tools" in page
+    for broker in JAVA_BROKERS:
+        assert f"| {broker} | " in page.split("### kafka-producer-perf-test")[1]
+    assert "| mock | " not in page.split("## Kafka's Java perf tools")[1]
     for kind in PLOTS:
         assert f"]({NAME}-{kind}.png)" in page
 
@@ -158,7 +220,9 @@ def test_the_plots_are_png_images(compared: tuple[Path, str, dict[str, Any]]) ->
 def test_it_prints_the_ratios_and_what_it_wrote(compared: tuple[Path, str, dict[str, Any]]) -> None:
     results, stdout, _ = compared
     lines = stdout.splitlines()
-    assert sum(line.startswith("nullbroker/mock ") for line in lines) == 6
+    assert sum(line.startswith("nullbroker/mock ") for line in lines) == len(RATIOS)
+    kfake = len(RATIOS | JAVA_RATIOS)
+    assert sum(line.startswith("nullbroker/kfake ") for line in lines) == kfake
     assert any(line.startswith("client-bound rows: ") for line in lines)
     assert f"wrote {results / (NAME + '.md')}" in lines
 

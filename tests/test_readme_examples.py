@@ -67,7 +67,7 @@ DURATION_FLAG = re.compile(r"(--minutes[ =])(\d+(?:\.\d+)?)")
 SERVE_ARGS = re.compile(r"make serve ARGS=(\"[^\"]*\"|'[^']*')")
 SLOW = (
     (re.compile(r"-m spark_tests\.jobs\.\w+"), "starts Spark: tens of seconds a job"),
-    (re.compile(r"-m perf\.compare\b(?!.*--records-per-step)"), "the full comparison: ~6 min"),
+    (re.compile(r"-m perf\.compare\b(?!.*--records-per-step)"), "the full comparison: ~7 min"),
     (re.compile(r"-m perf\.codec_bench\b(?!.*--api)"), "the whole frame set: ~1 min"),
 )
 PRODUCER = re.compile(r"-m perf\.producer_perf\b|kafka-producer-perf-test\b")

@@ -1,7 +1,7 @@
 """The command line every job shares: sizes, connector, broker, runs, output.
 
     python -m spark_tests.jobs.<job> --bootstrap HOST:PORT --records N --record-size S \\
-        --partitions P [--format pykafka|kafka|memory] [--start-broker] [--runs K] [--json]
+        --partitions P [--format pykafka|kafka|memory|range] [--start-broker] [--runs K] [--json]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from . import cpu
 from .broker import broker_counts, started_broker
 from .result import JobResult, median_rows_per_s
 from .session import build_session, jvm_kafka_missing_reason
-from .settings import FORMATS, JobSettings
+from .settings import FORMATS, NO_NETWORK, JobSettings
 
 WARMUP_RECORDS = 100_000
 
@@ -72,8 +72,10 @@ def main(job: JobCommand, argv: Sequence[str] | None = None) -> int:
 
 def settings_of(args: argparse.Namespace, format: str) -> JobSettings:
     """The sizes and client settings given on the command line, through `format`."""
-    if args.bootstrap is None and not args.start_broker and format != "memory":
-        raise SystemExit("give --bootstrap HOST:PORT or --start-broker (or --format memory)")
+    if args.bootstrap is None and not args.start_broker and format not in NO_NETWORK:
+        raise SystemExit(
+            "give --bootstrap HOST:PORT or --start-broker (or --format memory or range)"
+        )
     try:
         return JobSettings(
             records=args.records,
@@ -174,7 +176,8 @@ def _parser(job: JobCommand) -> argparse.ArgumentParser:
         "--format",
         choices=FORMATS,
         default="pykafka",
-        help="pykafka, kafka (Spark's JVM connector) or memory (memrows)",
+        help="pykafka, kafka (Spark's JVM connector), memory (memrows: pykafka's no-network "
+        "twin) or range (Spark's connector's: rows built in the JVM)",
     )
     parser.add_argument("--runs", type=positive_int, default=1, help="run the job this many times")
     parser.add_argument(

@@ -1,5 +1,6 @@
 """Where a job reads and writes rows: Kafka through pykafka or Spark's JVM connector (the same
-options), or memrows, the same rows from and to memory."""
+options), or their no-network twins: memrows, the same rows from and to memory through a
+Python data source, and range, the same rows built in the JVM."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import TypeVar
 from pyspark.sql import DataFrame, DataFrameReader, DataFrameWriter, SparkSession
 from pyspark.sql.streaming import DataStreamReader
 
+from . import range_source
 from .memory_source import NAME as MEMROWS
 from .settings import JobSettings, TopicShape
 
@@ -27,9 +29,14 @@ class Connector:
 
     @classmethod
     def for_settings(cls, settings: JobSettings) -> Connector:
-        if settings.format != "memory" and not settings.bootstrap:
+        if settings.networked and not settings.bootstrap:
             raise ValueError(f"format {settings.format!r} needs a bootstrap server")
         return cls(settings.format, settings.bootstrap, settings.kafka_options)
+
+    @property
+    def endless(self) -> bool:
+        """Whether a stream from it runs on past the topic's end (range's rate source)."""
+        return self.format == "range"
 
     @property
     def spark_format(self) -> str:
@@ -38,6 +45,8 @@ class Connector:
     def read(self, spark: SparkSession, topic: TopicShape) -> DataFrame:
         """Offsets [earliest, records) of each partition: exactly the rows `topic` names,
         even from a topic that holds more."""
+        if self.format == "range":
+            return range_source.read(spark, topic)
         reader = spark.read.format(self.spark_format)
         if self.format == "memory":
             return _memory_options(reader, topic).load()
@@ -51,7 +60,10 @@ class Connector:
         )
 
     def read_stream(self, spark: SparkSession, topic: TopicShape, max_offsets: int) -> DataFrame:
-        """Micro-batches of at most `max_offsets` rows from the start of every partition."""
+        """Micro-batches of at most `max_offsets` rows from the start of every partition
+        (range: of exactly `max_offsets` rows, without end)."""
+        if self.format == "range":
+            return range_source.read_stream(spark, topic, max_offsets)
         reader = spark.readStream.format(self.spark_format).option(
             "maxOffsetsPerTrigger", str(max_offsets)
         )
@@ -66,7 +78,10 @@ class Connector:
 
     def write(self, frame: DataFrame, topic: str, report: Path | None = None) -> None:
         """Append `frame` (key, value and optionally partition columns) to `topic`; memrows
-        writes its counts to `report`."""
+        writes its counts to `report`; range writes to noop."""
+        if self.format == "range":
+            range_source.write(frame)
+            return
         writer = frame.write.format(self.spark_format).mode("append").option("topic", topic)
         if self.format == "memory":
             if report is not None:

@@ -48,7 +48,7 @@ def run(spark: SparkSession, settings: JobSettings, topic: str = TOPIC) -> JobRe
     job; memrows reports what it received, and that is the row count returned."""
     register_formats(spark)
     connector = Connector.for_settings(settings)
-    if settings.bootstrap and settings.format != "memory":
+    if settings.bootstrap and settings.networked:
         ensure_topic(settings.bootstrap, topic, settings.partitions)
     with tempfile.TemporaryDirectory(prefix="memrows-") as scratch:
         report = Path(scratch) / "report.json"

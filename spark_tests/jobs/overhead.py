@@ -1,10 +1,12 @@
 """The protocol overhead of each baseline job, measured side by side in one SparkSession:
 each job's rows/s through Kafka divided by the same job with its Kafka source or sink
-replaced by memrows (the same rows and the same planning, no client, no socket, no broker).
-Rounds alternate which connector runs first, so the JVM's warming and the machine's other
-load fall on both; the ratio reported is the median of each round's ratio.
+replaced by that connector's no-network twin (the same rows, no client, no socket, no
+broker): for Spark's connector (--format kafka), `range`, the rows built in the JVM, with
+writes to noop; for pykafka, memrows, the same planning and Arrow batches from memory.
+Rounds alternate which runs first, so the JVM's warming and the machine's other load fall on
+both; the ratio reported is the median of each round's ratio.
 
-    python -m spark_tests.jobs.overhead --start-broker \\
+    python -m spark_tests.jobs.overhead --start-broker --format kafka \\
         --records 1000000 --record-size 1024 --partitions 4 --rounds 5 --output overhead.json
 """
 
@@ -21,39 +23,39 @@ from typing import Any
 
 from . import cli, generate_to_kafka, pipeline, source_to_noop, streaming_read
 from .result import JobResult, median_rows_per_s
+from .settings import TWINS
 
 JOBS = {
     job.NAME: job.COMMAND for job in (generate_to_kafka, source_to_noop, pipeline, streaming_read)
 }
-KAFKA_FORMATS = ("pykafka", "kafka")
-MEMORY = "memory"
 
 
 @dataclass(frozen=True)
 class Overhead:
-    """One job's runs through Kafka and through memrows, round by round."""
+    """One job's runs through Kafka and through its no-network twin, round by round."""
 
     job: str
     kafka: list[JobResult]
-    memory: list[JobResult]
+    twin: list[JobResult]
 
     def ratios(self) -> list[float]:
         return [
-            k.rows_per_s / m.rows_per_s
-            for k, m in zip(self.kafka, self.memory, strict=True)
-            if m.rows_per_s
+            k.rows_per_s / t.rows_per_s
+            for k, t in zip(self.kafka, self.twin, strict=True)
+            if t.rows_per_s
         ]
 
     def summary(self) -> dict[str, Any]:
         return {
             "job": self.job,
             "kafka_format": self.kafka[0].format,
+            "twin_format": self.twin[0].format,
             "kafka_rows_per_s": round(median_rows_per_s(self.kafka), 1),
-            "memory_rows_per_s": round(median_rows_per_s(self.memory), 1),
+            "twin_rows_per_s": round(median_rows_per_s(self.twin), 1),
             "ratio": round(statistics.median(self.ratios()), 3),
             "ratios": [round(ratio, 3) for ratio in self.ratios()],
             "kafka_cpu_s": _median_cpu(self.kafka),
-            "memory_cpu_s": _median_cpu(self.memory),
+            "twin_cpu_s": _median_cpu(self.twin),
         }
 
 
@@ -64,9 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     kafka_settings = cli.settings_of(args, args.format)
     flags = [flag for job in jobs for flag in job.broker_flags(kafka_settings)]
     with cli.job_environment(args, flags) as (spark, bootstrap):
+        twin = TWINS[args.format]
         by_format = {
             args.format: replace(kafka_settings, bootstrap=bootstrap),
-            MEMORY: cli.settings_of(args, MEMORY),
+            twin: cli.settings_of(args, twin),
         }
         if args.warmup:
             for job in jobs:
@@ -81,7 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     runs.setdefault((job.name, format), []).append(result)
                     print(f"round {round_number + 1}: {result.line()}", flush=True)
     overheads = [
-        Overhead(job.name, runs[job.name, args.format], runs[job.name, MEMORY]) for job in jobs
+        Overhead(job.name, runs[job.name, args.format], runs[job.name, TWINS[args.format]])
+        for job in jobs
     ]
     print(markdown_table(overheads))
     if args.output:
@@ -93,8 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def markdown_table(overheads: Sequence[Overhead]) -> str:
     """rows/s through each connector, the ratio, and the CPU seconds by role of a run."""
     lines = [
-        "| job | Kafka rows/s | memrows rows/s | ratio (median; each round) | "
-        "CPU s, Kafka run | CPU s, memrows run |",
+        "| job | Kafka rows/s | no-network twin rows/s | ratio (median; each round) | "
+        "CPU s, Kafka run | CPU s, twin run |",
         "|---|---:|---:|---|---|---|",
     ]
     for overhead in overheads:
@@ -102,8 +106,9 @@ def markdown_table(overheads: Sequence[Overhead]) -> str:
         each = ", ".join(f"{ratio:.2f}" for ratio in row["ratios"])
         lines.append(
             f"| {row['job']} [{row['kafka_format']}] | {row['kafka_rows_per_s']:,.0f} | "
-            f"{row['memory_rows_per_s']:,.0f} | **{row['ratio']:.2f}** ({each}) | "
-            f"{_cpu_text(row['kafka_cpu_s'])} | {_cpu_text(row['memory_cpu_s'])} |"
+            f"{row['twin_rows_per_s']:,.0f} [{row['twin_format']}] | "
+            f"**{row['ratio']:.2f}** ({each}) | "
+            f"{_cpu_text(row['kafka_cpu_s'])} | {_cpu_text(row['twin_cpu_s'])} |"
         )
     return "\n".join(lines)
 
@@ -116,12 +121,13 @@ def report(args: argparse.Namespace, overheads: Sequence[Overhead]) -> dict[str,
             "partitions": args.partitions,
             "rounds": args.rounds,
             "kafka_format": args.format,
+            "twin_format": TWINS[args.format],
         },
         "jobs": [overhead.summary() for overhead in overheads],
         "runs": [
             json.loads(result.as_json())
             for overhead in overheads
-            for result in (*overhead.kafka, *overhead.memory)
+            for result in (*overhead.kafka, *overhead.twin)
         ],
     }
 
@@ -149,9 +155,10 @@ def _parser() -> argparse.ArgumentParser:
     cli.add_shared_arguments(parser)
     parser.add_argument(
         "--format",
-        choices=KAFKA_FORMATS,
-        default="pykafka",
-        help="the Kafka connector compared with memrows: pykafka or kafka (Spark's JVM one)",
+        choices=list(TWINS),
+        default="kafka",
+        help="the Kafka connector measured: kafka (Spark's own, the default; against range, "
+        "rows built in the JVM) or pykafka (against memrows)",
     )
     parser.add_argument(
         "--jobs",

@@ -66,7 +66,7 @@ def run(
     (one partition); details hold how many aggregate records were written."""
     register_formats(spark)
     shape = settings.topic(topic)
-    if settings.bootstrap and settings.format != "memory":
+    if settings.bootstrap and settings.networked:
         check_source(settings.bootstrap, shape)
         ensure_topic(settings.bootstrap, output_topic, 1)
     connector = Connector.for_settings(settings)

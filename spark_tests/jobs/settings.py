@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FORMATS = ("pykafka", "kafka", "memory")
+FORMATS = ("pykafka", "kafka", "memory", "range")
+TWINS = {"pykafka": "memory", "kafka": "range"}
+"""Each Kafka format's no-network twin, for the protocol-overhead ratio: memrows plans and
+hands Spark Arrow batches as pykafka does, range builds the rows in the JVM as Spark's
+connector does."""
+NO_NETWORK = frozenset(TWINS.values())
 # Keys of the rows the jobs read and write: the decimal index, zero-padded, as nullbroker's
 # source topics make them with key-size=8.
 KEY_SIZE = 8
@@ -51,6 +56,11 @@ class JobSettings:
             raise ValueError(
                 f"records ({self.records}) must split evenly over {self.partitions} partitions"
             )
+
+    @property
+    def networked(self) -> bool:
+        """Whether the rows go through a broker (pykafka, kafka) or not (memory, range)."""
+        return self.format not in NO_NETWORK
 
     @property
     def per_partition(self) -> int:

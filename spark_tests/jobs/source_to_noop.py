@@ -31,7 +31,7 @@ def run(spark: SparkSession, settings: JobSettings, topic: str = TOPIC) -> JobRe
     (an observed count), not the number asked for."""
     register_formats(spark)
     shape = settings.topic(topic)
-    if settings.bootstrap and settings.format != "memory":
+    if settings.bootstrap and settings.networked:
         check_source(settings.bootstrap, shape)
     rows = Observation(NAME)
     started = time.perf_counter()

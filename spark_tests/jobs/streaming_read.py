@@ -35,6 +35,7 @@ DEFAULT_BATCHES = 10
 QUERY_TIMEOUT_S = 1800.0
 # Spark keeps this many progress reports per query (spark.sql.streaming.numRecentProgressUpdates).
 PROGRESS_KEPT = 100
+AWAIT_POLL_S = 0.02
 
 OnBatch = Callable[[DataFrame, int], None]
 
@@ -52,7 +53,7 @@ def run(
     micro-batches' input rows as Spark reports them."""
     register_formats(spark)
     shape = settings.topic(topic)
-    if settings.bootstrap and settings.format != "memory":
+    if settings.bootstrap and settings.networked:
         check_source(settings.bootstrap, shape)
     limit = max_offsets or max(settings.records // DEFAULT_BATCHES, 1)
     expected_batches = -(-settings.records // limit)
@@ -61,25 +62,49 @@ def run(
             f"{expected_batches} micro-batches: Spark reports only the last {PROGRESS_KEPT}; "
             "raise max_offsets"
         )
-    frame = Connector.for_settings(settings).read_stream(spark, shape, limit)
+    connector = Connector.for_settings(settings)
+    frame = connector.read_stream(spark, shape, limit)
     with tempfile.TemporaryDirectory(prefix="streaming-read-") as checkpoint:
         started = time.perf_counter()
-        query = _start(frame, Path(checkpoint), on_batch)
+        query = _start(frame, Path(checkpoint), on_batch, connector.endless)
         try:
-            if not query.awaitTermination(timeout_s):
+            if connector.endless:
+                _await_batches(query, expected_batches, timeout_s)
+            elif not query.awaitTermination(timeout_s):
                 raise TimeoutError(f"{NAME}: the query did not finish within {timeout_s} s")
         finally:
             query.stop()
         seconds = time.perf_counter() - started
-        batches = _batches(query)
+        batches = _batches(query)[:expected_batches]
     rows = sum(batch["rows"] for batch in batches)
     return JobResult.of(NAME, settings, rows, seconds, _latency(batches, limit))
 
 
-def _start(frame: DataFrame, checkpoint: Path, on_batch: OnBatch | None) -> StreamingQuery:
+def _start(
+    frame: DataFrame, checkpoint: Path, on_batch: OnBatch | None, endless: bool
+) -> StreamingQuery:
+    """availableNow: every record there when the query starts, then stop. A source without
+    end (range's rate-micro-batch, which availableNow gives a single batch) runs batch after
+    batch at once instead, until _await_batches stops it."""
     writer = frame.writeStream.option("checkpointLocation", str(checkpoint))
     writer = writer.foreachBatch(on_batch) if on_batch else writer.format("noop")
+    if endless:
+        return writer.trigger(processingTime="0 seconds").start()
     return writer.trigger(availableNow=True).start()
+
+
+def _await_batches(query: StreamingQuery, count: int, timeout_s: float) -> None:
+    """Until `count` micro-batches have finished (a batch reports its progress when done)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        progress = query.lastProgress
+        if progress is not None and progress["batchId"] >= count - 1:
+            return
+        if query.exception() is not None or not query.isActive:
+            raise RuntimeError(f"{NAME}: the query stopped early: {query.exception()}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{NAME}: {count} micro-batches took over {timeout_s} s")
+        time.sleep(AWAIT_POLL_S)
 
 
 def _batches(query: StreamingQuery) -> list[dict[str, int]]:
