@@ -126,9 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="NAME:OPTIONS",
         help="declare a synthetic source topic (repeatable): NAME:partitions=P,records=N,"
-        "size=S[,key-size=K][,rate=R][,compression=none|gzip|snappy|lz4|zstd][,headers=H]. "
+        "size=S[,key-size=K][,rate=R][,compression=none|gzip|snappy|lz4|zstd][,headers=H]"
+        "[,payload-file=PATH[,payload-delimiter=D]]. "
         "records=N per partition exist from the start; rate=R grows each partition by R "
-        "records/s from the broker's start (capped by records when both are given)",
+        "records/s from the broker's start (capped by records when both are given); "
+        "payload-file: values are the file's lines (or D-separated records), cycled by offset",
     )
     serve.add_argument(
         "--produced-record-size",

@@ -11,7 +11,15 @@ headers and timestamp follow from its offset, so a consumer can check what it re
 - its timestamp is `start_ms + floor(batch_base * 1000 / rate) + floor(i * 1000 / rate)`
   (1 ms per record without a rate), so timestamps rise with offsets.
 
-Every batch of one shape is the same template re-based: see codec.batch_template.
+With `payload-file=PATH` the values are instead the file's records (its lines, or what
+`payload-delimiter` separates), cycled, as kafka-producer-perf-test's --payload-file takes
+them: the record at offset `o` has value `payloads[o % n]` of the file's `n`, batches holding
+as many records as fit 16 KiB at the payloads' mean size. The pool of distinct batches that
+makes is kept to PAYLOAD_POOL_BATCHES: past it, values follow batch number modulo the pool
+(`payloads[((o // batch_records) % pool * batch_records + i) % n]`), so batches repeat.
+
+Every batch of one shape and pool slot is the same template re-based: see
+codec.batch_template.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 
 from codec.batch_template import COMPRESSION_CODES, BatchTemplate, TemplateRecord, build_template
 
@@ -30,6 +39,8 @@ TARGET_BATCH_BYTES = 16 * 1024
 MAX_BATCH_RECORDS = 1000
 NOMINAL_RATE = 1000.0  # records/s for timestamps of a topic that has no rate
 _ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+PAYLOAD_POOL_BATCHES = 256
+"""Distinct batches a payload file's topic keeps at most: about 4 MiB of 16 KiB templates."""
 
 
 class SourceSpecError(ValueError):
@@ -48,6 +59,8 @@ class SourceSpec:
     rate: float | None = None
     compression: str = "none"
     headers: int = 0
+    payload_file: str | None = None
+    payload_delimiter: str = "\\n"
 
     def __post_init__(self) -> None:
         from .topics import invalid_name_reason
@@ -69,10 +82,19 @@ class SourceSpec:
         if self.compression not in COMPRESSION_CODES:
             known = ", ".join(COMPRESSION_CODES)
             raise SourceSpecError(f"{where}: compression must be one of {known}")
+        if self.payload_file is not None:
+            self.payloads()  # a missing, unreadable or empty file stops the broker at start
+
+    def payloads(self) -> tuple[bytes, ...]:
+        """The payload file's records, or () without one."""
+        if self.payload_file is None:
+            return ()
+        return load_payloads(self.name, self.payload_file, self.payload_delimiter)
 
     @classmethod
     def parse(cls, text: str) -> SourceSpec:
-        """`NAME:partitions=P,records=N,size=S[,key-size=K][,rate=R][,compression=C][,headers=H]`."""
+        """`NAME:partitions=P,records=N,size=S[,key-size=K][,rate=R][,compression=C][,headers=H]
+        [,payload-file=PATH][,payload-delimiter=D]`."""
         name, _, options = text.partition(":")
         if not name:
             raise SourceSpecError(f"source {text!r}: expected NAME:option=value,...")
@@ -95,6 +117,8 @@ class SourceSpec:
             "rate": float,
             "compression": str,
             "headers": int,
+            "payload_file": str,
+            "payload_delimiter": str,
         }
         settings: dict[str, object] = {}
         for raw_key, value in values.items():
@@ -113,6 +137,24 @@ class SourceSpec:
                     f"source {name!r}: {raw_key}={value!r} is not valid"
                 ) from None
         return cls(name=name, **settings)  # type: ignore[arg-type]
+
+
+def load_payloads(source: str, path: str, delimiter: str) -> tuple[bytes, ...]:
+    """The records of a payload file: split at `delimiter` (`\\n` and `\\t` written as such
+    in a --source flag are a newline and a tab), empty ones dropped, as
+    kafka-producer-perf-test reads its --payload-file."""
+    separator = delimiter.replace("\\n", "\n").replace("\\t", "\t").encode()
+    where = f"source {source!r}: payload-file {path!r}"
+    if not separator:
+        raise SourceSpecError(f"source {source!r}: payload-delimiter must not be empty")
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise SourceSpecError(f"{where}: {error.strerror}") from None
+    payloads = tuple(part for part in data.split(separator) if part)
+    if not payloads:
+        raise SourceSpecError(f"{where}: holds no records")
+    return payloads
 
 
 def value_pattern(index: int, size: int) -> bytes:
@@ -139,12 +181,25 @@ class RecordShape:
     compression: str = "none"
     rate: float | None = None
     compress: Callable[[bytes], bytes] | None = None
+    payloads: tuple[bytes, ...] = ()
+    """The values of a payload file's topic, cycled by offset; () for value_pattern's."""
     batch_records: int = field(init=False)
-    _templates: dict[int, BatchTemplate] = field(init=False, default_factory=dict)
+    pool: int = field(init=False)
+    """Distinct batch contents: 1 for value_pattern's, up to PAYLOAD_POOL_BATCHES."""
+    _templates: dict[tuple[int, int], BatchTemplate] = field(init=False, default_factory=dict)
+    _template_limit: int = field(init=False)
 
     def __post_init__(self) -> None:
-        record_bytes = self.size + self.key_size + 8 * self.headers + 16
+        value_bytes = self.size
+        if self.payloads:
+            value_bytes = sum(map(len, self.payloads)) // len(self.payloads)
+        record_bytes = value_bytes + self.key_size + 8 * self.headers + 16
         self.batch_records = max(1, min(MAX_BATCH_RECORDS, TARGET_BATCH_BYTES // record_bytes))
+        count = len(self.payloads)
+        cycle = count // math.gcd(count, self.batch_records) if count else 1
+        self.pool = min(cycle, PAYLOAD_POOL_BATCHES)
+        # Every whole batch of the pool, and every cut length of one slot.
+        self._template_limit = self.pool + self.batch_records
 
     def _ms_for(self, records: int) -> int:
         """floor(records * 1000 / rate): dividing last keeps whole-number rates exact, where
@@ -172,22 +227,36 @@ class RecordShape:
         """The base offset of the batch holding `offset`."""
         return offset - offset % self.batch_records
 
-    def template(self, count: int) -> BatchTemplate:
-        """The template of a batch of the first `count` records of the layout."""
-        template = self._templates.get(count)
+    def template(self, count: int, slot: int = 0) -> BatchTemplate:
+        """The template of a batch of the first `count` records of the layout, in pool
+        slot `slot` (the batch number modulo the pool)."""
+        template = self._templates.get((slot, count))
         if template is None:
-            template = self._templates[count] = build_template(
-                [self._record(index) for index in range(count)],
+            if count < self.batch_records and len(self._templates) >= self._template_limit:
+                # Batches cut by a growing log end come in every length: with a pool of
+                # slots, keeping them all would take pool x batch_records templates.
+                whole = self.batch_records
+                self._templates = {
+                    key: kept for key, kept in self._templates.items() if key[1] == whole
+                }
+            template = self._templates[slot, count] = build_template(
+                [self._record(index, slot) for index in range(count)],
                 self.compression,
                 self.compress,
             )
         return template
 
-    def _record(self, index: int) -> TemplateRecord:
+    def value(self, index: int, slot: int = 0) -> bytes:
+        """The value of record `index` of a batch in pool slot `slot`."""
+        if not self.payloads:
+            return value_pattern(index, self.size)
+        return self.payloads[(slot * self.batch_records + index) % len(self.payloads)]
+
+    def _record(self, index: int, slot: int) -> TemplateRecord:
         label = str(index).encode()
         return TemplateRecord(
             key=key_pattern(index, self.key_size),
-            value=value_pattern(index, self.size),
+            value=self.value(index, slot),
             headers=tuple((f"h{h}", label) for h in range(self.headers)),
             timestamp_delta_ms=self._ms_for(index),
         )
@@ -196,7 +265,8 @@ class RecordShape:
         """The batch starting at aligned offset `base`, cut at log end `end`: its header and
         its records, to be sent one after the other (see BatchTemplate.render_parts)."""
         count = min(self.batch_records, end - base)
-        return self.template(count).render_parts(base, self.timestamp_ms(start_ms, base))
+        slot = base // self.batch_records % self.pool
+        return self.template(count, slot).render_parts(base, self.timestamp_ms(start_ms, base))
 
 
 @cache

@@ -153,6 +153,7 @@ class TopicRegistry:
                 compression=source.compression,
                 rate=source.rate,
                 compress=compressor(source.compression),
+                payloads=source.payloads(),
             )
         topic = Topic(
             name,

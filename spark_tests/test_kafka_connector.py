@@ -15,6 +15,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
 
 from nullbroker.source import RecordShape, key_pattern, value_pattern
 from spark_tests.conftest import (
@@ -290,3 +291,31 @@ def test_a_fixed_group_id_reads_exactly_and_commits_nothing(
     (future,) = admin.list_consumer_group_offsets(request, request_timeout=ADMIN_TIMEOUT_S).values()
     (committed,) = future.result().topic_partitions
     assert committed.offset < 0  # OFFSET_INVALID: nothing committed
+
+
+def test_json_from_a_payload_file_topic_parses_with_from_json_and_never_null(
+    spark: SparkSession, start_module_broker: StartBroker, tmp_path: Path
+) -> None:
+    """A pipeline's first step, parsing, sees real JSON: every value of a payload-file topic
+    parses, and each is the file's line for its offset."""
+    lines = [
+        json.dumps({"user": f"u{n % 5}", "amount": n, "tag": "t" * (n % 30)}) for n in range(41)
+    ]
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    records = 3_000
+    broker = start_module_broker(
+        "--source", f"json-events:partitions=2,records={records},payload-file={path}"
+    )  # fmt: skip
+    parsed = read(spark, broker, subscribe="json-events").select(
+        "offset",
+        F.from_json(F.col("value").cast("string"), "user string, amount int, tag string").alias(
+            "event"
+        ),
+    )
+
+    rows = parsed.collect()
+    assert len(rows) == 2 * records
+    for row in rows:
+        expected = json.loads(lines[row.offset % len(lines)])
+        assert row.event is not None and row.event.asDict() == expected

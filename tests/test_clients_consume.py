@@ -8,6 +8,7 @@ consumers read.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ import warnings
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from confluent_kafka import (
@@ -204,6 +206,35 @@ def test_compressed_source_topics_are_decompressed_by_the_consumer(
         served = summary["fetched"]["topics"][f"{codec}-topic"]
         assert served["records"] == records
         assert served["bytes"] < records * size / 2, codec
+
+
+def test_a_payload_file_topic_serves_the_files_records_by_offset_as_json_a_client_parses(
+    start_broker: StartBroker, tmp_path: Path
+) -> None:
+    # 97 records (prime) of about 1 KiB: batches of 15 run through the file 15 times over.
+    payloads = [
+        json.dumps({"id": n, "user": f"u{n % 7}", "note": "x" * (900 + n)}).encode()
+        for n in range(97)
+    ]
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"\n".join(payloads) + b"\n")
+    records = 2_000
+    broker = start_broker(
+        "--source", f"events:partitions=2,records={records},key-size=4,payload-file={path}"
+    )  # fmt: skip
+    reader = consumer(broker)
+    reader.assign([TopicPartition("events", p, OFFSET_BEGINNING) for p in range(2)])
+    try:
+        consumed = consume_to_end(reader, [("events", 0), ("events", 1)])
+    finally:
+        reader.close()
+
+    for partition in range(2):
+        assert_each_offset_once(consumed, "events", partition, records)
+    for message in consumed.messages:
+        assert message.value() == payloads[message.offset() % len(payloads)]
+        assert json.loads(message.value())["id"] == message.offset() % len(payloads)
+    assert broker.stop()["fetched"]["topics"]["events"]["records"] == 2 * records
 
 
 def test_kafka_python_reads_exactly_the_offset_range_it_seeks_to(

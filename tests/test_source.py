@@ -19,6 +19,7 @@ from nullbroker.broker import Broker
 from nullbroker.config import Config, ConfigError, load
 from nullbroker.source import (
     MAX_BATCH_RECORDS,
+    PAYLOAD_POOL_BATCHES,
     RecordShape,
     SourceSpec,
     SourceSpecError,
@@ -339,3 +340,96 @@ def test_a_bounded_source_holds_its_records_from_the_start_in_every_partition() 
     assert [(p.log_start_offset, p.log_end_offset) for p in topic.partitions] == [(0, 42)] * 3
     topic.advance(topic.created_ms + 10**9)
     assert [p.log_end_offset for p in topic.partitions] == [42] * 3
+
+
+# Payload files: values a pipeline can parse, cycled by offset
+
+
+def payload_file(tmp_path: Path, payloads: list[bytes], delimiter: bytes = b"\n") -> str:
+    path = tmp_path / "payloads.txt"
+    path.write_bytes(delimiter.join(payloads) + delimiter)
+    return str(path)
+
+
+def test_a_payload_file_and_its_delimiter_are_source_options(tmp_path: Path) -> None:
+    path = payload_file(tmp_path, [b'{"a":1}', b'{"a":2}'], b"|")
+    spec = SourceSpec.parse(f"events:records=10,payload-file={path},payload-delimiter=|")
+
+    assert spec.payload_file == path and spec.payloads() == (b'{"a":1}', b'{"a":2}')
+    # Kafka's perf test splits at a newline unless told otherwise; `\n` is written as such.
+    lines = payload_file(tmp_path, [b"one", b"", b"two"])
+    assert SourceSpec.parse(f"e:records=1,payload-file={lines}").payloads() == (b"one", b"two")
+    tabs = payload_file(tmp_path, [b"x", b"y"], b"\t")
+    spec = SourceSpec.parse(f"e:records=1,payload-file={tabs},payload-delimiter=\\t")
+    assert spec.payloads() == (b"x", b"y")
+
+
+@pytest.mark.parametrize(
+    ("contents", "complaint"),
+    [(None, "No such file or directory"), (b"\n\n", "holds no records")],
+)
+def test_a_payload_file_that_cannot_be_used_stops_the_start_naming_source_and_file(
+    tmp_path: Path, contents: bytes | None, complaint: str
+) -> None:
+    path = tmp_path / "payloads.txt"
+    if contents is not None:
+        path.write_bytes(contents)
+    with pytest.raises(SourceSpecError) as refused:
+        SourceSpec.parse(f"events:records=10,payload-file={path}")
+    assert str(refused.value) == f"source 'events': payload-file {str(path)!r}: {complaint}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    payloads=st.lists(st.binary(min_size=1, max_size=300), min_size=1, max_size=40),
+    batch=st.integers(min_value=0, max_value=10**5),
+    cut=st.integers(min_value=1, max_value=MAX_BATCH_RECORDS),
+)
+def test_a_payload_batch_holds_the_files_records_cycled_by_offset(
+    payloads: list[bytes], batch: int, cut: int
+) -> None:
+    """Without the pool's cap (it holds every distinct batch here), the record at offset `o`
+    has value payloads[o % n]; keys, headers and timestamps are as for any source."""
+    shape = RecordShape(size=0, key_size=4, payloads=tuple(payloads))
+    base = batch * shape.batch_records
+    end = base + min(cut, shape.batch_records)
+    expected = [
+        TemplateRecord(
+            key=str(i).zfill(4)[-4:].encode(),
+            value=payloads[(base + i) % len(payloads)],
+            headers=(),
+            timestamp_delta_ms=exact_ms(i, None),
+        )
+        for i in range(end - base)
+    ]
+    rendered = b"".join(shape.batch(base, end, START_MS))
+    assert bytes(rendered) == kio_batch(
+        expected, base, docstring_timestamp(base, shape.batch_records, None)
+    )
+
+
+def test_a_large_payload_file_repeats_its_batches_after_the_pool() -> None:
+    """A prime number of payloads would make every batch distinct: the pool keeps
+    PAYLOAD_POOL_BATCHES of them, and batch PAYLOAD_POOL_BATCHES is batch 0 again."""
+    payloads = tuple(f"payload-{n:05d}".encode() for n in range(4099))
+    shape = RecordShape(size=0, payloads=payloads)
+    per_batch = shape.batch_records
+    assert shape.pool == PAYLOAD_POOL_BATCHES
+    first = bytes(b"".join(shape.batch(0, per_batch, START_MS)))
+    again_at = PAYLOAD_POOL_BATCHES * per_batch
+    again = bytes(b"".join(shape.batch(again_at, again_at + per_batch, START_MS)))
+    # The same records; only the header's base offset, timestamps and CRC differ.
+    assert again[HEADER_BYTES:] == first[HEADER_BYTES:]
+    assert shape.value(per_batch - 1, slot=1) == payloads[2 * per_batch - 1]
+
+
+def test_batches_cut_by_a_growing_log_end_do_not_pile_up_a_template_per_length_and_slot() -> None:
+    # 1 KiB payloads, 15 to a batch: every cut length of every slot is 3,840 batches.
+    payloads = tuple(f"p{n:04d}".encode().ljust(1000, b".") for n in range(4099))
+    shape = RecordShape(size=0, payloads=payloads, rate=1000.0)
+    per_batch = shape.batch_records
+    for batch in range(PAYLOAD_POOL_BATCHES):
+        for cut in range(1, per_batch + 1):
+            base = batch * per_batch
+            shape.batch(base, base + cut, START_MS)
+    assert len(shape._templates) <= shape.pool + per_batch
