@@ -18,6 +18,9 @@ as many records as fit 16 KiB at the payloads' mean size. The pool of distinct b
 makes is kept to PAYLOAD_POOL_BATCHES: past it, values follow batch number modulo the pool
 (`payloads[((o // batch_records) % pool * batch_records + i) % n]`), so batches repeat.
 
+With `format=json,schema=PATH` the values are JSON documents generated from the schema
+(nullbroker.json_values: a pool of POOL_VALUES of them), served as a payload file's records.
+
 Every batch of one shape and pool slot is the same template re-based: see
 codec.batch_template.
 """
@@ -39,6 +42,7 @@ TARGET_BATCH_BYTES = 16 * 1024
 MAX_BATCH_RECORDS = 1000
 NOMINAL_RATE = 1000.0  # records/s for timestamps of a topic that has no rate
 _ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+VALUE_FORMATS = ("letters", "json")
 PAYLOAD_POOL_BATCHES = 256
 """Distinct batches a payload file's topic keeps at most: about 4 MiB of 16 KiB templates."""
 
@@ -61,6 +65,8 @@ class SourceSpec:
     headers: int = 0
     payload_file: str | None = None
     payload_delimiter: str = "\\n"
+    format: str = "letters"
+    schema: str | None = None
 
     def __post_init__(self) -> None:
         from .topics import invalid_name_reason
@@ -82,11 +88,27 @@ class SourceSpec:
         if self.compression not in COMPRESSION_CODES:
             known = ", ".join(COMPRESSION_CODES)
             raise SourceSpecError(f"{where}: compression must be one of {known}")
-        if self.payload_file is not None:
-            self.payloads()  # a missing, unreadable or empty file stops the broker at start
+        if self.format not in VALUE_FORMATS:
+            raise SourceSpecError(f"{where}: format must be one of {', '.join(VALUE_FORMATS)}")
+        if (self.format == "json") != (self.schema is not None):
+            raise SourceSpecError(f"{where}: format=json and schema=PATH go together")
+        if self.format == "json" and self.payload_file is not None:
+            raise SourceSpecError(f"{where}: give payload-file or format=json, not both")
+        # A missing, unreadable, empty or unsupported file stops the broker at start.
+        self.payloads()
 
     def payloads(self) -> tuple[bytes, ...]:
-        """The payload file's records, or () without one."""
+        """The values other than letters: a payload file's records, or the pool of values
+        generated from a JSON Schema; () for letters."""
+        if self.schema is not None:
+            from .json_values import SchemaError, load_schema, pool
+
+            try:
+                return pool(load_schema(self.schema))
+            except SchemaError as error:
+                raise SourceSpecError(
+                    f"source {self.name!r}: schema {self.schema!r}: {error}"
+                ) from None
         if self.payload_file is None:
             return ()
         return load_payloads(self.name, self.payload_file, self.payload_delimiter)
@@ -94,7 +116,7 @@ class SourceSpec:
     @classmethod
     def parse(cls, text: str) -> SourceSpec:
         """`NAME:partitions=P,records=N,size=S[,key-size=K][,rate=R][,compression=C][,headers=H]
-        [,payload-file=PATH][,payload-delimiter=D]`."""
+        [,payload-file=PATH][,payload-delimiter=D][,format=json,schema=PATH]`."""
         name, _, options = text.partition(":")
         if not name:
             raise SourceSpecError(f"source {text!r}: expected NAME:option=value,...")
@@ -119,6 +141,8 @@ class SourceSpec:
             "headers": int,
             "payload_file": str,
             "payload_delimiter": str,
+            "format": str,
+            "schema": str,
         }
         settings: dict[str, object] = {}
         for raw_key, value in values.items():

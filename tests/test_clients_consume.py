@@ -108,6 +108,20 @@ def assert_each_offset_once(consumed: Consumed, topic: str, partition: int, end:
     assert offsets == list(range(end)), f"{topic}/{partition}: offsets out of order or repeated"
 
 
+def read_whole_topic(broker: BrokerProcess, topic: str, partitions: int, records: int) -> Consumed:
+    """Every record of a source topic of `records` per partition, checked to be each offset
+    once."""
+    reader = consumer(broker)
+    reader.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    try:
+        consumed = consume_to_end(reader, [(topic, p) for p in range(partitions)])
+    finally:
+        reader.close()
+    for partition in range(partitions):
+        assert_each_offset_once(consumed, topic, partition, records)
+    return consumed
+
+
 def assert_source_records(
     messages: Iterable[Message], shape: RecordShape, size: int, key_size: int, headers: int
 ) -> None:
@@ -222,15 +236,8 @@ def test_a_payload_file_topic_serves_the_files_records_by_offset_as_json_a_clien
     broker = start_broker(
         "--source", f"events:partitions=2,records={records},key-size=4,payload-file={path}"
     )  # fmt: skip
-    reader = consumer(broker)
-    reader.assign([TopicPartition("events", p, OFFSET_BEGINNING) for p in range(2)])
-    try:
-        consumed = consume_to_end(reader, [("events", 0), ("events", 1)])
-    finally:
-        reader.close()
+    consumed = read_whole_topic(broker, "events", 2, records)
 
-    for partition in range(2):
-        assert_each_offset_once(consumed, "events", partition, records)
     for message in consumed.messages:
         assert message.value() == payloads[message.offset() % len(payloads)]
         assert json.loads(message.value())["id"] == message.offset() % len(payloads)
