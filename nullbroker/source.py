@@ -41,7 +41,7 @@ from codec.batch_template import COMPRESSION_CODES, BatchTemplate, TemplateRecor
 TARGET_BATCH_BYTES = 16 * 1024
 MAX_BATCH_RECORDS = 1000
 NOMINAL_RATE = 1000.0  # records/s for timestamps of a topic that has no rate
-_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 VALUE_FORMATS = ("letters", "json")
 PAYLOAD_POOL_BATCHES = 256
 """Distinct batches a payload file's topic keeps at most: about 4 MiB of 16 KiB templates."""
@@ -67,6 +67,8 @@ class SourceSpec:
     payload_delimiter: str = "\\n"
     format: str = "letters"
     schema: str | None = None
+    values: tuple[bytes, ...] = field(init=False, repr=False, compare=False)
+    """What payloads() returns, read or generated once, when the spec is made."""
 
     def __post_init__(self) -> None:
         from .topics import invalid_name_reason
@@ -95,23 +97,22 @@ class SourceSpec:
         if self.format == "json" and self.payload_file is not None:
             raise SourceSpecError(f"{where}: give payload-file or format=json, not both")
         # A missing, unreadable, empty or unsupported file stops the broker at start.
-        self.payloads()
+        object.__setattr__(self, "values", self._read_values())
 
     def payloads(self) -> tuple[bytes, ...]:
         """The values other than letters: a payload file's records, or the pool of values
         generated from a JSON Schema; () for letters."""
-        if self.schema is not None:
-            from .json_values import SchemaError, load_schema, pool
+        return self.values
 
-            try:
-                return pool(load_schema(self.schema))
-            except SchemaError as error:
-                raise SourceSpecError(
-                    f"source {self.name!r}: schema {self.schema!r}: {error}"
-                ) from None
-        if self.payload_file is None:
-            return ()
-        return load_payloads(self.name, self.payload_file, self.payload_delimiter)
+    def _read_values(self) -> tuple[bytes, ...]:
+        try:
+            if self.schema is not None:
+                return schema_values(self.schema)
+            if self.payload_file is not None:
+                return load_payloads(self.payload_file, self.payload_delimiter)
+        except SourceSpecError as error:
+            raise SourceSpecError(f"source {self.name!r}: {error}") from None
+        return ()
 
     @classmethod
     def parse(cls, text: str) -> SourceSpec:
@@ -163,14 +164,14 @@ class SourceSpec:
         return cls(name=name, **settings)  # type: ignore[arg-type]
 
 
-def load_payloads(source: str, path: str, delimiter: str) -> tuple[bytes, ...]:
+def load_payloads(path: str, delimiter: str) -> tuple[bytes, ...]:
     """The records of a payload file: split at `delimiter` (`\\n` and `\\t` written as such
     in a --source flag are a newline and a tab), empty ones dropped, as
     kafka-producer-perf-test reads its --payload-file."""
     separator = delimiter.replace("\\n", "\n").replace("\\t", "\t").encode()
-    where = f"source {source!r}: payload-file {path!r}"
+    where = f"payload-file {path!r}"
     if not separator:
-        raise SourceSpecError(f"source {source!r}: payload-delimiter must not be empty")
+        raise SourceSpecError("payload-delimiter must not be empty")
     try:
         data = Path(path).read_bytes()
     except OSError as error:
@@ -181,10 +182,20 @@ def load_payloads(source: str, path: str, delimiter: str) -> tuple[bytes, ...]:
     return payloads
 
 
+def schema_values(path: str) -> tuple[bytes, ...]:
+    """The pool of JSON values generated from the JSON Schema in `path`."""
+    from .json_values import SchemaError, load_schema, pool
+
+    try:
+        return pool(load_schema(path))
+    except SchemaError as error:
+        raise SourceSpecError(f"schema {path!r}: {error}") from None
+
+
 def value_pattern(index: int, size: int) -> bytes:
     """The value of the record at index `index` of its batch: `size` letters from A+index."""
-    start = index % len(_ALPHABET)
-    repeated = (_ALPHABET[start:] + _ALPHABET[:start]) * (size // len(_ALPHABET) + 1)
+    start = index % len(ALPHABET)
+    repeated = (ALPHABET[start:] + ALPHABET[:start]) * (size // len(ALPHABET) + 1)
     return repeated[:size]
 
 
@@ -210,8 +221,8 @@ class RecordShape:
     batch_records: int = field(init=False)
     pool: int = field(init=False)
     """Distinct batch contents: 1 for value_pattern's, up to PAYLOAD_POOL_BATCHES."""
-    _templates: dict[tuple[int, int], BatchTemplate] = field(init=False, default_factory=dict)
-    _template_limit: int = field(init=False)
+    # Keyed by slot * (batch_records + 1) + count: an int, as this is looked up per batch.
+    _templates: dict[int, BatchTemplate] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         value_bytes = self.size
@@ -222,8 +233,6 @@ class RecordShape:
         count = len(self.payloads)
         cycle = count // math.gcd(count, self.batch_records) if count else 1
         self.pool = min(cycle, PAYLOAD_POOL_BATCHES)
-        # Every whole batch of the pool, and every cut length of one slot.
-        self._template_limit = self.pool + self.batch_records
 
     def _ms_for(self, records: int) -> int:
         """floor(records * 1000 / rate): dividing last keeps whole-number rates exact, where
@@ -254,16 +263,20 @@ class RecordShape:
     def template(self, count: int, slot: int = 0) -> BatchTemplate:
         """The template of a batch of the first `count` records of the layout, in pool
         slot `slot` (the batch number modulo the pool)."""
-        template = self._templates.get((slot, count))
+        whole = self.batch_records
+        key = slot * (whole + 1) + count
+        template = self._templates.get(key)
         if template is None:
-            if count < self.batch_records and len(self._templates) >= self._template_limit:
+            if count < whole and len(self._templates) >= self.pool + whole:
                 # Batches cut by a growing log end come in every length: with a pool of
-                # slots, keeping them all would take pool x batch_records templates.
-                whole = self.batch_records
+                # slots, keeping them all would take pool x batch_records templates. Kept:
+                # the whole batches of every slot.
                 self._templates = {
-                    key: kept for key, kept in self._templates.items() if key[1] == whole
+                    kept_key: kept
+                    for kept_key, kept in self._templates.items()
+                    if kept_key % (whole + 1) == whole
                 }
-            template = self._templates[slot, count] = build_template(
+            template = self._templates[key] = build_template(
                 [self._record(index, slot) for index in range(count)],
                 self.compression,
                 self.compress,
@@ -288,9 +301,14 @@ class RecordShape:
     def batch(self, base: int, end: int, start_ms: int) -> tuple[bytearray, memoryview]:
         """The batch starting at aligned offset `base`, cut at log end `end`: its header and
         its records, to be sent one after the other (see BatchTemplate.render_parts)."""
-        count = min(self.batch_records, end - base)
-        slot = base // self.batch_records % self.pool
-        return self.template(count, slot).render_parts(base, self.timestamp_ms(start_ms, base))
+        whole = self.batch_records
+        count = min(whole, end - base)
+        # template()'s key, computed here: this runs for every batch a Fetch serves.
+        slot = base // whole % self.pool if self.pool > 1 else 0
+        template = self._templates.get(slot * (whole + 1) + count)
+        if template is None:
+            template = self.template(count, slot)
+        return template.render_parts(base, self.timestamp_ms(start_ms, base))
 
 
 @cache

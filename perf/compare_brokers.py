@@ -87,6 +87,7 @@ class ServerProcess:
             )
         match = ready.search(self.ready_line)
         assert match is not None
+        self.ready_match = match
         self.bootstrap = match["servers"]
 
     @property
@@ -178,8 +179,7 @@ class KFake(ServerProcess):
             KFAKE_READY,
             workdir / "kfake.stderr",
         )
-        match = KFAKE_READY.search(self.ready_line)
-        self.version = match["version"] if match else "unknown"
+        self.version = self.ready_match["version"]
 
 
 def build_kfake() -> Path | None:

@@ -13,11 +13,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from nullbroker.source import RecordShape
+from nullbroker.source import ALPHABET, RecordShape
 
 from .settings import TopicShape
-
-ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 ID = "id"
 
@@ -52,7 +50,7 @@ def kafka_rows(ids: DataFrame, topic: TopicShape, timestamp: Column) -> DataFram
     index = offset % F.lit(batch_records)
     digits = F.lpad(index.cast("string"), topic.key_size, "0")
     key = F.substring(digits, -topic.key_size, topic.key_size) if topic.key_size else F.lit(None)
-    letters = F.lit(ALPHABET * (topic.size // len(ALPHABET) + 2))
+    letters = F.lit(ALPHABET.decode() * (topic.size // len(ALPHABET) + 2))
     value = F.substring(letters, (index % F.lit(len(ALPHABET)) + 1).cast("int"), topic.size)
     return ids.select(
         key.cast("binary").alias("key"),
