@@ -13,7 +13,8 @@ from typing import NoReturn
 import trio
 
 from . import __version__
-from .config import CONFIG_FILE_VARIABLE, Config, ConfigError, load
+from .config import CONFIG_FILE_VARIABLE, CONNECTION_LOOPS, Config, ConfigError, load
+from .host_loop import HostLoop
 from .server import BrokerServer, StartupError
 
 log = logging.getLogger("nullbroker")
@@ -149,6 +150,14 @@ def build_parser() -> argparse.ArgumentParser:
         "Kafka's group.initial.rebalance.delay.ms; 0 for tests)",
     )
     serve.add_argument(
+        "--connection-loop",
+        choices=CONNECTION_LOOPS,
+        help="what serves plain TCP connections: epoll (the default), a loop in the main "
+        "thread that answers every ready connection's requests itself and hosts trio, the "
+        "broker's frame (listeners, held requests, groups, metrics), as its guest; or trio "
+        "alone, which costs more CPU per request (to compare, or to rule the loop out)",
+    )
+    serve.add_argument(
         "--config", metavar="FILE", help=f"a TOML file of settings (or ${CONFIG_FILE_VARIABLE})"
     )
     return parser
@@ -168,7 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nullbroker: {error}", file=sys.stderr)
         return 2
     try:
-        trio.run(_serve_until_signalled, config)
+        if config.connection_loop == "epoll":
+            HostLoop().run(_serve_until_signalled, config)
+        else:
+            trio.run(_serve_until_signalled, config)
     except StartupError as error:
         print(f"nullbroker: {error}", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ from .source import SourceSpec, SourceSpecError
 
 ENV_PREFIX = "NULLBROKER_"
 CONFIG_FILE_VARIABLE = "NULLBROKER_CONFIG"
+CONNECTION_LOOPS = ("epoll", "trio")
 
 
 class ConfigError(ValueError):
@@ -49,6 +50,9 @@ class Config:
     sources: tuple[SourceSpec, ...] = ()
     cluster_id: str = "nullbroker-cluster-0001"
     group_initial_rebalance_delay_ms: int = 3000
+    connection_loop: str = "epoll"
+    """What serves plain TCP connections: "epoll", a loop hosting trio as its guest, or
+    "trio" alone (slower: kept to compare, and as the path every other stream takes)."""
     origins: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     """Where each setting that is not a default came from, as the user wrote it
     (`--summary-json`, `NULLBROKER_PARTITIONS`, `partitions in config file x.toml`), so that
@@ -86,6 +90,11 @@ class Config:
             raise ConfigError(
                 f"{named('group_initial_rebalance_delay_ms')}: must not be negative, "
                 f"got {self.group_initial_rebalance_delay_ms}"
+            )
+        if self.connection_loop not in CONNECTION_LOOPS:
+            raise ConfigError(
+                f"{named('connection_loop')}: must be one of {', '.join(CONNECTION_LOOPS)}, "
+                f"got {self.connection_loop!r}"
             )
         if self.report_interval <= 0:
             raise ConfigError(

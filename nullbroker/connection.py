@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 import outcome
@@ -50,7 +50,8 @@ class Drain:
 
     def start(self) -> None:
         self.draining = True
-        for scope in self._waiting:
+        # A copy: cancelling a hosted connection's scope unwatches it at once.
+        for scope in list(self._waiting):
             scope.cancel()
 
     async def wait(self, ready: Coroutine[Any, Any, T]) -> T | None:
@@ -66,6 +67,14 @@ class Drain:
             finally:
                 self._waiting.discard(scope)
         return None if scope.cancelled_caught else result
+
+    def watch(self, scope: trio.CancelScope) -> None:
+        """Cancel `scope` when draining starts: the scope of a connection that waits for
+        its client (see `wait_readable`) until `unwatch`."""
+        self._waiting.add(scope)
+
+    def unwatch(self, scope: trio.CancelScope) -> None:
+        self._waiting.discard(scope)
 
     async def wait_readable(self, fd: int, scope: trio.CancelScope) -> bool:
         """Wait for `fd` to be readable; False if draining starts first.
@@ -87,7 +96,7 @@ class Drain:
         return not scope.cancel_called
 
 
-class _Wire:
+class Wire:
     """Any trio stream (TLS, the in-memory streams of tests): one receive_some per read."""
 
     def __init__(self, stream: trio.abc.Stream) -> None:
@@ -99,7 +108,7 @@ class _Wire:
         self.closed_while_held = False
         self.reset_while_held: OSError | None = None
 
-    def _take_read_while_held(self) -> bytes | None:
+    def take_read_while_held(self) -> bytes | None:
         if not self.read_while_held:
             return None
         data = b"".join(self.read_while_held)
@@ -108,7 +117,7 @@ class _Wire:
 
     async def receive(self, drain: Drain) -> bytes | bytearray | memoryview | None:
         """The next bytes; None at end of stream or once draining."""
-        early = self._take_read_while_held()
+        early = self.take_read_while_held()
         if early is not None:
             return early
         if self.closed_while_held:
@@ -137,7 +146,7 @@ class _Wire:
         await self.stream.send_all(b"".join(parts))
 
 
-class _SocketWire(_Wire):
+class SocketWire(Wire):
     """A plain TCP connection, read and written with non-blocking system calls.
 
     trio's SocketStream yields to the scheduler two or three times per receive and per
@@ -149,16 +158,16 @@ class _SocketWire(_Wire):
 
     def __init__(self, stream: trio.SocketStream) -> None:
         super().__init__(stream)
-        self._fd = stream.socket.fileno()
+        self.fd = stream.socket.fileno()
         # Read into one buffer per connection: os.read would allocate RECEIVE_BYTES for
         # every read and then shrink it, which cost more than the read itself.
-        self._into = [bytearray(RECEIVE_BYTES)]
-        self._view = memoryview(self._into[0])
+        self.into = [bytearray(RECEIVE_BYTES)]
+        self.view = memoryview(self.into[0])
 
-    async def receive(self, drain: Drain) -> bytes | memoryview | None:  # type: ignore[override]
+    async def receive(self, drain: Drain) -> bytes | memoryview | None:
         """The next bytes, valid until the next call; None at end of stream or once
         draining."""
-        early = self._take_read_while_held()
+        early = self.take_read_while_held()
         if early is not None:
             return early
         if self.closed_while_held:
@@ -166,9 +175,9 @@ class _SocketWire(_Wire):
         waited = False
         while not drain.draining:
             try:
-                size = os.readv(self._fd, self._into)
+                size = os.readv(self.fd, self.into)
             except BlockingIOError:
-                if not await drain.wait_readable(self._fd, self.scope):
+                if not await drain.wait_readable(self.fd, self.scope):
                     return None
                 waited = True
                 continue
@@ -177,7 +186,7 @@ class _SocketWire(_Wire):
             if not waited:
                 # Bytes were there at once: yield anyway, so that other connections run.
                 await trio.lowlevel.checkpoint()
-            return self._view[:size] if size else None
+            return self.view[:size] if size else None
         return None
 
     async def send_all(self, parts: list[Buffer]) -> None:
@@ -185,20 +194,20 @@ class _SocketWire(_Wire):
         templates they were rendered from to the socket without being joined first."""
         while parts:
             try:
-                sent = os.writev(self._fd, parts[:IOV_MAX])
+                sent = os.writev(self.fd, parts[:IOV_MAX])
             except BlockingIOError:
-                await trio.lowlevel.wait_writable(self._fd)
+                await trio.lowlevel.wait_writable(self.fd)
                 continue
             except OSError as error:  # broken pipe, reset by the peer
                 raise trio.BrokenResourceError(str(error)) from error
-            parts = _after(parts, sent)
+            parts = after_sent(parts, sent)
 
     async def watch_for_close(self) -> None:
         kept = 0
         while kept < HELD_READ_LIMIT:
-            await trio.lowlevel.wait_readable(self._fd)
+            await trio.lowlevel.wait_readable(self.fd)
             try:
-                data = os.read(self._fd, HELD_READ_BYTES)
+                data = os.read(self.fd, HELD_READ_BYTES)
             except BlockingIOError:
                 continue
             except OSError as error:  # reset by the peer
@@ -213,7 +222,7 @@ class _SocketWire(_Wire):
         await trio.sleep_forever()
 
 
-def _after(parts: list[Buffer], sent: int) -> list[Buffer]:
+def after_sent(parts: list[Buffer], sent: int) -> list[Buffer]:
     """What is left of `parts` once their first `sent` bytes are gone."""
     for index, part in enumerate(parts):
         size = len(part)
@@ -226,10 +235,10 @@ def _after(parts: list[Buffer], sent: int) -> list[Buffer]:
     return []
 
 
-def _wire(stream: trio.abc.Stream) -> _Wire:
+def _wire(stream: trio.abc.Stream) -> Wire:
     if type(stream) is trio.SocketStream:
-        return _SocketWire(stream)
-    return _Wire(stream)
+        return SocketWire(stream)
+    return Wire(stream)
 
 
 async def _abandon(pending: Awaitable[object]) -> None:
@@ -240,8 +249,17 @@ async def _abandon(pending: Awaitable[object]) -> None:
         await pending
 
 
+ServeWire = Callable[["Wire", Broker, Session, Drain], Awaitable[None]]
+"""Serves one connection's wire until it ends: `serve_wire`, or the host loop's
+`hosted_connection.serve_hosted`."""
+
+
 async def serve_connection(
-    stream: trio.abc.Stream, broker: Broker, session: Session, drain: Drain
+    stream: trio.abc.Stream,
+    broker: Broker,
+    session: Session,
+    drain: Drain,
+    serve: ServeWire | None = None,
 ) -> None:
     """Serve one connection until the client closes it, breaks the protocol, or the
     broker drains. Every request read is answered, in order, before the connection ends.
@@ -255,7 +273,7 @@ async def serve_connection(
     wire = _wire(stream)
     try:
         with wire.scope:
-            await _serve(wire, broker, session, drain)
+            await (serve or serve_wire)(wire, broker, session, drain)
     except (trio.BrokenResourceError, trio.ClosedResourceError) as error:
         reset = error.__cause__
         if isinstance(reset, OSError) and reset.errno in _PEER_GONE:
@@ -284,64 +302,118 @@ async def serve_connection(
         await trio.aclose_forcefully(stream)
 
 
-async def _serve(wire: _Wire, broker: Broker, session: Session, drain: Drain) -> None:
+async def serve_wire(wire: Wire, broker: Broker, session: Session, drain: Drain) -> None:
     """Read, answer in order, send once per read: until end of stream, a protocol error
     or draining."""
-    stats = broker.stats
     reader = FrameReader(broker.config.max_frame_bytes)
     while (data := await wire.receive(drain)) is not None:
         reader.feed(data)
-        out: list[Buffer] = []
-        failure = None
+        if await answer_frames(wire, broker, session, reader.frames()) is not None:
+            return
+    note_unfinished_request(reader, broker, session, drain)
+
+
+async def answer_frames(
+    wire: Wire,
+    broker: Broker,
+    session: Session,
+    frames: Iterator[memoryview],
+    out: list[Buffer] | None = None,
+    held: Awaitable[bytes | list[Buffer] | None] | None = None,
+    failure: str | None = None,
+) -> str | None:
+    """Answer `frames` in order and send the answers once, after `out` (answered already)
+    and the answer to `held` (a request that waits, read before `frames`). Returns the
+    failure that must close the connection, if one did; one already met (`failure`) skips
+    straight to sending what was answered before it."""
+    out = [] if out is None else out
+    if failure is None:
         try:
-            for frame in reader.frames():
-                response = broker.answer(frame, session)
-                if response is None:
-                    continue
-                kind = type(response)
-                if kind is not bytes and kind is not list:
-                    # A request that waits: what is already answered goes out first.
-                    if out:
-                        try:
-                            await wire.send_all(out)
-                        except (trio.BrokenResourceError, trio.ClosedResourceError):
-                            await _abandon(response)  # type: ignore[arg-type]
-                            raise
-                        out = []
-                    response = await _held(wire, broker, session, response)  # type: ignore[arg-type]
-                    if response is None:
-                        continue
-                if type(response) is bytes:
-                    out.append(response)
-                else:
-                    out.extend(response)  # type: ignore[arg-type]
+            if held is None:
+                held = answer_until_held(broker, session, frames, out)
+            while held is not None:
+                out = await _send_then_hold(wire, broker, session, held, out)
+                held = answer_until_held(broker, session, frames, out)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise  # the client went away: not a protocol error, nor a bug of ours
-        except ProtocolError as error:
-            failure = type(error).__name__
-            broker.warnings.warning(
-                session.host, failure, "closing connection from %s: %s", session.peer, error
-            )
-        except Exception:
-            # A bug of ours must cost one connection, never the broker.
-            failure = INTERNAL_ERROR
-            broker.warnings.log(
-                logging.ERROR,
-                session.host,
-                failure,
-                "closing connection from %s: internal error",
-                session.peer,
-                exc_info=True,
-            )
-        if failure is not None:
-            # Counted before sending: a client already gone must not hide the error.
-            stats.protocol_errors[failure] += 1
-        if out:
+        except Exception as error:
+            failure = fail(error, broker, session)
+    if out:
+        await wire.send_all(out)
+    return failure
+
+
+def answer_until_held(
+    broker: Broker, session: Session, frames: Iterator[memoryview], out: list[Buffer]
+) -> Awaitable[bytes | list[Buffer] | None] | None:
+    """Answer `frames` in order, appending the answers to `out`, until one must wait:
+    return that one's pending answer (the frames after it stay in `frames`), else None."""
+    answer = broker.answer
+    for frame in frames:
+        response = answer(frame, session)
+        if response is None:
+            continue
+        kind = type(response)
+        if kind is bytes:
+            out.append(response)  # type: ignore[arg-type]
+        elif kind is list:
+            out.extend(response)  # type: ignore[arg-type]
+        else:
+            return response  # type: ignore[return-value]
+    return None
+
+
+def fail(error: Exception, broker: Broker, session: Session) -> str:
+    """Log and count a request that must close its connection; its kind. Called in the
+    handler of `error`, so that a bug's traceback is logged."""
+    if isinstance(error, ProtocolError):
+        failure = type(error).__name__
+        broker.warnings.warning(
+            session.host, failure, "closing connection from %s: %s", session.peer, error
+        )
+    else:
+        # A bug of ours must cost one connection, never the broker.
+        failure = INTERNAL_ERROR
+        broker.warnings.log(
+            logging.ERROR,
+            session.host,
+            failure,
+            "closing connection from %s: internal error",
+            session.peer,
+            exc_info=True,
+        )
+    # Counted before the answers so far are sent: a client already gone must not hide it.
+    broker.stats.protocol_errors[failure] += 1
+    return failure
+
+
+async def _send_then_hold(
+    wire: Wire,
+    broker: Broker,
+    session: Session,
+    pending: Awaitable[bytes | list[Buffer] | None],
+    out: list[Buffer],
+) -> list[Buffer]:
+    """Send what is already answered, then wait for the answer to a held request: the
+    buffers to send after it."""
+    if out:
+        try:
             await wire.send_all(out)
-        if failure is not None:
-            return
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            await _abandon(pending)
+            raise
+    response = await _held(wire, broker, session, pending)
+    if response is None:
+        return []
+    return [response] if type(response) is bytes else list(response)  # type: ignore[arg-type]
+
+
+def note_unfinished_request(
+    reader: FrameReader, broker: Broker, session: Session, drain: Drain
+) -> None:
+    """At the end of a connection's stream: count and log a request left half sent."""
     if reader.buffered_bytes and not drain.draining:
-        stats.protocol_errors[CLOSED_MID_REQUEST] += 1
+        broker.stats.protocol_errors[CLOSED_MID_REQUEST] += 1
         broker.warnings.info(
             session.host,
             CLOSED_MID_REQUEST,
@@ -351,7 +423,7 @@ async def _serve(wire: _Wire, broker: Broker, session: Session, drain: Drain) ->
         )
 
 
-async def _held(wire: _Wire, broker: Broker, session: Session, pending: Awaitable[T]) -> T:
+async def _held(wire: Wire, broker: Broker, session: Session, pending: Awaitable[T]) -> T:
     """The answer to a held request (a Fetch at the log end, a JoinGroup in a rebalance),
     watching the connection meanwhile: if the client closes or resets it first, the request
     is cancelled at once, so a vanished client holds no descriptor, memory or group slot

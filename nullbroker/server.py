@@ -13,6 +13,7 @@ import trio
 from .broker import Broker, Endpoint, Session
 from .config import Config
 from .connection import RESET, Drain, serve_connection
+from .hosted_connection import serve_hosted
 from .http import serve_metrics_connection
 from .report import ConsoleReporter, check_summary_writable, write_summary
 
@@ -157,7 +158,8 @@ class BrokerServer:
             # Without --advertise, tell each client the address it reached us at.
             advertised=Endpoint(*advertised) if advertised else _endpoint(local),
         )
-        await serve_connection(stream, self.broker, session, self._drain)
+        # Under a host loop (the CLI's default) plain TCP connections are served by it.
+        await serve_connection(stream, self.broker, session, self._drain, serve=serve_hosted)
 
     async def _summarise_repeated_warnings(self) -> None:
         warnings = self.broker.warnings

@@ -170,6 +170,8 @@ class Comparison:
     def order(self, turn: int, names: Sequence[str] | None = None) -> list[str]:
         """The brokers in turn: which goes first rotates from one step to the next."""
         names = list(self.brokers if names is None else names)
+        if not names:  # no Java steps (--java-records 0)
+            return []
         shift = turn % len(names)
         return names[shift:] + names[:shift]
 

@@ -9,13 +9,28 @@ from pathlib import Path
 
 import pytest
 
+from nullbroker.config import CONNECTION_LOOPS, Config
 from tests.broker_process import BrokerProcess
 
 StartBroker = Callable[..., BrokerProcess]
 
 
 @pytest.fixture
-def start_broker(tmp_path: Path) -> Iterator[StartBroker]:
+def connection_loop(request: pytest.FixtureRequest) -> str:
+    """The --connection-loop of the brokers `start_broker` starts: the default one, or
+    each in turn for tests marked `every_connection_loop`."""
+    return str(getattr(request, "param", Config().connection_loop))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "connection_loop" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "every_connection_loop"
+    ):
+        metafunc.parametrize("connection_loop", CONNECTION_LOOPS, indirect=True)
+
+
+@pytest.fixture
+def start_broker(tmp_path: Path, connection_loop: str) -> Iterator[StartBroker]:
     """Starts `nullbroker serve` with the given flags; every process started is killed at
     teardown, whether or not the test stopped it."""
     numbers = count()
@@ -24,6 +39,7 @@ def start_broker(tmp_path: Path) -> Iterator[StartBroker]:
         def start(*flags: str, metrics: bool = True) -> BrokerProcess:
             workdir = tmp_path / f"broker-{next(numbers)}"
             workdir.mkdir()
-            return processes.enter_context(BrokerProcess(workdir, *flags, metrics=metrics))
+            loop = ("--connection-loop", connection_loop)
+            return processes.enter_context(BrokerProcess(workdir, *loop, *flags, metrics=metrics))
 
         yield start

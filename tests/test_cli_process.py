@@ -16,6 +16,8 @@ from confluent_kafka import Producer
 from tests.broker_process import metric_total, nullbroker_command, random_values, samples
 from tests.conftest import StartBroker
 
+pytestmark = pytest.mark.every_connection_loop
+
 TIMEOUT = 30.0
 SERVE_FLAGS = (
     "--listen",

@@ -306,6 +306,7 @@ def test_kcat_reads_a_whole_source_topic_to_its_end(start_broker: StartBroker) -
     assert summary["fetched"]["records"] == partitions * records
 
 
+@pytest.mark.every_connection_loop
 def test_records_produced_are_read_back_at_their_offsets_with_synthetic_values(
     start_broker: StartBroker,
 ) -> None:
@@ -368,6 +369,7 @@ def log_end(watcher: Consumer, topic: str, partition: int) -> LogEnd:
     return min(samples_taken, key=lambda sample: sample.uncertainty)
 
 
+@pytest.mark.every_connection_loop
 def test_a_streaming_source_grows_at_its_rate_and_a_follower_sees_every_offset_once(
     start_broker: StartBroker,
 ) -> None:

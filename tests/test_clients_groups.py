@@ -74,6 +74,7 @@ def poll_until(consumers: Iterable[Consumer], done: Callable[[], bool], what: st
             consumer.poll(0.05)
 
 
+@pytest.mark.every_connection_loop
 def test_two_consumers_share_four_partitions_and_the_survivor_takes_all_when_one_leaves(
     start_broker: StartBroker,
 ) -> None:

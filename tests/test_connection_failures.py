@@ -24,7 +24,7 @@ from tests.conftest import StartBroker
 from tests.kafka_wire import recorded_frame, size_prefix
 from tests.kio_calls import fetch_frame
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.every_connection_loop]
 
 TIMEOUT = 30.0
 API_VERSIONS = size_prefix(recorded_frame("java-4.0/002-ApiVersions-v2"))

@@ -14,21 +14,21 @@ import pytest
 import trio
 import trio.testing
 
-from nullbroker.connection import Drain, _after, _SocketWire
+from nullbroker.connection import Drain, SocketWire, after_sent
 
 
 @pytest.mark.parametrize("sent", [0, 1, 2, 3, 4, 5, 6, 9])
 def test_after_drops_exactly_the_bytes_sent(sent: int) -> None:
     parts: list[bytes | bytearray | memoryview] = [b"ab", b"", bytearray(b"cde"), b"f", b"ghi"]
-    rest = _after(parts, sent)
+    rest = after_sent(parts, sent)
     assert b"".join(bytes(part) for part in rest) == b"abcdefghi"[sent:]
 
 
-async def _socket_wire_pair() -> tuple[_SocketWire, trio.SocketStream]:
+async def _socket_wire_pair() -> tuple[SocketWire, trio.SocketStream]:
     left, right = trio.socket.socketpair()
     # A small send buffer makes every large writev partial.
     left.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-    return _SocketWire(trio.SocketStream(left)), trio.SocketStream(right)
+    return SocketWire(trio.SocketStream(left)), trio.SocketStream(right)
 
 
 async def test_send_all_delivers_many_buffers_in_order_through_partial_writes() -> None:
