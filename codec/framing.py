@@ -61,6 +61,34 @@ class FrameReader:
             self._start = frame_end
             yield frame
 
+    def frames_in(self, data: memoryview) -> Iterator[memoryview]:
+        """`feed(data)` then `frames()`, without copying `data` when nothing is buffered:
+        then the frames are views of `data` itself, valid only while its bytes are, and
+        only an unfinished last frame is copied in, once the iterator is exhausted.
+
+        For a connection that reads into one buffer it owns and answers every frame of a
+        read before the next: a Produce request's records are then never copied by us.
+        """
+        if len(self._buffer) != self._start:
+            self.feed(data)
+            yield from self.frames()
+            return
+        view = data.toreadonly()  # kio's native readers refuse writable buffers
+        end = len(view)
+        start = 0
+        while end - start >= SIZE_PREFIX_BYTES:
+            (size,) = _SIZE.unpack_from(view, start)
+            self._check_size(size)
+            frame_end = start + SIZE_PREFIX_BYTES + size
+            if frame_end > end:
+                break
+            frame = view[start + SIZE_PREFIX_BYTES : frame_end]
+            start = frame_end
+            yield frame
+        # A new buffer, not the old one resized: frames handed out may still be viewed.
+        self._buffer = bytearray(view[start:])
+        self._start = 0
+
     @property
     def buffered_bytes(self) -> int:
         """Bytes received but not yet handed out as frames."""

@@ -162,9 +162,9 @@ class HostedConnection:
         if not size:
             self._hand_back(outcome.Value(None))
             return
-        reader = self.reader
-        reader.feed(self._view[:size])
-        frames = reader.frames()
+        # Frames are views of the receive buffer: every one is answered (or handed to
+        # trio, which answers the rest) before the next read overwrites it.
+        frames = self.reader.frames_in(self._view[:size])
         out: list[Buffer] = []
         try:
             held = answer_until_held(self._broker, self._session, frames, out)

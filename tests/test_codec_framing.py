@@ -168,3 +168,46 @@ def test_any_split_of_a_stream_yields_the_same_frames(
         received.extend(reader.frames())
     assert [bytes(view) for view in received] == frames
     assert reader.buffered_bytes == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(stream_and_cuts())
+def test_frames_in_one_reused_receive_buffer_are_those_of_feed(
+    case: tuple[list[bytes], list[int]],
+) -> None:
+    """frames_in, as the host loop uses it: each read lands in the same buffer, and every
+    frame of a read is used before the next read overwrites it."""
+    frames, cuts = case
+    stream = b"".join(codec.size_prefixed(frame) for frame in frames)
+    reader = codec.FrameReader(max_frame_bytes=200)
+    into = bytearray(len(stream) + 1)
+    received: list[bytes] = []
+    for start, end in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+        into[: end - start] = stream[start:end]
+        for view in reader.frames_in(memoryview(into)[: end - start]):
+            assert view.readonly
+            received.append(bytes(view))
+        into[:] = b"\xee" * len(into)  # the next read overwrites what this one held
+    assert received == frames
+    assert reader.buffered_bytes == 0
+
+
+def test_frames_in_copies_only_an_unfinished_frame_and_joins_it_with_the_next_read() -> None:
+    whole = codec.size_prefixed(body(10))
+    split = codec.size_prefixed(body(30, fill=0x62))
+    into = bytearray(whole + split[:9])
+    reader = codec.FrameReader()
+    first = list(reader.frames_in(memoryview(into)))
+    assert [bytes(view) for view in first] == [body(10)]
+    assert first[0].obj is into  # a view of the read's own buffer: not copied
+    assert reader.buffered_bytes == 9
+    into[:] = b"\xee" * len(into)
+    rest = list(reader.frames_in(memoryview(bytearray(split[9:]))))
+    assert [bytes(view) for view in rest] == [body(30, fill=0x62)]
+    assert reader.buffered_bytes == 0
+
+
+def test_frames_in_refuses_a_hostile_size_before_buffering_it() -> None:
+    reader = codec.FrameReader(max_frame_bytes=1024)
+    with pytest.raises(codec.FrameTooLarge):
+        list(reader.frames_in(memoryview(bytearray(prefix(2048) + body(10)))))
