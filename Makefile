@@ -20,6 +20,12 @@ test: $(VENV)/.installed-test
 	scripts/ensure-spark-connector $(VENV)
 	scripts/ensure-kfake
 	$(BIN)/pytest $(ARGS)
+	@# The whole suite ran with codec/_native.c; the codec and broker tests run again on the
+	@# pure-Python path it equals (the real-client tests drive the same code through sockets).
+	@if [ -z "$(ARGS)" ]; then \
+	  echo "again without the C decoders (NULLBROKER_NATIVE=off): the codec and broker tests"; \
+	  NULLBROKER_NATIVE=off $(BIN)/pytest -m "not clients" tests; \
+	fi
 
 # perf/'s tools need their client and plots (confluent-kafka, matplotlib) beside the broker,
 # not the whole test stack.
@@ -48,13 +54,13 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff format --check codec nullbroker tests spark_tests perf
 	$(BIN)/mypy codec
 
-$(VENV)/.installed-broker: pyproject.toml
+$(VENV)/.installed-broker: pyproject.toml setup.py codec/_native.c
 	PYTHON=$(PYTHON) scripts/install-venv $(VENV) broker
 
-$(VENV)/.installed-perf: pyproject.toml
+$(VENV)/.installed-perf: pyproject.toml setup.py codec/_native.c
 	PYTHON=$(PYTHON) scripts/install-venv $(VENV) perf
 
-$(VENV)/.installed-test: pyproject.toml
+$(VENV)/.installed-test: pyproject.toml setup.py codec/_native.c
 	PYTHON=$(PYTHON) scripts/install-venv $(VENV) test
 
 clean:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import NamedTuple, cast
 
+from . import native
 from .errors import UndecodableRequest
 from .writers import compact_length
 
@@ -78,7 +79,7 @@ _FLEXIBLE_END = NO_THROTTLE + _NO_TAGGED_FIELDS
 _ZERO_UUID = bytes(16)
 
 
-def encode_produce_response_body(version: int, topics: Sequence[TopicResults]) -> bytes:
+def encode_produce_response_body_python(version: int, topics: Sequence[TopicResults]) -> bytes:
     """The ProduceResponse payload for `version` (3 to 13): no record errors, no current
     leader or node endpoints (the tagged fields a single-node broker never sets)."""
     if version >= FIRST_FLEXIBLE_VERSION:
@@ -152,6 +153,11 @@ def _encode_flexible(version: int, topics: Sequence[TopicResults]) -> bytes:
         add(_NO_TAGGED_FIELDS)
     add(_FLEXIBLE_END)
     return b"".join(parts)
+
+
+encode_produce_response_body = encode_produce_response_body_python
+"""encode_produce_response_body_python, in C when codec/_native.c is built and on (it writes
+the same bytes, and leaves partitions with an error message to the Python encoder)."""
 
 
 # --- the request -------------------------------------------------------------------------
@@ -234,7 +240,18 @@ def decode_produce_request(
 def produce_request_decoder(
     version: int,
 ) -> Callable[[bytes | bytearray | memoryview, int], Decoded]:
-    """decode_produce_request for one version: `decoder(frame, offset)`."""
+    """decode_produce_request for one version: `decoder(frame, offset)`; in C when
+    codec/_native.c is built and on (it decodes what the Python decoders decode, and leaves
+    anything else to them, so errors are theirs)."""
+    if _native is not None and FIRST_VERSION <= version <= LAST_VERSION:
+        return partial(_native.decode_produce, version)
+    return python_produce_request_decoder(version)
+
+
+def python_produce_request_decoder(
+    version: int,
+) -> Callable[[bytes | bytearray | memoryview, int], Decoded]:
+    """produce_request_decoder in pure Python."""
     if FIRST_VERSION <= version < FIRST_FLEXIBLE_VERSION:
         return partial(_decode_legacy, version)
     if FIRST_FLEXIBLE_VERSION <= version <= LAST_VERSION:
@@ -341,7 +358,7 @@ def _decode_flexible(version: int, frame: bytes | bytearray | memoryview, offset
             if by_id:
                 if end - pos < _UUID_BYTES:
                     raise _error(version, "the frame ends inside a topic id", pos, offset)
-                topic_id = uuid.UUID(bytes=bytes(view[pos : pos + _UUID_BYTES]))
+                topic_id = topic_id_of(bytes(view[pos : pos + _UUID_BYTES]))
                 pos += _UUID_BYTES
             else:
                 size = view[pos]
@@ -485,3 +502,35 @@ def _error(version: int, message: str, pos: int, offset: int) -> UndecodableRequ
     return UndecodableRequest(
         f"Produce v{version} body does not decode: {message} (payload byte {pos - offset})"
     )
+
+
+_TOPIC_IDS: dict[bytes, uuid.UUID] = {}
+_MAX_TOPIC_IDS = 4096
+
+
+def topic_id_of(raw: bytes) -> uuid.UUID:
+    """The UUID of a v13 request's 16 topic-id bytes, made once per topic: every Produce
+    request of a Java 4 client names its topics by id, and uuid.UUID() costs a microsecond."""
+    topic_id = _TOPIC_IDS.get(raw)
+    if topic_id is None:
+        if len(_TOPIC_IDS) >= _MAX_TOPIC_IDS:  # ids from a fuzzer: keep the memory bounded
+            _TOPIC_IDS.clear()
+        topic_id = _TOPIC_IDS[raw] = uuid.UUID(bytes=raw)
+    return topic_id
+
+
+def _decode_in_python(version: int, frame: bytes | bytearray | memoryview, offset: int) -> Decoded:
+    return python_produce_request_decoder(version)(frame, offset)
+
+
+_native = native.load()
+if _native is not None:
+    _native.setup_produce(
+        ProduceRequestView,
+        TopicProduceData,
+        PartitionProduceData,
+        topic_id_of,
+        _decode_in_python,
+        encode_produce_response_body_python,
+    )
+    encode_produce_response_body = _native.encode_produce_response

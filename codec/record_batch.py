@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
+from . import native
 from .crc import crc32c
 from .errors import InvalidRecordBatch
 
@@ -18,17 +19,21 @@ HEADER_BYTES = 61
 LOG_OVERHEAD = 12
 
 _LENGTH = struct.Struct(">i")
-# partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta, baseTimestamp, maxTimestamp,
-# producerId, producerEpoch, baseSequence, recordCount: bytes 12 to 61.
-_HEADER_AFTER_LENGTH = struct.Struct(">ibIhiqqqhii")
-_BASE_OFFSET = struct.Struct(">q")
+# The whole header: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes,
+# lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence,
+# recordCount: bytes 0 to 61.
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_new_header = tuple.__new__
 
 COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
-@dataclass(frozen=True, slots=True)
-class RecordBatchHeader:
-    """The header fields of one RecordBatch v2, read from its first 61 bytes."""
+class RecordBatchHeader(NamedTuple):
+    """The header fields of one RecordBatch v2, read from its first 61 bytes.
+
+    A NamedTuple: one is read per batch produced, where a frozen dataclass's __init__
+    cost as much as the rest of the null sink's work on the batch.
+    """
 
     base_offset: int
     length: int
@@ -63,7 +68,9 @@ class RecordBatchHeader:
         return (self.base_sequence + self.last_offset_delta) % (2**31)
 
 
-def read_batch_header(data: bytes | bytearray | memoryview, offset: int = 0) -> RecordBatchHeader:
+def read_batch_header_python(
+    data: bytes | bytearray | memoryview, offset: int = 0
+) -> RecordBatchHeader:
     """Read the header of the batch starting at `offset`.
 
     Raises InvalidRecordBatch for a batch that is not magic v2, is shorter than its header,
@@ -83,34 +90,19 @@ def read_batch_header(data: bytes | bytearray | memoryview, offset: int = 0) -> 
         raise InvalidRecordBatch(
             f"record batch length field says {length} bytes but {available} are present"
         )
-    (base_offset,) = _BASE_OFFSET.unpack_from(data, offset)
-    (
-        epoch,
-        _magic,
-        crc,
-        attributes,
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        record_count,
-    ) = _HEADER_AFTER_LENGTH.unpack_from(data, offset + 12)
-    return RecordBatchHeader(
-        base_offset,
-        length,
-        epoch,
-        crc,
-        attributes,
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        record_count,
-    )
+    # base offset, length, then the fields after the length but the magic: one struct.
+    fields = _HEADER.unpack_from(data, offset)
+    return _new_header(RecordBatchHeader, (fields[0], length, fields[2], *fields[4:]))
+
+
+read_batch_header = read_batch_header_python
+"""Read the header of the batch starting at `offset` (see read_batch_header_python): in C
+when codec/_native.c is built and on, which reads what the Python reader reads and leaves
+anything else to it, so errors are the Python reader's."""
+_native = native.load()
+if _native is not None:
+    _native.setup_header(RecordBatchHeader, read_batch_header_python)
+    read_batch_header = _native.read_batch_header
 
 
 def crc_matches(

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import struct
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from types import CoroutineType
 from typing import Any
 
 import trio
@@ -144,7 +145,7 @@ class Broker:
         request = decode_request(frame, self.served)
         header = request.header
         body = self.handlers[header.api_key](self, request, session)
-        if isinstance(body, Coroutine):
+        if type(body) is CoroutineType:  # every handler that waits is an async def
             return self._answer_later(request, body, started)
         self._account(header.api_name, started)
         return None if body is None else _frame(header, body)

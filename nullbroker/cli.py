@@ -12,6 +12,8 @@ from typing import NoReturn
 
 import trio
 
+from codec import native
+
 from . import __version__
 from .config import CONFIG_FILE_VARIABLE, CONNECTION_LOOPS, Config, ConfigError, load
 from .host_loop import HostLoop
@@ -199,6 +201,7 @@ async def _serve_until_signalled(config: Config) -> None:
             print(
                 f"nullbroker listening on {server.address.host}:{server.address.port}", flush=True
             )
+            log.info("Produce requests are decoded in %s", native.status())
             if server.metrics_address is not None:
                 metrics = server.metrics_address
                 print(f"metrics on http://{metrics.host}:{metrics.port}/metrics", flush=True)

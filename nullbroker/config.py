@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from codec import DEFAULT_MAX_FRAME_BYTES
+from codec import DEFAULT_MAX_FRAME_BYTES, native
 
 from .source import SourceSpec, SourceSpecError
 
@@ -234,7 +234,7 @@ def from_environment(environ: Mapping[str, str] = os.environ) -> tuple[Settings,
         {
             key[len(ENV_PREFIX) :]: value
             for key, value in environ.items()
-            if key.startswith(ENV_PREFIX) and key != CONFIG_FILE_VARIABLE
+            if key.startswith(ENV_PREFIX) and key not in (CONFIG_FILE_VARIABLE, native.VARIABLE)
         },
         lambda key: ENV_PREFIX + key,
         lambda name: ENV_PREFIX + name.upper(),

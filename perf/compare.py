@@ -208,7 +208,7 @@ class Comparison:
         reads that many of it from the start."""
         names = self.settings.java_brokers
         for name in names:
-            # Kept whole (kfake keeps only the last 5 MiB of other topics' partitions), and
+            # Kept whole (kfake keeps only the last 10 MiB of other topics' partitions), and
             # created now, so no step pays for creating it.
             self.offsets[name].create_keeping_all(JAVA_TOPIC, self.settings.partitions)
         for repeat in range(self.settings.repeats):

@@ -36,7 +36,12 @@ from perf.machine import REPO_ROOT
 MOCK_PARTITIONS = 4
 """librdkafka's mock gives every auto-created topic this many partitions."""
 RETAINED_BYTES = 5 * 1024 * 1024
-"""About what librdkafka's mock keeps of each partition, and what kfake is told to keep."""
+"""About what librdkafka's mock keeps of each partition."""
+KFAKE_RETAINED_BYTES = 2 * RETAINED_BYTES
+"""What kfake is told to keep of each partition: twice the mock's, so that a filled topic it
+holds whole when the consumers start is not trimmed while they read it (with 5 MiB, a
+partition the producer had filled a little fuller than the others once lost its first
+records mid-read, and the consumer waited for records that were gone)."""
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
 ADMIN_TIMEOUT_S = 10.0
@@ -174,7 +179,7 @@ class KFake(ServerProcess):
                 "-partitions",
                 str(MOCK_PARTITIONS),
                 "-retention-bytes",
-                str(RETAINED_BYTES),
+                str(KFAKE_RETAINED_BYTES),
             ],
             KFAKE_READY,
             workdir / "kfake.stderr",

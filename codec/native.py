@@ -1,0 +1,34 @@
+"""Whether the Produce hot path's C decoders (codec/_native.c) are used.
+
+They are built by the package's own build (`pip install -e .` compiles them with gcc) and
+used unless NULLBROKER_NATIVE=off; without a compiler the build leaves them out and the
+pure-Python decoders, which they equal, serve alone. Both paths are tested: the decoders'
+equality by tests/test_codec_native.py, and `make test` runs the codec and broker tests
+again with NULLBROKER_NATIVE=off.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+VARIABLE = "NULLBROKER_NATIVE"
+_OFF = frozenset({"off", "0", "no", "false"})
+
+
+def load() -> ModuleType | None:
+    """The C module, or None when it is switched off or was not built."""
+    if os.environ.get(VARIABLE, "on").strip().lower() in _OFF:
+        return None
+    try:
+        from . import _native
+    except ImportError:
+        return None
+    return _native
+
+
+def status() -> str:
+    """One phrase for the broker's start-up line: which decoders serve Produce."""
+    if os.environ.get(VARIABLE, "on").strip().lower() in _OFF:
+        return f"pure Python ({VARIABLE}=off)"
+    return "C" if load() is not None else "pure Python (the C module was not built)"
