@@ -130,11 +130,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME:OPTIONS",
         help="declare a synthetic source topic (repeatable): NAME:partitions=P,records=N,"
         "size=S[,key-size=K][,rate=R][,compression=none|gzip|snappy|lz4|zstd][,headers=H]"
-        "[,payload-file=PATH[,payload-delimiter=D]][,format=json,schema=PATH]. "
+        "[,payload-file=PATH[,payload-delimiter=D]][,format=json,schema=PATH]"
+        "[,format=avro,schema=PATH.avsc[,wire=confluent[,schema-id=N]]]. "
         "records=N per partition exist from the start; rate=R grows each partition by R "
         "records/s from the broker's start (capped by records when both are given); "
         "payload-file: values are the file's lines (or D-separated records), cycled by offset; "
-        "format=json: values generated from the JSON Schema in PATH",
+        "format=json: values generated from the JSON Schema in PATH; format=avro: Avro binary "
+        "values generated from the Avro schema in PATH.avsc, with wire=confluent behind "
+        "Confluent's magic byte and schema id (default 1)",
     )
     serve.add_argument(
         "--produced-record-size",

@@ -19,7 +19,9 @@ makes is kept to PAYLOAD_POOL_BATCHES: past it, values follow batch number modul
 (`payloads[((o // batch_records) % pool * batch_records + i) % n]`), so batches repeat.
 
 With `format=json,schema=PATH` the values are JSON documents generated from the schema
-(nullbroker.json_values: a pool of POOL_VALUES of them), served as a payload file's records.
+(nullbroker.json_values: a pool of POOL_VALUES of them), served as a payload file's records;
+with `format=avro,schema=PATH.avsc` Avro binary values (nullbroker.avro_values), with
+`wire=confluent` behind Confluent's magic byte and `schema-id`.
 
 Every batch of one shape and pool slot is the same template re-based: see
 codec.batch_template.
@@ -42,7 +44,9 @@ TARGET_BATCH_BYTES = 16 * 1024
 MAX_BATCH_RECORDS = 1000
 NOMINAL_RATE = 1000.0  # records/s for timestamps of a topic that has no rate
 ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-VALUE_FORMATS = ("letters", "json")
+VALUE_FORMATS = ("letters", "json", "avro")
+SCHEMA_FORMATS = ("json", "avro")
+WIRES = ("plain", "confluent")
 PAYLOAD_POOL_BATCHES = 256
 """Distinct batches a payload file's topic keeps at most: about 4 MiB of 16 KiB templates."""
 
@@ -67,6 +71,8 @@ class SourceSpec:
     payload_delimiter: str = "\\n"
     format: str = "letters"
     schema: str | None = None
+    wire: str = "plain"
+    schema_id: int = 1
     values: tuple[bytes, ...] = field(init=False, repr=False, compare=False)
     """What payloads() returns, read or generated once, when the spec is made."""
 
@@ -92,10 +98,20 @@ class SourceSpec:
             raise SourceSpecError(f"{where}: compression must be one of {known}")
         if self.format not in VALUE_FORMATS:
             raise SourceSpecError(f"{where}: format must be one of {', '.join(VALUE_FORMATS)}")
-        if (self.format == "json") != (self.schema is not None):
+        if self.format == "json" and self.schema is None:
             raise SourceSpecError(f"{where}: format=json and schema=PATH go together")
-        if self.format == "json" and self.payload_file is not None:
-            raise SourceSpecError(f"{where}: give payload-file or format=json, not both")
+        if self.format == "avro" and self.schema is None:
+            raise SourceSpecError(f"{where}: format=avro and schema=PATH.avsc go together")
+        if self.format not in SCHEMA_FORMATS and self.schema is not None:
+            raise SourceSpecError(f"{where}: schema=PATH goes with format=json or format=avro")
+        if self.format in SCHEMA_FORMATS and self.payload_file is not None:
+            raise SourceSpecError(f"{where}: give payload-file or format={self.format}, not both")
+        if self.wire not in WIRES:
+            raise SourceSpecError(f"{where}: wire must be one of {', '.join(WIRES)}")
+        if self.wire != "plain" and self.format != "avro":
+            raise SourceSpecError(f"{where}: wire=confluent is for format=avro")
+        if not 0 <= self.schema_id < 2**31:
+            raise SourceSpecError(f"{where}: schema-id must be from 0 to 2147483647")
         # A missing, unreadable, empty or unsupported file stops the broker at start.
         object.__setattr__(self, "values", self._read_values())
 
@@ -106,6 +122,8 @@ class SourceSpec:
 
     def _read_values(self) -> tuple[bytes, ...]:
         try:
+            if self.schema is not None and self.format == "avro":
+                return avro_schema_values(self.schema, self.wire, self.schema_id)
             if self.schema is not None:
                 return schema_values(self.schema)
             if self.payload_file is not None:
@@ -117,7 +135,8 @@ class SourceSpec:
     @classmethod
     def parse(cls, text: str) -> SourceSpec:
         """`NAME:partitions=P,records=N,size=S[,key-size=K][,rate=R][,compression=C][,headers=H]
-        [,payload-file=PATH][,payload-delimiter=D][,format=json,schema=PATH]`."""
+        [,payload-file=PATH][,payload-delimiter=D][,format=json,schema=PATH]
+        [,format=avro,schema=PATH.avsc[,wire=confluent[,schema-id=N]]]`."""
         name, _, options = text.partition(":")
         if not name:
             raise SourceSpecError(f"source {text!r}: expected NAME:option=value,...")
@@ -144,6 +163,8 @@ class SourceSpec:
             "payload_delimiter": str,
             "format": str,
             "schema": str,
+            "wire": str,
+            "schema_id": int,
         }
         settings: dict[str, object] = {}
         for raw_key, value in values.items():
@@ -188,6 +209,19 @@ def schema_values(path: str) -> tuple[bytes, ...]:
 
     try:
         return pool(load_schema(path))
+    except SchemaError as error:
+        raise SourceSpecError(f"schema {path!r}: {error}") from None
+
+
+def avro_schema_values(path: str, wire: str, schema_id: int) -> tuple[bytes, ...]:
+    """The pool of Avro values generated from the Avro schema in `path`; with
+    wire=confluent, each behind Confluent's magic byte and `schema_id`."""
+    from .avro_values import confluent_prefix, load_schema, pool
+    from .json_values import SchemaError
+
+    prefix = confluent_prefix(schema_id) if wire == "confluent" else b""
+    try:
+        return pool(load_schema(path), prefix)
     except SchemaError as error:
         raise SourceSpecError(f"schema {path!r}: {error}") from None
 
