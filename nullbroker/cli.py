@@ -113,6 +113,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve Prometheus text at http://HOST:PORT/metrics (default: off)",
     )
     serve.add_argument(
+        "--schema-registry",
+        metavar="HOST:PORT",
+        help="serve the Schema Registry REST paths clients use at http://HOST:PORT, in memory: "
+        "the format=avro source topics' schemas under <topic>-value, and whatever producers "
+        "register (default: off)",
+    )
+    serve.add_argument(
         "--summary-json",
         metavar="PATH",
         help="write what the broker counted here at shutdown (JSON; the folder must exist and "
@@ -208,6 +215,9 @@ async def _serve_until_signalled(config: Config) -> None:
             if server.metrics_address is not None:
                 metrics = server.metrics_address
                 print(f"metrics on http://{metrics.host}:{metrics.port}/metrics", flush=True)
+            if server.schema_registry_address is not None:
+                registry = server.schema_registry_address
+                print(f"schema registry on http://{registry.host}:{registry.port}", flush=True)
             async for signum in signals:
                 log.info("received %s; shutting down", signal.Signals(signum).name)
                 server.stop()

@@ -44,6 +44,7 @@ class Config:
     verify_crc: bool = False
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     metrics: str | None = None
+    schema_registry: str | None = None
     summary_json: str | None = None
     report_interval: float = 5.0
     produced_record_size: int = 100
@@ -69,6 +70,8 @@ class Config:
             parse_host_port(self.advertise, named("advertise"))
         if self.metrics is not None:
             parse_host_port(self.metrics, named("metrics"))
+        if self.schema_registry is not None:
+            parse_host_port(self.schema_registry, named("schema_registry"))
         if self.partitions < 1:
             raise ConfigError(f"{named('partitions')}: must be at least 1, got {self.partitions}")
         if self.max_frame_bytes < 1024:
@@ -81,6 +84,7 @@ class Config:
             raise ConfigError(
                 f"{named('sources')}: topic {duplicates[0]!r} is declared more than once"
             )
+        _check_schema_ids(self.sources, named("sources"))
         if self.produced_record_size < 0:
             raise ConfigError(
                 f"{named('produced_record_size')}: must not be negative, "
@@ -110,8 +114,32 @@ class Config:
         return parse_host_port(self.advertise, self.named("advertise")) if self.advertise else None
 
     @property
+    def schema_registry_address(self) -> tuple[str, int] | None:
+        if not self.schema_registry:
+            return None
+        return parse_host_port(self.schema_registry, self.named("schema_registry"))
+
+    @property
     def metrics_address(self) -> tuple[str, int] | None:
         return parse_host_port(self.metrics, self.named("metrics")) if self.metrics else None
+
+
+def _check_schema_ids(sources: tuple[SourceSpec, ...], setting: str) -> None:
+    """One schema id, one schema: Avro sources whose values carry a Confluent schema id
+    (wire=confluent) must not give two schemas the same id."""
+    from .schema_registry import source_schema_text
+
+    claimed: dict[int, tuple[str, str]] = {}
+    for source in sources:
+        if source.format != "avro" or source.wire != "confluent":
+            continue
+        text = source_schema_text(str(source.schema))
+        first = claimed.setdefault(source.schema_id, (source.name, text))
+        if first[1] != text:
+            raise ConfigError(
+                f"{setting}: sources {first[0]!r} and {source.name!r} give schema-id "
+                f"{source.schema_id} to two different schemas; give each its own schema-id"
+            )
 
 
 # The flags whose names are not their setting's name with dashes.

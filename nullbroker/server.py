@@ -14,8 +14,9 @@ from .broker import Broker, Endpoint, Session
 from .config import Config
 from .connection import RESET, Drain, serve_connection
 from .hosted_connection import serve_hosted
-from .http import serve_metrics_connection
+from .http import metrics_handler, serve_http_connection
 from .report import ConsoleReporter, check_summary_writable, write_summary
+from .schema_registry import SchemaRegistry
 
 log = logging.getLogger("nullbroker")
 
@@ -63,6 +64,10 @@ class BrokerServer:
         self._stop = trio.Event()
         self._listeners: list[trio.SocketListener] = []
         self._metrics_listeners: list[trio.SocketListener] = []
+        self._registry_listeners: list[trio.SocketListener] = []
+        self.schema_registry_address: Endpoint | None = None
+        self.schema_registry = SchemaRegistry.for_sources(config.sources)
+        """Confluent's Schema Registry REST paths, in memory (served with --schema-registry)."""
 
     def stop(self) -> None:
         """Stop accepting connections; answer what is in flight; then `serve` returns."""
@@ -95,6 +100,20 @@ class BrokerServer:
                     await listener.aclose()
                 raise
             self.metrics_address = _endpoint(self._metrics_listeners[0].socket.getsockname())
+        if config.schema_registry_address:
+            try:
+                self._registry_listeners = await _open_listeners(
+                    config.schema_registry_address,
+                    config.named("schema_registry"),
+                    str(config.schema_registry),
+                )
+            except StartupError:
+                for listener in [*self._listeners, *self._metrics_listeners]:
+                    await listener.aclose()
+                raise
+            self.schema_registry_address = _endpoint(
+                self._registry_listeners[0].socket.getsockname()
+            )
 
     async def serve(
         self, *, task_status: trio.TaskStatus[BrokerServer] = trio.TASK_STATUS_IGNORED
@@ -120,11 +139,23 @@ class BrokerServer:
                     services.start_soon(
                         trio.serve_listeners,
                         partial(
-                            serve_metrics_connection,
-                            render=render,
+                            serve_http_connection,
+                            handle=metrics_handler(render),
                             warnings=self.broker.warnings,
                         ),
                         metrics_listeners,
+                    )
+                if self._registry_listeners:
+                    services.start_soon(
+                        trio.serve_listeners,
+                        partial(
+                            serve_http_connection,
+                            handle=self.schema_registry.handle,
+                            warnings=self.broker.warnings,
+                            name="schema registry",
+                            kind="SchemaRegistryError",
+                        ),
+                        self._registry_listeners,
                     )
                 services.start_soon(self._report_periodically)
                 services.start_soon(self._summarise_repeated_warnings)
