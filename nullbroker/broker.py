@@ -107,6 +107,7 @@ class Broker:
             config.partitions,
             config.auto_create,
             config.produced_record_size,
+            config.retain,
         )
         started_ms = now_ms()
         for source in config.sources:

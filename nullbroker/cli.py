@@ -154,6 +154,15 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default {defaults.produced_record_size})",
     )
     serve.add_argument(
+        "--retain",
+        type=int,
+        metavar="BYTES",
+        help="keep each produced partition's newest batches, up to BYTES, as received, and "
+        "serve them back by Fetch with their real offsets, so that consumers read exactly "
+        "what was produced (end-to-end latency); the log start moves as batches are dropped. "
+        f"Default {defaults.retain}: nothing is kept and Fetch serves synthetic records",
+    )
+    serve.add_argument(
         "--group-initial-rebalance-delay-ms",
         type=int,
         metavar="MS",

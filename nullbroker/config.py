@@ -48,6 +48,8 @@ class Config:
     summary_json: str | None = None
     report_interval: float = 5.0
     produced_record_size: int = 100
+    retain: int = 0
+    """Bytes of produced batches each partition keeps for Fetch; 0: synthetic records."""
     sources: tuple[SourceSpec, ...] = ()
     cluster_id: str = "nullbroker-cluster-0001"
     group_initial_rebalance_delay_ms: int = 3000
@@ -90,6 +92,8 @@ class Config:
                 f"{named('produced_record_size')}: must not be negative, "
                 f"got {self.produced_record_size}"
             )
+        if self.retain < 0:
+            raise ConfigError(f"{named('retain')}: must not be negative, got {self.retain}")
         if self.group_initial_rebalance_delay_ms < 0:
             raise ConfigError(
                 f"{named('group_initial_rebalance_delay_ms')}: must not be negative, "

@@ -34,12 +34,18 @@ class BrokerCollector(Collector):
         batches = CounterMetricFamily(
             "nullbroker_produced_batches", "Record batches accepted by Produce.", labels=labels
         )
+        retained = GaugeMetricFamily(
+            "nullbroker_retained_bytes",
+            "Bytes of produced batches held for Fetch (--retain).",
+            labels=labels,
+        )
         for (topic, partition), counters in sorted(stats.produced.items()):
             key = [topic, str(partition)]
             records.add_metric(key, counters.records)
             produced_bytes.add_metric(key, counters.bytes)
             batches.add_metric(key, counters.batches)
-        yield from (records, produced_bytes, batches)
+            retained.add_metric(key, counters.retained_bytes)
+        yield from (records, produced_bytes, batches, retained)
 
         fetched_records = CounterMetricFamily(
             "nullbroker_fetched_records",

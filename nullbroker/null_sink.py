@@ -85,6 +85,9 @@ def append(
 
     base_offset = partition.log_end_offset
     partition.log_end_offset = base_offset + batch.record_count
+    if partition.retained is not None:  # --retain: kept for Fetch, as received
+        start = partition.retained.append(base_offset, batch.record_count, records)
+        partition.log_start_offset = max(partition.log_start_offset, start)
     produced = partition.produced
     produced.records += batch.record_count
     produced.bytes += batch.length

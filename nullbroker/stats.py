@@ -73,6 +73,8 @@ class PartitionCounters:
     records: int = 0
     bytes: int = 0
     batches: int = 0
+    retained_bytes: int = 0
+    """Bytes of batches held for Fetch by --retain (a gauge, not a count)."""
 
 
 @dataclass(slots=True)

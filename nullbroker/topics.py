@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from .retained import RetainedBatches
 from .source import RecordShape, SourceSpec, compressor
 from .source import now_ms as current_ms
 from .stats import FetchCounters, PartitionCounters
@@ -45,6 +46,8 @@ class Partition:
     """What consumers were served from here; outlives the topic likewise."""
     log_start_offset: int = 0
     log_end_offset: int = 0
+    retained: RetainedBatches | None = None
+    """The newest produced batches, kept for Fetch (--retain); None: synthetic records."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,8 @@ class Topic:
     """Set for a declared source topic: its records exist without being produced."""
     partitions: list[Partition] = field(default_factory=list)
     configs: dict[str, str] = field(default_factory=dict)
+    retain: int = 0
+    """Bytes of produced batches each partition keeps for Fetch (--retain); 0: none."""
 
     def add_partitions(self, total: int) -> None:
         """Grow to `total` partitions; new ones start at offset 0 (a bounded source topic's
@@ -76,15 +81,14 @@ class Topic:
             if self.source is not None and self.source.rate is None and self.source.records
             else 0
         )
-        self.partitions.extend(
-            Partition(
-                i,
-                self.counters_for.produced(self.name, i),
-                self.counters_for.fetched(self.name, i),
-                log_end_offset=initial_end or 0,
+        for i in range(len(self.partitions), total):
+            produced = self.counters_for.produced(self.name, i)
+            partition = Partition(
+                i, produced, self.counters_for.fetched(self.name, i), log_end_offset=initial_end
             )
-            for i in range(len(self.partitions), total)
-        )
+            if self.retain and self.source is None:
+                partition.retained = RetainedBatches(self.retain, produced)
+            self.partitions.append(partition)
 
     def advance(self, now_ms: int) -> None:
         """Bring a growing source topic's log end up to `now_ms`: `rate` records/s per
@@ -109,12 +113,14 @@ class TopicRegistry:
         default_partitions: int = 1,
         auto_create: bool = True,
         produced_record_size: int = 100,
+        retain: int = 0,
     ) -> None:
         self.counters_for = counters_for
         self.default_partitions = default_partitions
         # Every produced topic serves records of one shape, so they share its templates.
         self.produced_records = RecordShape(size=produced_record_size)
         self.auto_create = auto_create
+        self.retain = retain
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._generation: dict[str, int] = {}
@@ -163,6 +169,7 @@ class TopicRegistry:
             created_ms=current_ms() if now_ms is None else now_ms,
             source=source,
             configs=dict(configs or {}),
+            retain=self.retain,
         )
         topic.add_partitions(
             partitions or (source.partitions if source else 0) or self.default_partitions
@@ -181,3 +188,6 @@ class TopicRegistry:
     def delete(self, topic: Topic) -> None:
         del self._by_name[topic.name]
         del self._by_id[topic.id]
+        for partition in topic.partitions:
+            if partition.retained is not None:
+                partition.retained.clear()

@@ -164,9 +164,15 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
                 if log_start <= asked.fetch_offset <= log_end:
                     error = ErrorCode.none
                     limit = min(asked.partition_max_bytes, budget)
-                    records, count, size = _records(
-                        topic, asked.fetch_offset, log_end, limit, first=answer.bytes == 0
-                    )
+                    first = answer.bytes == 0
+                    if partition.retained is not None:  # --retain: what was produced
+                        records, count, size = partition.retained.read(
+                            asked.fetch_offset, limit, first
+                        )
+                    else:
+                        records, count, size = _records(
+                            topic, asked.fetch_offset, log_end, limit, first
+                        )
                     if size:
                         answer.served.append((partition, count, size))
                         answer.bytes += size

@@ -1,0 +1,74 @@
+"""The retention tail (`--retain BYTES`): a produced partition's newest batches, kept as
+received and served back by Fetch with their real offsets.
+
+A batch is stored with its base offset set (producers send 0), so it is served as it will be
+read; its CRC-32C does not cover the base offset, so the batch stays valid. When the batches
+held pass `capacity` bytes the oldest go, and the partition's log start offset moves to the
+first one kept, as Kafka's retention moves it; the newest batch is always kept, even if it
+alone is larger. Memory: at most `capacity` bytes (or one batch) per partition, counted in
+`nullbroker_retained_bytes`.
+"""
+
+from __future__ import annotations
+
+import struct
+from bisect import bisect_right
+from collections import deque
+
+from codec.framing import Buffer
+
+from .stats import PartitionCounters
+
+_BASE_OFFSET = struct.Struct(">q")
+
+
+class RetainedBatches:
+    __slots__ = ("_bases", "_batches", "_ends", "capacity", "counters")
+
+    def __init__(self, capacity: int, counters: PartitionCounters) -> None:
+        self.capacity = capacity
+        self.counters = counters
+        """The partition's produced counters; `retained_bytes` is kept up to date."""
+        self._bases: deque[int] = deque()
+        self._ends: deque[int] = deque()
+        self._batches: deque[bytearray] = deque()
+
+    def append(self, base_offset: int, record_count: int, records: Buffer) -> int:
+        """Keep a batch just given offsets (copied: `records` is a view of the request);
+        the log start offset after dropping what no longer fits."""
+        batch = bytearray(records)
+        _BASE_OFFSET.pack_into(batch, 0, base_offset)
+        self._bases.append(base_offset)
+        self._ends.append(base_offset + record_count)
+        self._batches.append(batch)
+        held = self.counters.retained_bytes + len(batch)
+        while held > self.capacity and len(self._batches) > 1:
+            self._bases.popleft()
+            self._ends.popleft()
+            held -= len(self._batches.popleft())
+        self.counters.retained_bytes = held
+        return self._bases[0]
+
+    def clear(self) -> None:
+        self._bases.clear()
+        self._ends.clear()
+        self._batches.clear()
+        self.counters.retained_bytes = 0
+
+    def read(self, offset: int, limit: int, first: bool) -> tuple[list[Buffer], int, int]:
+        """Whole batches from the one holding `offset`, within `limit` bytes (the first of a
+        response even if larger, as Kafka sends it), the records in them at or after
+        `offset`, and their size."""
+        parts: list[Buffer] = []
+        index = max(bisect_right(self._bases, offset) - 1, 0)
+        size = count = 0
+        for position in range(index, len(self._batches)):
+            if self._ends[position] <= offset:
+                continue
+            batch = self._batches[position]
+            if size + len(batch) > limit and (parts or not first):
+                break
+            parts.append(batch)
+            size += len(batch)
+            count += self._ends[position] - max(self._bases[position], offset)
+        return parts, count, size

@@ -1,0 +1,116 @@
+"""The retention tail (`--retain BYTES`): produced batches kept as received and read back by
+real clients at their offsets, the log start moving as the ring drops the oldest, and
+Kafka's own kafka-e2e-latency checking every message it reads back."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+from nullbroker.retained import RetainedBatches
+from nullbroker.stats import PartitionCounters
+from perf import java_perf
+from tests.broker_process import BrokerProcess, metric_total
+from tests.conftest import StartBroker
+from tests.kio_calls import record_batch
+
+
+def test_batches_are_kept_with_their_offsets_and_the_oldest_dropped_past_the_capacity() -> None:
+    counters = PartitionCounters()
+    batch = record_batch(10)
+    ring = RetainedBatches(capacity=3 * len(batch), counters=counters)
+    starts = [ring.append(base, 10, memoryview(batch)) for base in range(0, 50, 10)]
+    assert starts == [0, 0, 0, 10, 20]  # five batches, room for three
+    assert counters.retained_bytes == 3 * len(batch)
+    parts, count, size = ring.read(25, limit=10**6, first=True)
+    assert [int.from_bytes(part[:8], "big") for part in parts] == [20, 30, 40]
+    assert (count, size) == (25, 3 * len(batch))
+    assert all(bytes(part[8:]) == batch[8:] for part in parts)  # as received, CRC intact
+    # The first batch of a response goes even over the limit; later ones only within it.
+    assert ring.read(20, limit=1, first=True)[1:] == (10, len(batch))
+    assert ring.read(20, limit=1, first=False) == ([], 0, 0)
+    assert ring.read(50, limit=10**6, first=True) == ([], 0, 0)
+
+
+def test_the_newest_batch_is_kept_even_when_larger_than_the_capacity() -> None:
+    counters = PartitionCounters()
+    ring = RetainedBatches(capacity=10, counters=counters)
+    batch = record_batch(3)
+    assert ring.append(0, 3, batch) == 0
+    assert ring.append(3, 3, batch) == 3
+    assert counters.retained_bytes == len(batch)
+
+
+def produce(broker: BrokerProcess, topic: str, values: list[bytes]) -> None:
+    # Batches of 16 KiB, as the Java client makes them: many, so the ring drops some.
+    producer = Producer(
+        {"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "batch.size": 16384}
+    )
+    for index, value in enumerate(values):
+        producer.produce(topic, value=value, key=str(index).encode())
+    assert producer.flush(30) == 0
+
+
+def read_all(broker: BrokerProcess, topic: str, expected: int) -> dict[int, bytes]:
+    consumer = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": "retain", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    read: dict[int, bytes] = {}
+    try:
+        for _ in range(300):
+            for message in consumer.consume(1000, timeout=0.2):
+                assert message.error() is None, message.error()
+                assert message.offset() not in read
+                read[message.offset()] = message.value()
+            if len(read) >= expected:
+                break
+    finally:
+        consumer.close()
+    return read
+
+
+@pytest.mark.clients
+def test_a_consumer_reads_exactly_what_was_produced_and_the_log_start_follows_the_ring(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--retain", str(256 * 1024), "--partitions", "1")
+    values = [f"value {index} ".encode() * 20 for index in range(3000)]  # ~0.5 MB in all
+    produce(broker, "kept", values)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "offsets"})
+    low, high = consumer.get_watermark_offsets(TopicPartition("kept", 0), timeout=10)
+    consumer.close()
+    assert high == len(values)
+    assert 0 < low < high, "the oldest batches were dropped and the log start moved"
+    read = read_all(broker, "kept", high - low)
+    assert read == {offset: values[offset] for offset in range(low, high)}
+    retained = metric_total(broker.scrape(), "nullbroker_retained_bytes")
+    assert 0 < retained <= 256 * 1024
+
+
+def kafka_e2e_latency(broker: BrokerProcess, messages: int) -> subprocess.CompletedProcess[str]:
+    """Kafka's kafka-e2e-latency: messages of 200 bytes, acks=all, one at a time; it fails on
+    any message read back unlike the one it sent."""
+    missing = java_perf.missing()
+    if missing:
+        pytest.skip(missing)
+    command = [str(java_perf.BIN / "kafka-e2e-latency"), broker.bootstrap, "e2e", str(messages)]
+    return subprocess.run([*command, "all", "200"], capture_output=True, text=True, timeout=180)
+
+
+@pytest.mark.clients
+def test_kafka_e2e_latency_reads_back_every_message_it_sends(start_broker: StartBroker) -> None:
+    result = kafka_e2e_latency(start_broker("--retain", str(1024 * 1024)), 300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Avg latency:" in result.stdout
+    assert re.search(r"Percentiles: 50th = \d+, 99th = \d+, 99.9th = \d+", result.stdout)
+
+
+@pytest.mark.clients
+def test_without_retain_kafka_e2e_latency_sees_synthetic_values_and_fails(
+    start_broker: StartBroker,
+) -> None:
+    assert kafka_e2e_latency(start_broker(), 5).returncode != 0
