@@ -24,6 +24,7 @@ _LENGTH = struct.Struct(">i")
 # recordCount: bytes 0 to 61.
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _new_header = tuple.__new__
+_BASE_OFFSET = struct.Struct(">q")
 
 COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
@@ -93,6 +94,14 @@ def read_batch_header_python(
     # base offset, length, then the fields after the length but the magic: one struct.
     fields = _HEADER.unpack_from(data, offset)
     return _new_header(RecordBatchHeader, (fields[0], length, fields[2], *fields[4:]))
+
+
+def rebased(batch: bytes | bytearray | memoryview, base_offset: int) -> bytearray:
+    """A copy of a batch with its base offset set: still valid, since the CRC-32C does not
+    cover the base offset."""
+    copy = bytearray(batch)
+    _BASE_OFFSET.pack_into(copy, 0, base_offset)
+    return copy
 
 
 read_batch_header = read_batch_header_python

@@ -88,11 +88,11 @@ class Drain:
         """
         if self.draining:
             return False
-        self._waiting.add(scope)
+        self.watch(scope)
         try:
             await trio.lowlevel.wait_readable(fd)
         finally:
-            self._waiting.discard(scope)
+            self.unwatch(scope)
         return not scope.cancel_called
 
 

@@ -11,15 +11,13 @@ alone is larger. Memory: at most `capacity` bytes (or one batch) per partition, 
 
 from __future__ import annotations
 
-import struct
 from bisect import bisect_right
 from collections import deque
 
 from codec.framing import Buffer
+from codec.record_batch import rebased
 
 from .stats import PartitionCounters
-
-_BASE_OFFSET = struct.Struct(">q")
 
 
 class RetainedBatches:
@@ -36,8 +34,7 @@ class RetainedBatches:
     def append(self, base_offset: int, record_count: int, records: Buffer) -> int:
         """Keep a batch just given offsets (copied: `records` is a view of the request);
         the log start offset after dropping what no longer fits."""
-        batch = bytearray(records)
-        _BASE_OFFSET.pack_into(batch, 0, base_offset)
+        batch = rebased(records, base_offset)
         self._bases.append(base_offset)
         self._ends.append(base_offset + record_count)
         self._batches.append(batch)

@@ -122,10 +122,8 @@ class SourceSpec:
 
     def _read_values(self) -> tuple[bytes, ...]:
         try:
-            if self.schema is not None and self.format == "avro":
-                return avro_schema_values(self.schema, self.wire, self.schema_id)
             if self.schema is not None:
-                return schema_values(self.schema)
+                return schema_values(self.schema, self.format, self.wire, self.schema_id)
             if self.payload_file is not None:
                 return load_payloads(self.payload_file, self.payload_delimiter)
         except SourceSpecError as error:
@@ -203,25 +201,23 @@ def load_payloads(path: str, delimiter: str) -> tuple[bytes, ...]:
     return payloads
 
 
-def schema_values(path: str) -> tuple[bytes, ...]:
-    """The pool of JSON values generated from the JSON Schema in `path`."""
-    from .json_values import SchemaError, load_schema, pool
-
-    try:
-        return pool(load_schema(path))
-    except SchemaError as error:
-        raise SourceSpecError(f"schema {path!r}: {error}") from None
-
-
-def avro_schema_values(path: str, wire: str, schema_id: int) -> tuple[bytes, ...]:
-    """The pool of Avro values generated from the Avro schema in `path`; with
-    wire=confluent, each behind Confluent's magic byte and `schema_id`."""
-    from .avro_values import confluent_prefix, load_schema, pool
+def schema_values(
+    path: str, value_format: str = "json", wire: str = "plain", schema_id: int = 1
+) -> tuple[bytes, ...]:
+    """The pool of values generated from the schema in `path`: JSON documents from a JSON
+    Schema, or Avro binary from an Avro schema (with wire=confluent, each behind
+    Confluent's magic byte and `schema_id`)."""
     from .json_values import SchemaError
 
-    prefix = confluent_prefix(schema_id) if wire == "confluent" else b""
     try:
-        return pool(load_schema(path), prefix)
+        if value_format == "avro":
+            from . import avro_values
+
+            prefix = avro_values.confluent_prefix(schema_id) if wire == "confluent" else b""
+            return avro_values.pool(avro_values.load_schema(path), prefix)
+        from . import json_values
+
+        return json_values.pool(json_values.load_schema(path))
     except SchemaError as error:
         raise SourceSpecError(f"schema {path!r}: {error}") from None
 
