@@ -66,8 +66,10 @@ class BrokerServer:
         self._metrics_listeners: list[trio.SocketListener] = []
         self._registry_listeners: list[trio.SocketListener] = []
         self.schema_registry_address: Endpoint | None = None
-        self.schema_registry = SchemaRegistry.for_sources(config.sources)
-        """Confluent's Schema Registry REST paths, in memory (served with --schema-registry)."""
+        self.schema_registry = (
+            SchemaRegistry.for_sources(config.sources) if config.schema_registry else None
+        )
+        """Confluent's Schema Registry REST paths, in memory, with --schema-registry."""
 
     def stop(self) -> None:
         """Stop accepting connections; answer what is in flight; then `serve` returns."""
@@ -145,7 +147,7 @@ class BrokerServer:
                         ),
                         metrics_listeners,
                     )
-                if self._registry_listeners:
+                if self._registry_listeners and self.schema_registry is not None:
                     services.start_soon(
                         trio.serve_listeners,
                         partial(
