@@ -138,13 +138,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="declare a synthetic source topic (repeatable): NAME:partitions=P,records=N,"
         "size=S[,key-size=K][,rate=R][,compression=none|gzip|snappy|lz4|zstd][,headers=H]"
         "[,payload-file=PATH[,payload-delimiter=D]][,format=json,schema=PATH]"
-        "[,format=avro,schema=PATH.avsc[,wire=confluent[,schema-id=N]]]. "
+        "[,format=avro,schema=PATH.avsc[,wire=confluent[,schema-id=N]]]"
+        "[,format=nexmark[,nexmark-rate=E]]. "
         "records=N per partition exist from the start; rate=R grows each partition by R "
         "records/s from the broker's start (capped by records when both are given); "
         "payload-file: values are the file's lines (or D-separated records), cycled by offset; "
         "format=json: values generated from the JSON Schema in PATH; format=avro: Avro binary "
         "values generated from the Avro schema in PATH.avsc, with wire=confluent behind "
-        "Confluent's magic byte and schema id (default 1)",
+        "Confluent's magic byte and schema id (default 1); format=nexmark: the Nexmark "
+        "benchmark's person, auction and bid events as JSON, E events/s of event time "
+        "(default rate x partitions, else 10000)",
     )
     serve.add_argument(
         "--produced-record-size",

@@ -21,7 +21,9 @@ makes is kept to PAYLOAD_POOL_BATCHES: past it, values follow batch number modul
 With `format=json,schema=PATH` the values are JSON documents generated from the schema
 (nullbroker.json_values: a pool of POOL_VALUES of them), served as a payload file's records;
 with `format=avro,schema=PATH.avsc` Avro binary values (nullbroker.avro_values), with
-`wire=confluent` behind Confluent's magic byte and `schema-id`.
+`wire=confluent` behind Confluent's magic byte and `schema-id`. With `format=nexmark` the
+values are the Nexmark benchmark's events, partition p's offset o holding event o*P+p, in
+batches of nexmark.BATCH_EVENTS (nullbroker.nexmark says what repeats).
 
 Every batch of one shape and pool slot is the same template re-based: see
 codec.batch_template.
@@ -31,12 +33,15 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 from codec.batch_template import COMPRESSION_CODES, BatchTemplate, TemplateRecord, build_template
+from codec.framing import Buffer
+
+from .nexmark import BATCH_EVENTS, NexmarkLayout
 
 # About kafka-producer-perf-test's default batch.size: large enough to amortise per-batch
 # cost, small enough that one partition_max_bytes (1 MiB by default) holds many.
@@ -44,7 +49,7 @@ TARGET_BATCH_BYTES = 16 * 1024
 MAX_BATCH_RECORDS = 1000
 NOMINAL_RATE = 1000.0  # records/s for timestamps of a topic that has no rate
 ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-VALUE_FORMATS = ("letters", "json", "avro")
+VALUE_FORMATS = ("letters", "json", "avro", "nexmark")
 SCHEMA_FORMATS = ("json", "avro")
 WIRES = ("plain", "confluent")
 PAYLOAD_POOL_BATCHES = 256
@@ -73,6 +78,9 @@ class SourceSpec:
     schema: str | None = None
     wire: str = "plain"
     schema_id: int = 1
+    nexmark_rate: float | None = None
+    """Events/s of a Nexmark topic's event time; by default its rate x partitions, or
+    Beam's 10,000."""
     values: tuple[bytes, ...] = field(init=False, repr=False, compare=False)
     """What payloads() returns, read or generated once, when the spec is made."""
 
@@ -110,10 +118,40 @@ class SourceSpec:
             raise SourceSpecError(f"{where}: wire must be one of {', '.join(WIRES)}")
         if self.wire != "plain" and self.format != "avro":
             raise SourceSpecError(f"{where}: wire=confluent is for format=avro")
+        if self.format == "nexmark":
+            self._check_nexmark(where)
+        elif self.nexmark_rate is not None:
+            raise SourceSpecError(f"{where}: nexmark-rate is for format=nexmark")
         if not 0 <= self.schema_id < 2**31:
             raise SourceSpecError(f"{where}: schema-id must be from 0 to 2147483647")
         # A missing, unreadable, empty or unsupported file stops the broker at start.
         object.__setattr__(self, "values", self._read_values())
+
+    def _check_nexmark(self, where: str) -> None:
+        if self.schema is not None or self.payload_file is not None:
+            raise SourceSpecError(
+                f"{where}: format=nexmark makes its own values: no schema or payload-file"
+            )
+        if self.compression != "none":
+            # Each batch's ids and times are rewritten as it is served (nullbroker.nexmark).
+            raise SourceSpecError(f"{where}: format=nexmark is served uncompressed")
+        if self.nexmark_rate is not None and not 0 < self.nexmark_rate <= 1_000_000:
+            raise SourceSpecError(f"{where}: nexmark-rate must be from above 0 to 1000000 events/s")
+
+    def nexmark_events_per_second(self) -> float:
+        """The event-time rate of a Nexmark topic: events/s over all its partitions."""
+        from .nexmark import DEFAULT_RATE
+
+        if self.nexmark_rate is not None:
+            return self.nexmark_rate
+        return self.rate * self.partitions if self.rate is not None else DEFAULT_RATE
+
+    def nexmark_layout(self) -> NexmarkLayout | None:
+        """Where a Nexmark topic's events are; None for the other formats."""
+        if self.format != "nexmark":
+            return None
+        events = self.records * self.partitions if self.records is not None else None
+        return NexmarkLayout(self.partitions, self.nexmark_events_per_second(), events)
 
     def payloads(self) -> tuple[bytes, ...]:
         """The values other than letters: a payload file's records, or the pool of values
@@ -134,7 +172,8 @@ class SourceSpec:
     def parse(cls, text: str) -> SourceSpec:
         """`NAME:partitions=P,records=N,size=S[,key-size=K][,rate=R][,compression=C][,headers=H]
         [,payload-file=PATH][,payload-delimiter=D][,format=json,schema=PATH]
-        [,format=avro,schema=PATH.avsc[,wire=confluent[,schema-id=N]]]`."""
+        [,format=avro,schema=PATH.avsc[,wire=confluent[,schema-id=N]]]
+        [,format=nexmark[,nexmark-rate=E]]`."""
         name, _, options = text.partition(":")
         if not name:
             raise SourceSpecError(f"source {text!r}: expected NAME:option=value,...")
@@ -163,6 +202,7 @@ class SourceSpec:
             "schema": str,
             "wire": str,
             "schema_id": int,
+            "nexmark_rate": float,
         }
         settings: dict[str, object] = {}
         for raw_key, value in values.items():
@@ -248,6 +288,8 @@ class RecordShape:
     compress: Callable[[bytes], bytes] | None = None
     payloads: tuple[bytes, ...] = ()
     """The values of a payload file's topic, cycled by offset; () for value_pattern's."""
+    nexmark: NexmarkLayout | None = None
+    """A Nexmark topic's events, which it makes batch by batch, in place of values."""
     batch_records: int = field(init=False)
     pool: int = field(init=False)
     """Distinct batch contents: 1 for value_pattern's, up to PAYLOAD_POOL_BATCHES."""
@@ -260,6 +302,9 @@ class RecordShape:
             value_bytes = sum(map(len, self.payloads)) // len(self.payloads)
         record_bytes = value_bytes + self.key_size + 8 * self.headers + 16
         self.batch_records = max(1, min(MAX_BATCH_RECORDS, TARGET_BATCH_BYTES // record_bytes))
+        if self.nexmark is not None:
+            self.batch_records, self.pool = BATCH_EVENTS, self.nexmark.slots
+            return
         count = len(self.payloads)
         cycle = count // math.gcd(count, self.batch_records) if count else 1
         self.pool = min(cycle, PAYLOAD_POOL_BATCHES)
@@ -306,10 +351,9 @@ class RecordShape:
                     for kept_key, kept in self._templates.items()
                     if kept_key % (whole + 1) == whole
                 }
+            values = [self.value(index, slot) for index in range(count)]
             template = self._templates[key] = build_template(
-                [self._record(index, slot) for index in range(count)],
-                self.compression,
-                self.compress,
+                self.records_around(values), self.compression, self.compress
             )
         return template
 
@@ -319,20 +363,32 @@ class RecordShape:
             return value_pattern(index, self.size)
         return self.payloads[(slot * self.batch_records + index) % len(self.payloads)]
 
-    def _record(self, index: int, slot: int) -> TemplateRecord:
-        label = str(index).encode()
-        return TemplateRecord(
-            key=key_pattern(index, self.key_size),
-            value=self.value(index, slot),
-            headers=tuple((f"h{h}", label) for h in range(self.headers)),
-            timestamp_delta_ms=self._ms_for(index),
-        )
+    def records_around(self, values: Sequence[bytes]) -> list[TemplateRecord]:
+        """A batch's records holding `values`, with the keys, headers and timestamps of
+        their indexes."""
+        return [
+            TemplateRecord(
+                key=key_pattern(index, self.key_size),
+                value=value,
+                headers=tuple((f"h{h}", str(index).encode()) for h in range(self.headers)),
+                timestamp_delta_ms=self._ms_for(index),
+            )
+            for index, value in enumerate(values)
+        ]
 
-    def batch(self, base: int, end: int, start_ms: int) -> tuple[bytearray, memoryview]:
-        """The batch starting at aligned offset `base`, cut at log end `end`: its header and
-        its records, to be sent one after the other (see BatchTemplate.render_parts)."""
+    def batch(
+        self, base: int, end: int, start_ms: int, partition: int = 0
+    ) -> tuple[bytearray, Buffer]:
+        """The batch starting at aligned offset `base` of `partition`, cut at log end `end`:
+        its header and its records, to be sent one after the other (see
+        BatchTemplate.render_parts)."""
         whole = self.batch_records
         count = min(whole, end - base)
+        if self.nexmark is not None:
+            timestamp = self.timestamp_ms(start_ms, base)
+            return self.nexmark.render(
+                self.records_around, partition, base, count, start_ms, timestamp
+            )
         # template()'s key, computed here: this runs for every batch a Fetch serves.
         slot = base // whole % self.pool if self.pool > 1 else 0
         template = self._templates.get(slot * (whole + 1) + count)

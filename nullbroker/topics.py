@@ -160,6 +160,7 @@ class TopicRegistry:
                 rate=source.rate,
                 compress=compressor(source.compression),
                 payloads=source.payloads(),
+                nexmark=source.nexmark_layout(),
             )
         topic = Topic(
             name,

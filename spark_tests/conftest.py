@@ -95,3 +95,12 @@ def delete_records(bootstrap: str, topic: str, partition: int, before: int) -> i
     (future,) = futures.values()
     low_watermark: int = future.result().low_watermark
     return low_watermark
+
+
+@pytest.fixture(scope="module")
+def kafka_connector(spark: SparkSession) -> None:
+    """Skips a module whose tests need Spark's JVM Kafka connector when it is missing."""
+    from spark_tests.jobs.session import jvm_kafka_missing_reason
+
+    if reason := jvm_kafka_missing_reason(spark):
+        pytest.skip(reason)

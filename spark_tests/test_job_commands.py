@@ -123,3 +123,20 @@ def test_the_overhead_report_compares_sparks_connector_with_rows_built_in_the_jv
         assert f"| {job['job']} [kafka] |" in done.stdout
     # Only the connector's runs reached the broker: two reads of RECORDS each.
     assert broker_counts(done.stderr) == (0, 2 * RECORDS)
+
+
+def test_the_nexmark_command_runs_each_query_over_the_topic_it_declares() -> None:
+    done = run_job("nexmark", "--start-broker", "--events", "20000", "--partitions", "2", "--json")
+    results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [result["job"] for result in results] == [
+        f"nexmark_{query}" for query in ("q0", "q1", "q2", "q3", "q5", "q7")
+    ]
+    assert all(result["events"] == 20_000 and result["events_per_s"] > 0 for result in results)
+    assert results[0]["result_rows"] == 20_000 * 46 // 50  # q0: every bid
+
+
+def test_the_latency_command_reports_percentiles_of_what_came_back() -> None:
+    done = run_job("e2e_latency", "--start-broker", "--records", "300", "--rate", "300", "--json")
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["records"] == 300
+    assert result["p50_ms"] <= result["p99_ms"] <= result["max_ms"]

@@ -25,7 +25,6 @@ from spark_tests.conftest import (
     log_offsets,
     produced_records,
 )
-from spark_tests.jobs.session import jvm_kafka_missing_reason
 from spark_tests.partitioner import java_partition
 from spark_tests.streams import BatchLog, contiguous, into_log, run_until_done, wait_until
 from tests.broker_process import BrokerProcess, fetched_from_metrics
@@ -41,10 +40,7 @@ TRIMMED_RECORDS = 1_000
 WRITE_ROWS = 20_000
 
 
-@pytest.fixture(scope="module", autouse=True)
-def connector(spark: SparkSession) -> None:
-    if reason := jvm_kafka_missing_reason(spark):
-        pytest.skip(reason)
+pytestmark = pytest.mark.usefixtures("kafka_connector")
 
 
 @pytest.fixture(scope="module")

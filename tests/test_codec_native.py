@@ -209,3 +209,52 @@ def test_c_writes_each_response_as_python_does(
         assert written == expected
     if not isinstance(expected, Exception):
         assert c_module().encode_produce_response(version, topics) == expected
+
+
+@st.composite
+def numbers_in_places(draw: st.DrawFn) -> tuple[bytearray, bytes, tuple[int, ...]]:
+    """A buffer with places in it (some too narrow for their number, some past the end,
+    some with a kind that has no move, some bases out of range), their index, and moves
+    (some negative, some out of range)."""
+    from codec.batch_template import places
+
+    buffer = bytearray(draw(st.binary(max_size=8)))
+    spots = []
+    for _ in range(draw(st.integers(0, 12))):
+        width = draw(st.integers(1, 20))
+        base = draw(st.integers(0, 10**6) | st.integers(-5, 2 * 10**18))
+        spots.append((len(buffer), width, draw(st.integers(0, 3)), base))
+        buffer += draw(st.binary(min_size=width, max_size=width + 3))
+    if draw(st.booleans()):
+        spots.append((max(0, len(buffer) - 1) + draw(st.integers(0, 4)), 4, 0, 1))
+    moves = draw(
+        st.lists(
+            st.integers(-(10**6), 10**6) | st.integers(-(2**62), 2**62), min_size=2, max_size=3
+        )
+    )
+    return buffer, places(spots), tuple(moves)
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(case=numbers_in_places())
+def test_c_writes_numbers_in_place_as_python_does(
+    case: tuple[bytearray, bytes, tuple[int, ...]],
+) -> None:
+    from codec.batch_template import write_decimals_python
+
+    buffer, spots, moves = case
+    in_python, in_c = bytearray(buffer), bytearray(buffer)
+    try:
+        write_decimals_python(in_python, spots, moves)
+    except ValueError as error:
+        with pytest.raises(ValueError) as refused:
+            c_module().write_decimals(in_c, spots, moves)
+        assert str(refused.value) == str(error)
+    else:
+        c_module().write_decimals(in_c, spots, moves)
+        assert in_c == in_python
+
+
+def test_c_refuses_places_that_are_not_whole() -> None:
+    with pytest.raises(ValueError, match="whole 14-byte places"):
+        c_module().write_decimals(bytearray(20), bytes(13), (0,))

@@ -171,7 +171,7 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
                         )
                     else:
                         records, count, size = _records(
-                            topic, asked.fetch_offset, log_end, limit, first
+                            topic, partition.index, asked.fetch_offset, log_end, limit, first
                         )
                     if size:
                         answer.served.append((partition, count, size))
@@ -195,7 +195,7 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
 
 
 def _records(
-    topic: Topic, offset: int, log_end: int, limit: int, first: bool
+    topic: Topic, index: int, offset: int, log_end: int, limit: int, first: bool
 ) -> tuple[list[Buffer], int, int]:
     """Whole batches from the one holding `offset`, within `limit` bytes (each as its
     header and its template's records, never copied), the number of records in them at or
@@ -213,7 +213,7 @@ def _records(
     base = shape.batch_base(offset)
     size = count = 0
     while base < log_end:
-        header, records = shape.batch(base, log_end, topic.created_ms)
+        header, records = shape.batch(base, log_end, topic.created_ms, index)
         batch_size = len(header) + len(records)
         if size + batch_size > limit and (parts or not first):
             break

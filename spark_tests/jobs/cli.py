@@ -234,3 +234,38 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="a Kafka client setting, passed as option kafka.NAME (repeatable)",
     )
+
+
+def connector_job_parser(
+    module: str, description: str, bootstrap_help: str, start_help: str
+) -> argparse.ArgumentParser:
+    """The parser of a job that reads through Spark's connector only and has flags of its
+    own: --bootstrap HOST:PORT or --start-broker, one of them required."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m spark_tests.jobs.{module}",
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--bootstrap", metavar="HOST:PORT", help=bootstrap_help)
+    where.add_argument("--start-broker", action="store_true", help=start_help)
+    parser.add_argument("--json", action="store_true", help="results as JSON objects")
+    return parser
+
+
+@contextmanager
+def connector_session(
+    args: argparse.Namespace, broker_flags: Sequence[str], job: str
+) -> Iterator[tuple[SparkSession, str]]:
+    """A SparkSession with Spark's connector and --bootstrap's server, or that of a broker
+    started with `broker_flags` for --start-broker; the command stops, saying why, when the
+    connector is missing."""
+    with bootstrap_server(args, broker_flags) as bootstrap:
+        assert bootstrap is not None  # connector_job_parser requires one or the other
+        spark = build_session()
+        try:
+            if reason := jvm_kafka_missing_reason(spark):
+                raise SystemExit(f"{job} reads through Spark's connector: {reason}")
+            yield spark, bootstrap
+        finally:
+            spark.stop()
