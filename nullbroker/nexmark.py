@@ -20,18 +20,19 @@ Numbering: with P partitions, the record at offset `o` of partition `p` is event
 `o * P + p`: the partitions together hold events 0, 1, 2, ... in turn.
 
 What repeats: events are served from pre-encoded batches of BATCH_EVENTS, a pool of
-`slots_per_partition(P)` of them per partition (about POOL_BATCHES in all: 50 batches of
-about 59 KiB, 3 MiB, for 1, 2 or 5 partitions; 100 for 4; at least 25 a partition, as the
-pool's events must be a multiple of 5,000). The pool covers the first
-`C = P * slots * BATCH_EVENTS` events; event `n` is event `n mod C` with its person ids
-moved on by `(n div C) * C / 50`, its auction ids by `(n div C) * 3C / 50` and its times by
-`(n div C) * C * delay_us / 1000` ms. So ids and times advance for ever, hot ids stay
-multiples of 100 and the relations between events hold (a bid's auction and bidder exist),
-while names, prices and strings repeat every C events. A batch is served by writing its ids
-and times into its template's records (codec.batch_template.write_decimals, in C), each in
-a place of fixed width: the widest its kind reaches up to the topic's last event (for a
-topic without `records`, within the stretch of C events), the number first and spaces after
-it (JSON allows them), so a bounded topic's templates are made once.
+SLOTS_PER_PARTITION (20) of them per partition, about 59 KiB each: 1.2 MiB a partition.
+That is more than a 1 MiB partition fetch holds, so the batches of one response never
+share a template and each is written in its template's own buffer (see render). The pool
+covers the first `C = P * 20 * BATCH_EVENTS` events (4,000 a partition); event `n` is
+event `n mod C` with its person ids moved on by `(n div C) * C / 50`, its auction ids by
+`(n div C) * 3C / 50` and its times by `(n div C) * C * delay_us / 1000` ms. So ids and
+times advance for ever and the relations between events hold (a bid's auction and bidder
+exist; a hot id, a multiple of 100 in the pool, stays one id reused by many events), while
+names, prices and strings repeat every C events. A batch is served by writing its ids and
+times into its template's records (codec.batch_template.write_decimals, in C), each in a
+place of fixed width: the widest its kind reaches up to the topic's last event (for a
+topic without `records`, within the stretch of C events), the number first and spaces
+after it (JSON allows them), so a bounded topic's templates are made once.
 """
 
 from __future__ import annotations
@@ -91,11 +92,11 @@ LAST_NAMES = (
 DEFAULT_RATE = 10_000.0
 """Events/s of event time when neither nexmark-rate nor the topic's rate says: Beam's."""
 BATCH_EVENTS = 200
-POOL_BATCHES = 50
-"""About how many distinct batches a Nexmark topic keeps (about 3 MiB of templates)."""
-# Every id and time moves by a whole number when the pool repeats, and hot ids (multiples
-# of HOT_GROUP) stay hot: C / 50 and 3C / 50 multiples of 100, C * delay_us of 1000.
-CYCLE_MULTIPLE = 5000
+SLOTS_PER_PARTITION = 20
+"""Distinct batches a Nexmark topic keeps a partition: 1.2 MiB, more than a 1 MiB fetch."""
+# Every id and time moves by a whole number when the pool repeats: C / 50 and 3C / 50 ids,
+# C * delay_us / 1000 ms.
+CYCLE_MULTIPLE = 1000
 
 Made = tuple[BatchTemplate, bytearray, bytes]
 """A template's header, its records and the places of their ids and times."""
@@ -125,10 +126,10 @@ class Event(NamedTuple):
 
 
 def slots_per_partition(partitions: int) -> int:
-    """Pool batches per partition: about POOL_BATCHES in all, keeping the pool's events a
-    multiple of CYCLE_MULTIPLE."""
+    """Pool batches per partition: SLOTS_PER_PARTITION, or the next number that keeps the
+    pool's events a multiple of CYCLE_MULTIPLE."""
     step = CYCLE_MULTIPLE // math.gcd(CYCLE_MULTIPLE, partitions * BATCH_EVENTS)
-    return max(step, POOL_BATCHES // partitions // step * step)
+    return -(-SLOTS_PER_PARTITION // step) * step
 
 
 def delay_us(rate: float) -> int:
