@@ -25,7 +25,9 @@ from codec import (
 )
 from codec.framing import Buffer
 
+from .cluster import Cluster
 from .config import Config
+from .faults import Faults
 from .groups import GroupCoordinator
 from .log_limit import RepeatLimitedLog
 from .producers import ProducerRegistry
@@ -53,6 +55,14 @@ class Session:
     """The client's address, HOST:PORT."""
     advertised: Endpoint
     """The address clients are told to reach this node at (Metadata, FindCoordinator)."""
+    node_id: int = 0
+    """The node of the cluster the client connected to (nullbroker.cluster)."""
+
+    def node(self, cluster: Cluster, node_id: int) -> Endpoint:
+        """Where this client is told to reach `node_id`: the host it reached us at."""
+        if node_id == self.node_id:
+            return self.advertised
+        return Endpoint(self.advertised.host, cluster.port(node_id, self.advertised.port))
 
     @property
     def host(self) -> str:
@@ -98,6 +108,8 @@ class Broker:
 
         self.config = config
         self.node_id = NODE_ID
+        self.cluster = Cluster(config.brokers)
+        """The nodes this process serves, and which leads what."""
         self.cluster_id = config.cluster_id
         self.stats = BrokerStats()
         self.warnings = RepeatLimitedLog(log)
@@ -117,6 +129,10 @@ class Broker:
         self.broker_configs: dict[str, dict[str, str]] = {}
         """Broker configs set by IncrementalAlterConfigs, by resource name: "" for every
         broker (cluster defaults), the node id for this one. Reported, not enforced."""
+        self.faults = Faults(self.cluster, counts=self.stats.faults)
+        """Latency, errors, nodes down and leaders moved, on demand."""
+        for spec in config.faults:
+            self.faults.add(spec)
         self.log_growth = LogGrowth()
         """Held Fetch requests wait on it until a log grows."""
         self.handlers: dict[int, Handler] = HANDLERS
@@ -146,10 +162,23 @@ class Broker:
         request = decode_request(frame, self.served)
         header = request.header
         body = self.handlers[header.api_key](self, request, session)
+        if self.faults.active:
+            delay = self.faults.latency_s(header.api_name, session.node_id)
+            if delay:
+                return self._answer_after(delay, request, body, started)
         if type(body) is CoroutineType:  # every handler that waits is an async def
             return self._answer_later(request, body, started)
         self._account(header.api_name, started)
         return None if body is None else _frame(header, body)
+
+    async def _answer_after(
+        self, seconds: float, request: Request, body: Any, started: int
+    ) -> bytes | list[Buffer] | None:
+        """The answer, `seconds` late (a latency fault), accounted as a held request."""
+        if type(body) is not CoroutineType:
+            body = _ready(body)
+        await trio.sleep(seconds)
+        return await self._answer_later(request, body, started)
 
     async def _answer_later(
         self, request: Request, pending: Awaitable[Any], started: int
@@ -170,6 +199,10 @@ class Broker:
         api.requests += 1
         api.latency.observe(time.perf_counter_ns() - started - held_ns)
         return api
+
+
+async def _ready(body: Any) -> Any:
+    return body
 
 
 def _frame(header: RequestHeader, body: Any) -> bytes | list[Buffer]:

@@ -80,6 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="the address Metadata gives clients (default: the address each client connected to)",
     )
     serve.add_argument(
+        "--brokers",
+        type=int,
+        metavar="N",
+        help="serve a cluster of N brokers, node ids 0..N-1, on consecutive ports from "
+        "--listen's (port 0: each picks a free one; all are printed): partitions are led "
+        "by different nodes, groups coordinated by one (default 1)",
+    )
+    serve.add_argument(
         "--partitions",
         type=int,
         metavar="N",
@@ -130,6 +138,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="SECONDS",
         help=f"seconds between console lines (default {defaults.report_interval:g})",
+    )
+    serve.add_argument(
+        "--fault",
+        action="append",
+        metavar="SPEC",
+        help="apply a fault from the start (repeatable): latency:api=Produce,ms=20[,node=N] "
+        "(or p50=MS,p99=MS), error:api=Produce|Fetch,code=NAME[,rate=R][,node=N], "
+        "down:node=N[,for=5s], move:topic=T,partition=P,to=N; live ones come and go over "
+        "HTTP on the --metrics listener: see `nullbroker fault --help`",
     )
     serve.add_argument(
         "--source",
@@ -184,11 +201,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--config", metavar="FILE", help=f"a TOML file of settings (or ${CONFIG_FILE_VARIABLE})"
     )
+    from .fault_command import add_parser
+
+    add_parser(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "fault":
+        from .fault_command import run
+
+        return run(args)
     logging.basicConfig(
         level=logging.INFO,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
@@ -223,6 +247,12 @@ async def _serve_until_signalled(config: Config) -> None:
             print(
                 f"nullbroker listening on {server.address.host}:{server.address.port}", flush=True
             )
+            if len(server.node_addresses) > 1:
+                nodes = ", ".join(
+                    f"{node} on {address.host}:{address.port}"
+                    for node, address in enumerate(server.node_addresses)
+                )
+                print(f"nodes: {nodes}", flush=True)
             log.info("Produce requests are decoded in %s", native.status())
             if server.metrics_address is not None:
                 metrics = server.metrics_address

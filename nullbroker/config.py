@@ -11,6 +11,7 @@ from typing import Any
 
 from codec import DEFAULT_MAX_FRAME_BYTES, native
 
+from .cluster import MAX_BROKERS
 from .source import SourceSpec, SourceSpecError
 
 ENV_PREFIX = "NULLBROKER_"
@@ -39,6 +40,8 @@ class Config:
 
     listen: str = "127.0.0.1:9092"
     advertise: str | None = None
+    brokers: int = 1
+    """Nodes this process serves as one cluster, on consecutive ports (nullbroker.cluster)."""
     partitions: int = 1
     auto_create: bool = True
     verify_crc: bool = False
@@ -51,6 +54,8 @@ class Config:
     retain: int = 0
     """Bytes of produced batches each partition keeps for Fetch; 0: synthetic records."""
     sources: tuple[SourceSpec, ...] = ()
+    faults: tuple[str, ...] = ()
+    """Fault SPECs applied at start (nullbroker.faults)."""
     cluster_id: str = "nullbroker-cluster-0001"
     group_initial_rebalance_delay_ms: int = 3000
     connection_loop: str = "epoll"
@@ -74,6 +79,15 @@ class Config:
             parse_host_port(self.metrics, named("metrics"))
         if self.schema_registry is not None:
             parse_host_port(self.schema_registry, named("schema_registry"))
+        if not 1 <= self.brokers <= MAX_BROKERS:
+            raise ConfigError(
+                f"{named('brokers')}: must be from 1 to {MAX_BROKERS}, got {self.brokers}"
+            )
+        if self.brokers > 1 and self.listen_address[1] + self.brokers - 1 > 65535:
+            raise ConfigError(
+                f"{named('listen')}: {self.brokers} brokers need {self.brokers} consecutive "
+                f"ports from {self.listen_address[1]}"
+            )
         if self.partitions < 1:
             raise ConfigError(f"{named('partitions')}: must be at least 1, got {self.partitions}")
         if self.max_frame_bytes < 1024:
@@ -87,6 +101,7 @@ class Config:
                 f"{named('sources')}: topic {duplicates[0]!r} is declared more than once"
             )
         _check_schema_ids(self.sources, named("sources"))
+        _check_faults(self.faults, self.brokers, named("faults"))
         if self.produced_record_size < 0:
             raise ConfigError(
                 f"{named('produced_record_size')}: must not be negative, "
@@ -128,6 +143,19 @@ class Config:
         return parse_host_port(self.metrics, self.named("metrics")) if self.metrics else None
 
 
+def _check_faults(specs: tuple[str, ...], brokers: int, setting: str) -> None:
+    """Each fault SPEC must parse and apply to a cluster of `brokers` nodes."""
+    from .cluster import Cluster
+    from .faults import Faults, FaultSpecError
+
+    faults = Faults(Cluster(brokers))
+    for spec in specs:
+        try:
+            faults.add(spec)
+        except FaultSpecError as error:
+            raise ConfigError(f"{setting}: {error}") from None
+
+
 def _check_schema_ids(sources: tuple[SourceSpec, ...], setting: str) -> None:
     """One schema id, one schema: Avro sources whose values carry a Confluent schema id
     (wire=confluent) must not give two schemas the same id."""
@@ -147,7 +175,7 @@ def _check_schema_ids(sources: tuple[SourceSpec, ...], setting: str) -> None:
 
 
 # The flags whose names are not their setting's name with dashes.
-_FLAG_NAMES = {"auto_create": "--no-auto-create", "sources": "--source"}
+_FLAG_NAMES = {"auto_create": "--no-auto-create", "sources": "--source", "faults": "--fault"}
 
 
 def flag_name(setting: str) -> str:
@@ -161,6 +189,7 @@ _ALIASES: dict[str, tuple[str, Any]] = {
     "no_auto_create": ("auto_create", lambda value: not value),
     # `--source` and `[[source]]` name one source topic each.
     "source": ("sources", lambda value: value),
+    "fault": ("faults", lambda value: value),
 }
 
 
@@ -188,6 +217,23 @@ def _sources(value: Any, origin: str) -> tuple[SourceSpec, ...]:
     return tuple(specs)
 
 
+def _fault_specs(value: Any) -> tuple[str, ...]:
+    """Fault SPECs from strings (`;` separates several in one) or `[[fault]]` tables
+    (`spec = "..."`, or `kind` and the SPEC's options as keys)."""
+    items = value if isinstance(value, list | tuple) else [value]
+    specs: list[str] = []
+    for item in items:
+        if isinstance(item, dict):
+            if "spec" in item:
+                specs.append(str(item["spec"]))
+            else:
+                options = ",".join(f"{key}={item[key]}" for key in item if key != "kind")
+                specs.append(f"{item.get('kind', '')}:{options}")
+        else:
+            specs.extend(text for text in str(item).split(";") if text.strip())
+    return tuple(specs)
+
+
 _KIND_NAMES = {"bool": "boolean", "int": "integer", "float": "number"}
 
 
@@ -195,6 +241,8 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
     kind = str(_FIELDS[name].type)
     if name == "sources":
         return _sources(value, origin)
+    if name == "faults":
+        return _fault_specs(value)
     try:
         if "bool" in kind:
             if isinstance(value, bool):
@@ -239,7 +287,11 @@ def _apply(
             settings[key] = _coerce(key, value, origin)
             origins[key] = origin
         else:
-            names = sorted(known_as(name) for name in [*_FIELDS, *_ALIASES] if name != "sources")
+            names = sorted(
+                known_as(name)
+                for name in [*_FIELDS, *_ALIASES]
+                if name not in ("sources", "faults")
+            )
             raise ConfigError(f"{origin}: unknown setting (known: {', '.join(names)})")
     return settings, origins
 

@@ -270,6 +270,7 @@ async def serve_connection(
     stats = broker.stats
     stats.connections += 1
     stats.connections_total += 1
+    stats.node_connections[session.node_id] += 1
     wire = _wire(stream)
     try:
         with wire.scope:

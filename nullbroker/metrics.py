@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.core import (
@@ -86,26 +87,35 @@ class BrokerCollector(Collector):
                 )
         yield from (requests, latency, held)
 
-        errors = CounterMetricFamily(
-            "nullbroker_errors", "Error codes answered, by Kafka error name.", labels=["error"]
+        yield _counter(
+            "nullbroker_errors", "Error codes answered, by Kafka error name.", "error", stats.errors
         )
-        for name, count in sorted(stats.errors.items()):
-            errors.add_metric([name], count)
-        yield errors
 
-        closed = CounterMetricFamily(
+        yield _counter(
             "nullbroker_connections_closed_on_error",
             "Connections closed on an error, by reason: a request that broke the protocol (the "
             "codec error), a reset or a close partway through a request by the client, or an "
             "internal error.",
-            labels=["reason"],
+            "reason",
+            stats.protocol_errors,
         )
-        for reason, count in sorted(stats.protocol_errors.items()):
-            closed.add_metric([reason], count)
-        yield closed
 
         yield GaugeMetricFamily(
             "nullbroker_connections", "Open client connections.", value=stats.connections
+        )
+        yield _counter(
+            "nullbroker_faults",
+            "Faults applied (--fault, POST /faults), by kind: latency (answers delayed), "
+            "error (answers with an injected error), down, move, connections_reset, "
+            "connections_refused.",
+            "kind",
+            stats.faults,
+        )
+        yield _counter(
+            "nullbroker_node_connections",
+            "Client connections accepted, by the node of the cluster they reached (--brokers).",
+            "node",
+            stats.node_connections,
         )
 
         groups = GaugeMetricFamily(
@@ -119,6 +129,16 @@ class BrokerCollector(Collector):
             "Consumer group join phases completed with members (new generations).",
             value=stats.rebalances,
         )
+
+
+def _counter(
+    name: str, documentation: str, label: str, counts: Mapping[Any, int]
+) -> CounterMetricFamily:
+    """A counter with one label, a sample per key of `counts`, in key order."""
+    family = CounterMetricFamily(name, documentation, labels=[label])
+    for key, count in sorted(counts.items()):
+        family.add_metric([str(key)], count)
+    return family
 
 
 def _cumulative_buckets(counts: list[int]) -> list[tuple[str, float]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import logging
 import socket
+import struct
 import time
 from functools import partial
 
@@ -26,6 +27,19 @@ DRAIN_SECONDS = 10.0
 
 def _endpoint(sockname: tuple[str, int] | tuple[str, int, int, int]) -> Endpoint:
     return Endpoint(sockname[0], sockname[1])
+
+
+def _reset(stream: trio.SocketStream) -> None:
+    """Make the connection end in a reset: its reader sees the end of the stream at once
+    (the connection is then closed as usual) and the close sends RST, not FIN."""
+    try:
+        stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_ZERO)
+        stream.socket.shutdown(socket.SHUT_RD)
+    except OSError:
+        pass  # already gone
+
+
+_LINGER_ZERO = struct.pack("ii", 1, 0)
 
 
 class StartupError(Exception):
@@ -59,10 +73,17 @@ class BrokerServer:
         self.config = config
         self.broker = Broker(config)
         self.address: Endpoint | None = None
+        """Node 0's listening address: the bootstrap server."""
+        self.node_addresses: list[Endpoint] = []
+        """Each node's listening address, by node id."""
         self.metrics_address: Endpoint | None = None
         self._drain = Drain()
         self._stop = trio.Event()
-        self._listeners: list[trio.SocketListener] = []
+        self._listeners: list[list[trio.SocketListener]] = []
+        """Each node's listeners, by node id."""
+        self._streams: dict[int, set[trio.SocketStream]] = {}
+        """Each node's open connections, so that a `down` fault can reset them."""
+        self.broker.faults.reset_node = self._reset_node
         self._metrics_listeners: list[trio.SocketListener] = []
         self._registry_listeners: list[trio.SocketListener] = []
         self.schema_registry_address: Endpoint | None = None
@@ -88,17 +109,14 @@ class BrokerServer:
                     f"{config.named('summary_json')} {summary_path}: cannot write there: "
                     f"{error.strerror}"
                 ) from None
-        self._listeners = await _open_listeners(
-            config.listen_address, config.named("listen"), config.listen
-        )
-        self.address = _endpoint(self._listeners[0].socket.getsockname())
+        await self._open_node_listeners()
         if config.metrics_address and config.metrics:
             try:
                 self._metrics_listeners = await _open_listeners(
                     config.metrics_address, config.named("metrics"), config.metrics
                 )
             except StartupError:
-                for listener in self._listeners:
+                for listener in self._kafka_listeners:
                     await listener.aclose()
                 raise
             self.metrics_address = _endpoint(self._metrics_listeners[0].socket.getsockname())
@@ -110,12 +128,38 @@ class BrokerServer:
                     str(config.schema_registry),
                 )
             except StartupError:
-                for listener in [*self._listeners, *self._metrics_listeners]:
+                for listener in [*self._kafka_listeners, *self._metrics_listeners]:
                     await listener.aclose()
                 raise
             self.schema_registry_address = _endpoint(
                 self._registry_listeners[0].socket.getsockname()
             )
+
+    @property
+    def _kafka_listeners(self) -> list[trio.SocketListener]:
+        return [listener for listeners in self._listeners for listener in listeners]
+
+    async def _open_node_listeners(self) -> None:
+        """One listener per node, on consecutive ports from --listen's (or each on a free
+        port for port 0); the cluster learns the port clients are told for each."""
+        config = self.config
+        host, port = config.listen_address
+        advertised = config.advertised_address
+        for node in range(config.brokers):
+            text = config.listen if config.brokers == 1 else f"{config.listen} (node {node})"
+            try:
+                listeners = await _open_listeners(
+                    (host, port + node if port else 0), config.named("listen"), text
+                )
+            except StartupError:
+                for listener in self._kafka_listeners:
+                    await listener.aclose()
+                raise
+            self._listeners.append(listeners)
+            address = _endpoint(listeners[0].socket.getsockname())
+            self.node_addresses.append(address)
+            self.broker.cluster.ports[node] = advertised[1] + node if advertised else address.port
+        self.address = self.node_addresses[0]
 
     async def serve(
         self, *, task_status: trio.TaskStatus[BrokerServer] = trio.TASK_STATUS_IGNORED
@@ -126,14 +170,16 @@ class BrokerServer:
 
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as services:
-                services.start_soon(
-                    partial(trio.serve_listeners, handler_nursery=connections),
-                    self._serve_kafka,
-                    listeners,
-                )
+                for node, node_listeners in enumerate(listeners):
+                    services.start_soon(
+                        partial(trio.serve_listeners, handler_nursery=connections),
+                        partial(self._serve_kafka, node),
+                        node_listeners,
+                    )
                 if metrics_listeners:
                     # Imported only when asked for: prometheus_client brings asyncio, http
                     # and email with it, megabytes a broker without --metrics never needs.
+                    from .faults import faults_handler
                     from .metrics import exposition, make_registry
 
                     registry = make_registry(self.broker.stats)
@@ -142,7 +188,7 @@ class BrokerServer:
                         trio.serve_listeners,
                         partial(
                             serve_http_connection,
-                            handle=metrics_handler(render),
+                            handle=faults_handler(self.broker.faults, metrics_handler(render)),
                             warnings=self.broker.warnings,
                         ),
                         metrics_listeners,
@@ -173,7 +219,7 @@ class BrokerServer:
             write_summary(self.broker.stats, self.config.summary_json)
             log.info("summary written to %s", self.config.summary_json)
 
-    async def _serve_kafka(self, stream: trio.SocketStream) -> None:
+    async def _serve_kafka(self, node: int, stream: trio.SocketStream) -> None:
         try:
             local = stream.socket.getsockname()
             peer = stream.socket.getpeername()
@@ -185,14 +231,35 @@ class BrokerServer:
             )
             await trio.aclose_forcefully(stream)
             return
+        if self.broker.cluster.is_down(node):
+            # A `down` fault: the client finds the node gone, as a crashed broker's.
+            self.broker.stats.faults["connections_refused"] += 1
+            _reset(stream)
+            await trio.aclose_forcefully(stream)
+            return
         advertised = self.config.advertised_address
         session = Session(
             peer=f"{peer[0]}:{peer[1]}",
             # Without --advertise, tell each client the address it reached us at.
-            advertised=Endpoint(*advertised) if advertised else _endpoint(local),
+            advertised=(
+                Endpoint(advertised[0], advertised[1] + node) if advertised else _endpoint(local)
+            ),
+            node_id=node,
         )
         # Under a host loop (the CLI's default) plain TCP connections are served by it.
-        await serve_connection(stream, self.broker, session, self._drain, serve=serve_hosted)
+        streams = self._streams.setdefault(node, set())
+        streams.add(stream)
+        try:
+            await serve_connection(stream, self.broker, session, self._drain, serve=serve_hosted)
+        finally:
+            streams.discard(stream)
+
+    def _reset_node(self, node: int) -> int:
+        """Reset every connection of `node` (a `down` fault); how many there were."""
+        streams = self._streams.get(node, set())
+        for stream in streams:
+            _reset(stream)
+        return len(streams)
 
     async def _summarise_repeated_warnings(self) -> None:
         warnings = self.broker.warnings

@@ -107,6 +107,10 @@ class BrokerStats:
         self.errors: Counter[str] = Counter()
         self.connections = 0
         self.connections_total = 0
+        self.node_connections: Counter[int] = Counter()
+        """Connections accepted, by the node of the cluster they reached."""
+        self.faults: Counter[str] = Counter()
+        """Faults applied (nullbroker.faults), by kind."""
         self.protocol_errors: Counter[str] = Counter()
         """Connections closed for a broken request, by reason (codec error class)."""
         self.groups: Counter[str] = Counter()

@@ -12,9 +12,10 @@ lines after it), from a scratch copy of the checkout (the working tree's files; 
   shown. `127.0.0.1:9092`, make serve's address, becomes that broker's address (an
   OS-picked port) in every command.
 - A `nullbroker serve … &` line starts the block's own broker instead, on a free port
-  (`--listen` added) that replaces 9092 in the block. A `nullbroker serve` line in the
-  foreground is started, must print that it listens, and is stopped with SIGTERM (exit 0):
-  its flags are all checked.
+  (`--listen` added; the next few are free too, for `--brokers`) that replaces 9092 in the
+  block, and `127.0.0.1:9100` (the examples' `--metrics`) becomes another free port. A
+  `nullbroker serve` line in the foreground is started, must print that it listens, and is
+  stopped with SIGTERM (exit 0): its flags are all checked.
 - Counts are divided by 1000 (`--num-records`, `--messages`, `--records`, `--requests`,
   `--records-per-step`, `--consume-records-per-topic`, `records=` in a source spec), and so
   are durations (`--minutes`), which keeps the numbers consistent with each other: 4
@@ -37,6 +38,7 @@ lines after it), from a scratch copy of the checkout (the working tree's files; 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -57,6 +59,8 @@ from tests.kafka_tools import _missing as kafka_tools_missing
 ROOT = Path(__file__).resolve().parent.parent
 READMES = ("README.md", "perf/README.md")
 DEFAULT_ADDRESS = "127.0.0.1:9092"
+METRICS_ADDRESS = "127.0.0.1:9100"
+CLUSTER_PORTS = 8
 SCALE = 1000
 COUNT_FLAG = re.compile(
     r"(--(?:num-records|messages|records|requests|records-per-step|consume-records-per-topic)"
@@ -142,6 +146,20 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def free_ports(count: int) -> int:
+    """The first of `count` consecutive free ports, the first picked by the OS."""
+    while True:
+        first = free_port()
+        try:
+            with contextlib.ExitStack() as probes:
+                for port in range(first + 1, first + count):
+                    probe = probes.enter_context(socket.socket())
+                    probe.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
 
 
 def needs(block: Block) -> str | None:
@@ -301,9 +319,13 @@ def test_shell_example_runs_as_written(block: Block, tmp_path: Path, checkout: P
         return
     before = files_outside_out(checkout)
     if any(re.search(r"nullbroker serve .*&$", command) for command in commands):
-        address = f"127.0.0.1:{free_port()}"
+        # A cluster's nodes take the ports after the bootstrap's: those must be free too.
+        address = f"127.0.0.1:{free_ports(CLUSTER_PORTS)}"
+        metrics = f"127.0.0.1:{free_port()}"
         commands = [
-            command.replace("nullbroker serve", f"nullbroker serve --listen {address}", 1)
+            command.replace("nullbroker serve", f"nullbroker serve --listen {address}", 1).replace(
+                METRICS_ADDRESS, metrics
+            )
             for command in commands
         ]
         outputs = run_script(commands, address, checkout)

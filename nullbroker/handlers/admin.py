@@ -226,15 +226,16 @@ def handle_describe_configs(broker: Broker, request: Request, session: Session) 
             else:
                 entries = topic_entries(topic.configs)
         elif resource.resource_type in (BROKER_RESOURCE, BROKER_LOGGER_RESOURCE):
-            if resource.resource_name not in ("", str(broker.node_id)):
+            node = broker.cluster.node_named(resource.resource_name, session.node_id)
+            if node is None:
                 error = ErrorCode.invalid_request
-                message = f"this is broker {broker.node_id}, not {resource.resource_name!r}"
+                message = broker.cluster.no_such_node(resource.resource_name)
             elif resource.resource_type == BROKER_RESOURCE:
                 entries = broker_entries(
                     broker.config,
-                    broker.node_id,
+                    node,
                     broker.broker_configs.get(""),
-                    broker.broker_configs.get(str(broker.node_id)),
+                    broker.broker_configs.get(str(node)),
                 )
         else:
             error = ErrorCode.invalid_request

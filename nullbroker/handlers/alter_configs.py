@@ -41,7 +41,7 @@ def handle_incremental_alter_configs(broker: Broker, request: Request, session: 
                     ErrorCode.invalid_request,
                     f"resource {resource.resource_name!r} is named more than once in the request",
                 )
-            current, types_of = _current(broker, resource)
+            current, types_of = _current(broker, resource, session.node_id)
             altered = _altered(current, types_of, resource.configs)
             if not body.validate_only:
                 current.clear()
@@ -62,7 +62,9 @@ def handle_incremental_alter_configs(broker: Broker, request: Request, session: 
     )
 
 
-def _current(broker: Broker, resource: Any) -> tuple[dict[str, str], dict[str, ConfigType]]:
+def _current(
+    broker: Broker, resource: Any, node_id: int
+) -> tuple[dict[str, str], dict[str, ConfigType]]:
     """The overrides a resource has now (altered in place), and the configs it may have."""
     name = resource.resource_name
     if resource.resource_type == TOPIC_RESOURCE:
@@ -71,11 +73,10 @@ def _current(broker: Broker, resource: Any) -> tuple[dict[str, str], dict[str, C
             raise Refusal(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
         return topic.configs, TOPIC_TYPES
     if resource.resource_type == BROKER_RESOURCE:
-        if name not in ("", str(broker.node_id)):
-            raise Refusal(
-                ErrorCode.invalid_request, f"this is broker {broker.node_id}, not {name!r}"
-            )
-        entries = static_broker_entries(broker.config, broker.node_id)
+        node = broker.cluster.node_named(name, node_id)
+        if node is None:
+            raise Refusal(ErrorCode.invalid_request, broker.cluster.no_such_node(name))
+        entries = static_broker_entries(broker.config, node)
         alterable = {entry.name: entry.type for entry in entries if not entry.read_only}
         read_only = {entry.name for entry in entries if entry.read_only}
         for config in resource.configs:

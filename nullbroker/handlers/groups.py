@@ -62,22 +62,30 @@ FIRST_DESCRIBE_WITH_GROUP_ID_NOT_FOUND = 6
 def handle_find_coordinator(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     types = response_module(FIND_COORDINATOR, version)
-    node = {
-        "node_id": broker.node_id,
-        "host": session.advertised.host,
-        "port": session.advertised.port,
-        "error_code": ErrorCode.none,
-        "error_message": None,
-    }
+
+    def coordinator(key: str) -> dict[str, Any]:
+        node = broker.cluster.coordinator(key)
+        address = session.node(broker.cluster, node)
+        return {
+            "node_id": node,
+            "host": address.host,
+            "port": address.port,
+            "error_code": ErrorCode.none,
+            "error_message": None,
+        }
+
     if hasattr(types, "Coordinator"):  # v4+: a batch of keys
         return make(
             types.FindCoordinatorResponse,
             throttle_time=NO_THROTTLE,
             coordinators=tuple(
-                make(types.Coordinator, key=key, **node) for key in request.body.coordinator_keys
+                make(types.Coordinator, key=key, **coordinator(key))
+                for key in request.body.coordinator_keys
             ),
         )
-    return make(types.FindCoordinatorResponse, throttle_time=NO_THROTTLE, **node)
+    return make(
+        types.FindCoordinatorResponse, throttle_time=NO_THROTTLE, **coordinator(request.body.key)
+    )
 
 
 def _ms(duration: datetime.timedelta) -> int:

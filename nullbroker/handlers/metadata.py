@@ -1,4 +1,5 @@
-"""Metadata and DescribeCluster: one node that leads every partition."""
+"""Metadata, DescribeCluster and DescribeTopicPartitions: the cluster's nodes, each at the
+host the client reached us at, and the node that leads each partition (nullbroker.cluster)."""
 
 from __future__ import annotations
 
@@ -26,10 +27,6 @@ METADATA = 3
 DESCRIBE_CLUSTER = 60
 DESCRIBE_TOPIC_PARTITIONS = 75
 
-# nullbroker reports no leader epochs (-1): clients then skip leader-epoch validation
-# (OffsetsForLeaderEpoch), which a broker that never changes leader does not need.
-NO_LEADER_EPOCH = -1
-
 BROKERS_ENDPOINT = 1
 
 
@@ -50,20 +47,22 @@ def handle_metadata(broker: Broker, request: Request, session: Session) -> Any:
             for wanted in requested
         ]
 
+    cluster = broker.cluster
     return make(
         types.MetadataResponse,
         throttle_time=NO_THROTTLE,
-        brokers=(
+        brokers=tuple(
             make(
                 types.MetadataResponseBroker,
-                node_id=broker.node_id,
-                host=session.advertised.host,
-                port=session.advertised.port,
+                node_id=node,
+                host=session.node(cluster, node).host,
+                port=session.node(cluster, node).port,
                 rack=None,
-            ),
+            )
+            for node in cluster.live
         ),
         cluster_id=broker.cluster_id,
-        controller_id=broker.node_id,
+        controller_id=cluster.controller,
         topics=tuple(topics),
         cluster_authorized_operations=authorized_operations(
             getattr(body, "include_cluster_authorized_operations", False), CLUSTER_OPERATIONS
@@ -91,7 +90,8 @@ def _requested_topic(
 
 
 def _topic(types: Any, broker: Broker, topic: Topic, include_operations: bool) -> Any:
-    node = (broker.node_id,)
+    cluster = broker.cluster
+    leaders = cluster.leaders(topic.name, len(topic.partitions))
     partition_type = types.MetadataResponsePartition
     return make(
         types.MetadataResponseTopic,
@@ -104,10 +104,10 @@ def _topic(types: Any, broker: Broker, topic: Topic, include_operations: bool) -
                 partition_type,
                 error_code=ErrorCode.none,
                 partition_index=partition.index,
-                leader_id=broker.node_id,
-                leader_epoch=NO_LEADER_EPOCH,
-                replica_nodes=node,
-                isr_nodes=node,
+                leader_id=leaders[partition.index],
+                leader_epoch=cluster.leader_epoch(topic.name, partition.index),
+                replica_nodes=(leaders[partition.index],),
+                isr_nodes=(leaders[partition.index],),
                 offline_replicas=(),
             )
             for partition in topic.partitions
@@ -149,16 +149,17 @@ def handle_describe_cluster(broker: Broker, request: Request, session: Session) 
         error_message=message,
         endpoint_type=endpoint_type,
         cluster_id=broker.cluster_id,
-        controller_id=broker.node_id,
-        brokers=(
+        controller_id=broker.cluster.controller,
+        brokers=tuple(
             make(
                 types.DescribeClusterBroker,
-                broker_id=broker.node_id,
-                host=session.advertised.host,
-                port=session.advertised.port,
+                broker_id=node,
+                host=session.node(broker.cluster, node).host,
+                port=session.node(broker.cluster, node).port,
                 rack=None,
                 is_fenced=False,
-            ),
+            )
+            for node in broker.cluster.live
         )
         if error is ErrorCode.none
         else (),
@@ -203,7 +204,7 @@ def handle_describe_topic_partitions(broker: Broker, request: Request, session: 
             next_cursor = make(types.Cursor, topic_name=name, partition_index=first + budget)
             indexes = indexes[:budget]
         budget -= len(indexes)
-        node = (broker.node_id,)
+        leaders = broker.cluster.leaders(name, len(topic.partitions))
         topics.append(
             make(
                 types.DescribeTopicPartitionsResponseTopic,
@@ -216,10 +217,10 @@ def handle_describe_topic_partitions(broker: Broker, request: Request, session: 
                         types.DescribeTopicPartitionsResponsePartition,
                         error_code=ErrorCode.none,
                         partition_index=index,
-                        leader_id=broker.node_id,
-                        leader_epoch=NO_LEADER_EPOCH,
-                        replica_nodes=node,
-                        isr_nodes=node,
+                        leader_id=leaders[index],
+                        leader_epoch=broker.cluster.leader_epoch(name, index),
+                        replica_nodes=(leaders[index],),
+                        isr_nodes=(leaders[index],),
                         # As Kafka sends them: nullable in the schema, but the Java admin
                         # client calls .stream() on both (null: NullPointerException).
                         eligible_leader_replicas=(),

@@ -27,7 +27,6 @@ EARLIEST_PENDING_UPLOAD = -5
 LATEST_TIERED = -6
 NO_TIMESTAMP = -1
 NOT_FOUND = -1
-NO_LEADER_EPOCH = -1
 HIGH_WATERMARK = -1
 
 
@@ -60,6 +59,10 @@ def handle_list_offsets(broker: Broker, request: Request, session: Session) -> A
                     NOT_FOUND,
                     NO_TIMESTAMP,
                 )
+            elif not broker.cluster.leads(
+                session.node_id, topic.name, partition.index, len(topic.partitions)
+            ):
+                error, offset, timestamp = ErrorCode.not_leader_or_follower, NOT_FOUND, NO_TIMESTAMP
             else:
                 error = ErrorCode.none
                 offset, timestamp = _lookup(topic, partition, asked.timestamp)
@@ -70,7 +73,7 @@ def handle_list_offsets(broker: Broker, request: Request, session: Session) -> A
                     error_code=counted(broker, error),
                     timestamp=timestamp,
                     offset=offset,
-                    leader_epoch=NO_LEADER_EPOCH,
+                    leader_epoch=broker.cluster.leader_epoch(wanted.name, asked.partition_index),
                 )
             )
         topics.append(

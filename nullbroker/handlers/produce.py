@@ -26,13 +26,27 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
     response encoder (codec.produce), the per-request hot path."""
     body = request.body
     topic_results: list[TopicResults] = []
+    cluster = broker.cluster
+    # An error fault answers every partition with its code, appending nothing.
+    injected = broker.faults.error("Produce", session.node_id) if broker.faults.active else None
     for topic_data in body.topic_data:
         topic, error = _resolve_topic(broker, topic_data)
         results = []
         for partition_data in topic_data.partition_data:
             index = partition_data.index
             log_start = -1
-            if topic is not None and topic.source is not None:
+            if injected is not None:
+                result = null_sink.AppendResult(injected)
+            elif (
+                cluster.size > 1
+                and topic is not None
+                and 0 <= index < len(topic.partitions)
+                and not cluster.leads(session.node_id, topic.name, index, len(topic.partitions))
+            ):
+                # As Kafka answers a batch sent to a follower: the producer refreshes
+                # its metadata and sends the batch to the leader.
+                result = null_sink.AppendResult(ErrorCode.not_leader_or_follower)
+            elif topic is not None and topic.source is not None:
                 result = null_sink.AppendResult(
                     ErrorCode.policy_violation,
                     message=f"{topic.name} is a synthetic source topic: read-only",

@@ -1,0 +1,157 @@
+"""The nodes one broker process serves as a cluster (`--brokers N`): their ids and ports,
+which node leads each partition, which coordinates each group, and leader epochs.
+
+Every node shares the process's topics, groups and producers: the nodes are addresses with
+rules, as Kafka's brokers look to a client. Partition `p` of topic `t` is led by node
+`(crc32(t) + p) mod N`, a group or transactional id is coordinated by node
+`crc32(key) mod N`, so a producer spreads its batches over every node and a consumer group
+has one coordinator. A request for a partition sent to a node that does not lead it gets
+NOT_LEADER_OR_FOLLOWER, as Kafka answers, and the client refreshes its metadata.
+
+Faults (nullbroker.faults) change the rules: a node taken down leaves Metadata and its
+partitions are led by the next live node; a moved partition is led by the node it was
+moved to. Each change bumps the cluster's generation, which is every partition's leader
+epoch, so clients see leadership move forward.
+
+With one node (the default) every rule gives node 0 and leader epochs stay -1 (none), as
+before clusters existed; with more, epochs start at 0.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from dataclasses import dataclass, field
+
+NO_LEADER_EPOCH = -1
+MAX_BROKERS = 64
+
+
+@dataclass(slots=True)
+class Cluster:
+    """The nodes and their rules. `ports` are the advertised ports, filled in when the
+    listeners are open."""
+
+    size: int = 1
+    ports: dict[int, int] = field(default_factory=dict)
+    generation: int = 0
+    """Changes of leadership so far (faults): the leader epoch of every partition."""
+    _leaders: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
+    """Each topic's leader by partition, made on first use: the hot path asks per batch."""
+    _down: dict[int, float | None] = field(default_factory=dict, repr=False)
+    """Nodes taken down, and the time.monotonic() they come back at (None: when cleared)."""
+    _moved: dict[tuple[str, int], int] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.size <= MAX_BROKERS:
+            raise ValueError(f"a cluster has from 1 to {MAX_BROKERS} brokers, not {self.size}")
+
+    @property
+    def nodes(self) -> range:
+        return range(self.size)
+
+    @property
+    def live(self) -> list[int]:
+        """The nodes that are up: those Metadata lists."""
+        self._bring_back()
+        return [node for node in self.nodes if node not in self._down]
+
+    def is_down(self, node: int) -> bool:
+        self._bring_back()
+        return node in self._down
+
+    def take_down(self, node: int, until: float | None) -> None:
+        self._down[node] = until
+        self._changed()
+
+    def move(self, topic: str, partition: int, to: int) -> None:
+        self._moved[topic, partition] = to
+        self._changed()
+
+    def restore(self) -> None:
+        """Every node up, every partition led by its own node again."""
+        if self._down or self._moved:
+            self._down.clear()
+            self._moved.clear()
+            self._changed()
+
+    def _changed(self) -> None:
+        self.generation += 1
+        self._leaders.clear()
+
+    def _bring_back(self) -> None:
+        if not self._down:
+            return
+        now = time.monotonic()
+        back = [node for node, until in self._down.items() if until is not None and until <= now]
+        for node in back:
+            del self._down[node]
+        if back:
+            self._changed()
+
+    @property
+    def controller(self) -> int:
+        return 0
+
+    def leader(self, topic: str, partition: int) -> int:
+        """The node that leads `partition` of `topic`."""
+        if self.size == 1:
+            return 0
+        moved = self._moved.get((topic, partition))
+        if moved is not None and moved not in self._down:
+            return moved
+        first = zlib.crc32(topic.encode()) + partition
+        for step in range(self.size):
+            node = (first + step) % self.size
+            if node not in self._down:
+                return node
+        return 0  # node 0 never goes down
+
+    def leaders(self, topic: str, partitions: int) -> tuple[int, ...]:
+        """Each partition's leader, for a topic of `partitions` partitions."""
+        self._bring_back()
+        known = self._leaders.get(topic)
+        if known is None or len(known) != partitions:
+            known = self._leaders[topic] = tuple(
+                self.leader(topic, index) for index in range(partitions)
+            )
+        return known
+
+    def leads(self, node: int, topic: str, partition: int, partitions: int) -> bool:
+        """Whether `node` leads `partition` of a topic of `partitions` partitions."""
+        return self.size == 1 or self.leaders(topic, partitions)[partition] == node
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The partition's leader epoch: none (-1) on one node; on a cluster, how often
+        leadership has changed."""
+        return NO_LEADER_EPOCH if self.size == 1 else self.generation
+
+    def coordinator(self, key: str) -> int:
+        """The node that coordinates the group or transactional id `key`: its own, or the
+        next live one while it is down."""
+        self._bring_back()
+        first = zlib.crc32(key.encode())
+        for step in range(self.size):
+            node = (first + step) % self.size
+            if node not in self._down:
+                return node
+        return 0
+
+    def node_named(self, name: str, default: int) -> int | None:
+        """The node a broker config resource names: "" (the cluster's default) is
+        `default`; None for a name that is no node of this cluster."""
+        if name == "":
+            return default
+        if name.isdigit() and int(name) < self.size:
+            return int(name)
+        return None
+
+    def no_such_node(self, name: str) -> str:
+        """What a broker config resource naming no node of this cluster is told."""
+        if self.size == 1:
+            return f"this is broker 0, not {name!r}"
+        return f"no broker {name!r}: this cluster's brokers are 0 to {self.size - 1}"
+
+    def port(self, node: int, default: int) -> int:
+        """The port clients reach `node` at (`default` before the listeners are open)."""
+        return self.ports.get(node, default)

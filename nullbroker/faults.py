@@ -1,0 +1,337 @@
+"""Faults on demand: what a pipeline does when a broker is slow, erring, down, or loses a
+leader. Given at start (`--fault SPEC`, `[[fault]]` in TOML) or live over HTTP on the
+metrics listener (`GET`, `POST` and `DELETE /faults`; `nullbroker fault add|list|clear`).
+
+A SPEC is `KIND:option=value,...`, like `--source`'s:
+
+- `latency:api=Produce,ms=20[,node=N]`: the answers to that API (from node N, or any) are
+  sent `ms` later; `p50=5,p99=50` instead of `ms` draws each delay from a log-normal
+  distribution with those percentiles. Requests behind a delayed one on its connection wait
+  for it, as on a slow broker.
+- `error:api=Produce,code=NOT_LEADER_OR_FOLLOWER[,rate=0.01][,node=N]`: that share of the
+  API's requests (all, by default) is answered with the error in every partition, and
+  nothing is appended or served. Produce and Fetch only.
+- `down:node=1[,for=5s]`: the node's connections are reset and new ones refused at once,
+  Metadata leaves it out and its partitions are led by the next live node, with leader
+  epochs bumped, until `for` (s or ms; for ever without it) has passed or the fault is
+  cleared. Node 0 answers the bootstrap, and at least one node stays up.
+- `move:topic=T,partition=P,to=N`: the partition's leader becomes node N.
+
+Each fault is counted in `/metrics` (`nullbroker_faults_total{kind}`); a SPEC that cannot
+be applied is refused with the reason, and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kio.schema.errors import ErrorCode
+
+from .cluster import Cluster
+from .http import Handler, HttpRequest, HttpResponse
+
+KINDS = ("latency", "error", "down", "move")
+ERROR_APIS = ("Produce", "Fetch")
+# How far p99 lies from the median of a normal distribution, in standard deviations.
+_P99_SIGMAS = 2.3263
+
+
+class FaultSpecError(ValueError):
+    """A SPEC that cannot be applied; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One fault as its SPEC gives it."""
+
+    kind: str
+    spec: str
+    api: str | None = None
+    node: int | None = None
+    ms: float | None = None
+    p50: float | None = None
+    p99: float | None = None
+    code: ErrorCode | None = None
+    rate: float = 1.0
+    seconds: float | None = None
+    topic: str | None = None
+    partition: int | None = None
+    to: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Fault:
+        kind, _, rest = text.strip().partition(":")
+        kind = kind.strip().lower()
+        if kind not in KINDS:
+            raise FaultSpecError(f"fault {text!r}: the kind must be one of {', '.join(KINDS)}")
+        options: dict[str, str] = {}
+        for option in filter(None, (part.strip() for part in rest.split(","))):
+            key, sep, value = option.partition("=")
+            if not sep or not value.strip():
+                raise FaultSpecError(f"fault {text!r}: {option!r} is not option=value")
+            options[key.strip().lower().replace("-", "_")] = value.strip()
+        return _BUILDERS[kind](text.strip(), options)
+
+    def delay_s(self, draw: Callable[[], float]) -> float:
+        """One delay of a latency fault, in seconds."""
+        if self.ms is not None:
+            return self.ms / 1000
+        assert self.p50 is not None and self.p99 is not None
+        sigma = (math.log(self.p99) - math.log(self.p50)) / _P99_SIGMAS
+        return math.exp(math.log(self.p50) + sigma * draw()) / 1000
+
+
+def _take(text: str, options: dict[str, str], known: tuple[str, ...]) -> None:
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise FaultSpecError(
+            f"fault {text!r}: unknown option {unknown[0]!r} (known: {', '.join(known)})"
+        )
+
+
+def _number(text: str, options: dict[str, str], name: str, *, integer: bool = False) -> float:
+    value = options[name]
+    try:
+        number = int(value) if integer else float(value)
+    except ValueError:
+        kind = "a whole number" if integer else "a number"
+        raise FaultSpecError(f"fault {text!r}: {name}={value!r} is not {kind}") from None
+    if number < 0 or not math.isfinite(number):
+        raise FaultSpecError(f"fault {text!r}: {name} must not be negative")
+    return number
+
+
+def _node(text: str, options: dict[str, str], name: str = "node") -> int | None:
+    return int(_number(text, options, name, integer=True)) if name in options else None
+
+
+def _api(text: str, options: dict[str, str], allowed: tuple[str, ...] | None = None) -> str:
+    from codec.apis import KAFKA_4_RANGES
+
+    if "api" not in options:
+        raise FaultSpecError(f"fault {text!r}: give api=NAME (Produce, Fetch, ...)")
+    names = {api.name.lower(): api.name for api in KAFKA_4_RANGES.values()}
+    name = names.get(options["api"].lower())
+    if name is None:
+        raise FaultSpecError(f"fault {text!r}: no Kafka API is called {options['api']!r}")
+    if allowed is not None and name not in allowed:
+        raise FaultSpecError(f"fault {text!r}: errors are injected into {' and '.join(allowed)}")
+    return name
+
+
+def _latency(text: str, options: dict[str, str]) -> Fault:
+    _take(text, options, ("api", "ms", "p50", "p99", "node"))
+    api = _api(text, options)
+    if "ms" in options:
+        if "p50" in options or "p99" in options:
+            raise FaultSpecError(f"fault {text!r}: give ms=, or p50= and p99=, not both")
+        return Fault("latency", text, api, _node(text, options), ms=_number(text, options, "ms"))
+    if "p50" not in options or "p99" not in options:
+        raise FaultSpecError(f"fault {text!r}: give ms=MS, or p50=MS and p99=MS")
+    p50, p99 = _number(text, options, "p50"), _number(text, options, "p99")
+    if not 0 < p50 <= p99:
+        raise FaultSpecError(f"fault {text!r}: p50 must be above 0 and at most p99")
+    return Fault("latency", text, api, _node(text, options), p50=p50, p99=p99)
+
+
+def _error(text: str, options: dict[str, str]) -> Fault:
+    _take(text, options, ("api", "code", "rate", "node"))
+    api = _api(text, options, ERROR_APIS)
+    name = options.get("code", "")
+    try:
+        code = ErrorCode[name.lower()] if not name.lstrip("-").isdigit() else ErrorCode(int(name))
+    except (KeyError, ValueError):
+        raise FaultSpecError(f"fault {text!r}: code={name!r} is no Kafka error") from None
+    if code is ErrorCode.none:
+        raise FaultSpecError(f"fault {text!r}: code must be an error, not NONE")
+    rate = _number(text, options, "rate") if "rate" in options else 1.0
+    if not 0 < rate <= 1:
+        raise FaultSpecError(f"fault {text!r}: rate must be above 0 and at most 1")
+    return Fault("error", text, api, _node(text, options), code=code, rate=rate)
+
+
+def _seconds(text: str, value: str) -> float:
+    unit = 0.001 if value.endswith("ms") else 1.0
+    number = value.removesuffix("ms").removesuffix("s")
+    try:
+        seconds = float(number) * unit
+    except ValueError:
+        raise FaultSpecError(
+            f"fault {text!r}: for={value!r} is not a duration (5s, 500ms)"
+        ) from None
+    if not 0 < seconds < math.inf:
+        raise FaultSpecError(f"fault {text!r}: for must be a positive duration")
+    return seconds
+
+
+def _down(text: str, options: dict[str, str]) -> Fault:
+    _take(text, options, ("node", "for"))
+    node = _node(text, options)
+    if node is None:
+        raise FaultSpecError(f"fault {text!r}: give node=N")
+    seconds = _seconds(text, options["for"]) if "for" in options else None
+    return Fault("down", text, node=node, seconds=seconds)
+
+
+def _move(text: str, options: dict[str, str]) -> Fault:
+    _take(text, options, ("topic", "partition", "to"))
+    if not {"topic", "partition", "to"} <= set(options):
+        raise FaultSpecError(f"fault {text!r}: give topic=T, partition=P and to=N")
+    partition = int(_number(text, options, "partition", integer=True))
+    return Fault(
+        "move", text, topic=options["topic"], partition=partition, to=_node(text, options, "to")
+    )
+
+
+_BUILDERS: dict[str, Callable[[str, dict[str, str]], Fault]] = {
+    "latency": _latency,
+    "error": _error,
+    "down": _down,
+    "move": _move,
+}
+
+
+@dataclass(slots=True)
+class ActiveFault:
+    id: int
+    fault: Fault
+    until: float | None
+    """time.monotonic() when it ends by itself (down with for=), or None."""
+
+    def as_json(self) -> dict[str, object]:
+        left = None if self.until is None else max(0.0, self.until - time.monotonic())
+        return {
+            "id": self.id,
+            "spec": self.fault.spec,
+            "kind": self.fault.kind,
+            "seconds_left": left,
+        }
+
+
+@dataclass(slots=True)
+class Faults:
+    """The faults in force. Requests ask `latency` and `error` when `active` is not empty:
+    with none, a request pays one truth test."""
+
+    cluster: Cluster
+    active: list[ActiveFault] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+    """Faults applied, by kind: delays, errors answered, nodes taken down, moves."""
+    reset_node: Callable[[int], int] = lambda node: 0
+    """Resets a node's connections (set by the server); returns how many it reset."""
+    rng: random.Random = field(default_factory=random.Random)
+    _ids: int = 0
+
+    def add(self, text: str) -> ActiveFault:
+        """Apply a SPEC; raises FaultSpecError, changing nothing, for one that cannot be."""
+        fault = Fault.parse(text)
+        self.expire()
+        self._check(fault)
+        self._ids += 1
+        until = None if fault.seconds is None else time.monotonic() + fault.seconds
+        active = ActiveFault(self._ids, fault, until)
+        self.active.append(active)
+        if fault.kind == "down":
+            assert fault.node is not None
+            self.cluster.take_down(fault.node, until)
+            self.counts["connections_reset"] += self.reset_node(fault.node)
+            self.counts["down"] += 1
+        elif fault.kind == "move":
+            assert fault.topic is not None and fault.partition is not None and fault.to is not None
+            self.cluster.move(fault.topic, fault.partition, fault.to)
+            self.counts["move"] += 1
+        return active
+
+    def _check(self, fault: Fault) -> None:
+        size = self.cluster.size
+        for name, node in (("node", fault.node), ("to", fault.to)):
+            if node is not None and node >= size:
+                raise FaultSpecError(
+                    f"fault {fault.spec!r}: {name}={node}, but the nodes are 0 to {size - 1}"
+                )
+        if fault.kind == "down":
+            if fault.node == 0:
+                raise FaultSpecError(
+                    f"fault {fault.spec!r}: node 0 answers the bootstrap and stays up; "
+                    "take another node down"
+                )
+            if len(self.cluster.live) <= 1 or fault.node not in self.cluster.live:
+                raise FaultSpecError(f"fault {fault.spec!r}: node {fault.node} is not up")
+        if fault.kind == "move" and size == 1:
+            raise FaultSpecError(f"fault {fault.spec!r}: one node leads everything (--brokers)")
+
+    def clear(self) -> int:
+        """End every fault: nodes come back, moved partitions return. How many ended."""
+        cleared = len(self.active)
+        self.active.clear()
+        self.cluster.restore()
+        return cleared
+
+    def expire(self) -> None:
+        """Forget the faults whose time has passed (their nodes are back: see Cluster)."""
+        now = time.monotonic()
+        if any(active.until is not None and active.until <= now for active in self.active):
+            self.active = [a for a in self.active if a.until is None or a.until > now]
+
+    def latency_s(self, api: str, node: int) -> float:
+        """How long to hold the answer to a request of `api` on `node` (0: not at all)."""
+        delay = 0.0
+        for active in self.active:
+            fault = active.fault
+            if fault.kind == "latency" and fault.api == api and fault.node in (None, node):
+                delay += fault.delay_s(lambda: self.rng.gauss(0.0, 1.0))
+        if delay:
+            self.counts["latency"] += 1
+        return delay
+
+    def error(self, api: str, node: int) -> ErrorCode | None:
+        """The error to answer a request of `api` on `node` with, if one is drawn."""
+        for active in self.active:
+            fault = active.fault
+            if (
+                fault.kind == "error"
+                and fault.api == api
+                and fault.node in (None, node)
+                and (fault.rate >= 1 or self.rng.random() < fault.rate)
+            ):
+                self.counts["error"] += 1
+                return fault.code
+        return None
+
+
+def faults_handler(faults: Faults, otherwise: Handler) -> Handler:
+    """`/faults` on the metrics listener, `otherwise` for every other path:
+
+    - `GET /faults`: the faults in force, as JSON;
+    - `POST /faults` with a SPEC as the body: apply it (201 with the fault as JSON; 400 with
+      the reason for a SPEC that cannot be applied, which changes nothing);
+    - `DELETE /faults`: end them all (nodes come back, moved partitions return).
+    """
+
+    def handle(request: HttpRequest) -> HttpResponse:
+        if request.path.rstrip("/") != "/faults":
+            return otherwise(request)
+        if request.method == b"GET":
+            faults.expire()
+            return _json(200, [active.as_json() for active in faults.active])
+        if request.method == b"POST":
+            try:
+                active = faults.add(request.body.decode("utf-8", "replace"))
+            except FaultSpecError as error:
+                return HttpResponse(400, f"{error}\n".encode())
+            return _json(201, active.as_json())
+        if request.method == b"DELETE":
+            return _json(200, {"cleared": faults.clear()})
+        return HttpResponse(405, b"GET, POST or DELETE /faults\n")
+
+    return handle
+
+
+def _json(status: int, value: object) -> HttpResponse:
+    return HttpResponse(status, json.dumps(value).encode() + b"\n", b"application/json")
