@@ -67,6 +67,12 @@ _LEGACY_PARTITIONS = {
 }
 
 
+def with_throttle(parts: list[Buffer], throttle_time_ms: int) -> list[Buffer]:
+    """fetch_response_parts' buffers with throttle_time_ms set: the payload's first field
+    in every version served (v4-v18)."""
+    return [_pack_i(throttle_time_ms) + bytes(parts[0])[4:], *parts[1:]]
+
+
 def fetch_response_parts(
     version: int,
     topics: Sequence[FetchTopic],
@@ -97,6 +103,7 @@ def fetch_response_parts(
     return parts
 
 
+_pack_i = struct.Struct(">i").pack
 _pack_ii = struct.Struct(">ii").pack
 _pack_ihii = struct.Struct(">ihii").pack
 _pack_ihi = struct.Struct(">ihi").pack

@@ -118,6 +118,14 @@ def encode_produce_response_body_python(version: int, topics: Sequence[TopicResu
     return b"".join(parts)
 
 
+def with_throttle(body: bytes, version: int, throttle_time_ms: int) -> bytes:
+    """A ProduceResponse payload from encode_produce_response_body with its
+    throttle_time_ms set: the field closes the payload (before the tagged fields, one empty
+    byte, from v9), so a quota's throttle costs the encoders nothing."""
+    end = len(body) - 1 if version >= FIRST_FLEXIBLE_VERSION else len(body)
+    return body[: end - 4] + _INT32.pack(throttle_time_ms) + body[end:]
+
+
 def _encode_flexible(version: int, topics: Sequence[TopicResults]) -> bytes:
     parts: list[bytes] = [compact_length(len(topics))]
     add = parts.append

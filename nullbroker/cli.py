@@ -145,7 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SPEC",
         help="apply a fault from the start (repeatable): latency:api=Produce,ms=20[,node=N] "
         "(or p50=MS,p99=MS), error:api=Produce|Fetch,code=NAME[,rate=R][,node=N], "
-        "down:node=N[,for=5s], move:topic=T,partition=P,to=N; live ones come and go over "
+        "down:node=N[,for=5s], move:topic=T,partition=P,to=N, "
+        "throttle:produce-mbps=M[,fetch-mbps=M][,node=N]; live ones come and go over "
         "HTTP on the --metrics listener: see `nullbroker fault --help`",
     )
     serve.add_argument(

@@ -16,6 +16,11 @@ A SPEC is `KIND:option=value,...`, like `--source`'s:
   epochs bumped, until `for` (s or ms; for ever without it) has passed or the fault is
   cleared. Node 0 answers the bootstrap, and at least one node stays up.
 - `move:topic=T,partition=P,to=N`: the partition's leader becomes node N.
+- `throttle:produce-mbps=50[,fetch-mbps=100][,node=N]`: a quota, as Kafka's: each node (or
+  node N) takes Produce record bytes at that many MB/s (2^20 bytes) and serves Fetch bytes
+  at that many; past it, answers carry `throttle_time_ms`, the time until the rate is back
+  within the quota (a token bucket holding one second's bytes), which clients honour
+  before their next request to that node, as Kafka's quotas ask of them (KIP-219).
 
 Each fault is counted in `/metrics` (`nullbroker_faults_total{kind}`); a SPEC that cannot
 be applied is refused with the reason, and changes nothing.
@@ -36,7 +41,8 @@ from kio.schema.errors import ErrorCode
 from .cluster import Cluster
 from .http import Handler, HttpRequest, HttpResponse
 
-KINDS = ("latency", "error", "down", "move")
+KINDS = ("latency", "error", "down", "move", "throttle")
+MB = 1 << 20
 ERROR_APIS = ("Produce", "Fetch")
 # How far p99 lies from the median of a normal distribution, in standard deviations.
 _P99_SIGMAS = 2.3263
@@ -63,6 +69,8 @@ class Fault:
     topic: str | None = None
     partition: int | None = None
     to: int | None = None
+    produce_mbps: float | None = None
+    fetch_mbps: float | None = None
 
     @classmethod
     def parse(cls, text: str) -> Fault:
@@ -189,11 +197,31 @@ def _move(text: str, options: dict[str, str]) -> Fault:
     )
 
 
+def _throttle(text: str, options: dict[str, str]) -> Fault:
+    _take(text, options, ("produce_mbps", "fetch_mbps", "node"))
+    rates = {}
+    for name in ("produce_mbps", "fetch_mbps"):
+        if name in options:
+            rates[name] = _number(text, options, name)
+            if rates[name] <= 0:
+                raise FaultSpecError(f"fault {text!r}: {name.replace('_', '-')} must be above 0")
+    if not rates:
+        raise FaultSpecError(f"fault {text!r}: give produce-mbps=MB/S, fetch-mbps=MB/S, or both")
+    return Fault(
+        "throttle",
+        text,
+        node=_node(text, options),
+        produce_mbps=rates.get("produce_mbps"),
+        fetch_mbps=rates.get("fetch_mbps"),
+    )
+
+
 _BUILDERS: dict[str, Callable[[str, dict[str, str]], Fault]] = {
     "latency": _latency,
     "error": _error,
     "down": _down,
     "move": _move,
+    "throttle": _throttle,
 }
 
 
@@ -203,6 +231,8 @@ class ActiveFault:
     fault: Fault
     until: float | None
     """time.monotonic() when it ends by itself (down with for=), or None."""
+    buckets: dict[tuple[str, int], list[float]] = field(default_factory=dict)
+    """A throttle's token buckets by (API, node): [bytes left, time.monotonic() of then]."""
 
     def as_json(self) -> dict[str, object]:
         left = None if self.until is None else max(0.0, self.until - time.monotonic())
@@ -289,6 +319,30 @@ class Faults:
         if delay:
             self.counts["latency"] += 1
         return delay
+
+    def throttle_ms(self, api: str, node: int, size: int) -> int:
+        """The throttle_time_ms of an answer that took or served `size` bytes of `api`
+        (Produce, Fetch) on `node`: 0 within every quota."""
+        wait_s = 0.0
+        for active in self.active:
+            fault = active.fault
+            if fault.kind != "throttle" or fault.node not in (None, node):
+                continue
+            mbps = fault.produce_mbps if api == "Produce" else fault.fetch_mbps
+            if mbps is None or api not in ("Produce", "Fetch"):
+                continue
+            rate = mbps * MB
+            now = time.monotonic()
+            bucket = active.buckets.setdefault((api, node), [rate, now])
+            # One second's bytes at most in hand; what is over the quota is owed in time.
+            bucket[0] = min(rate, bucket[0] + (now - bucket[1]) * rate) - size
+            bucket[1] = now
+            if bucket[0] < 0:
+                wait_s = max(wait_s, -bucket[0] / rate)
+        if not wait_s:
+            return 0
+        self.counts["throttle"] += 1
+        return max(1, math.ceil(wait_s * 1000))
 
     def error(self, api: str, node: int) -> ErrorCode | None:
         """The error to answer a request of `api` on `node` with, if one is drawn."""

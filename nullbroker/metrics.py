@@ -106,8 +106,8 @@ class BrokerCollector(Collector):
         yield _counter(
             "nullbroker_faults",
             "Faults applied (--fault, POST /faults), by kind: latency (answers delayed), "
-            "error (answers with an injected error), down, move, connections_reset, "
-            "connections_refused.",
+            "error (answers with an injected error), down, move, throttle (answers with a "
+            "throttle time), connections_reset, connections_refused.",
             "kind",
             stats.faults,
         )

@@ -247,3 +247,47 @@ def test_kafka_producer_perf_test_against_three_nodes_is_counted_exactly(
         dict(labels)["node"] for labels in samples(families, "nullbroker_node_connections_total")
     }
     assert connections == {"0", "1", "2"}
+
+
+def test_group_requests_to_a_node_that_does_not_coordinate_get_not_coordinator() -> None:
+    broker = cluster_broker()
+    coordinator = broker.cluster.coordinator("group-a")
+    other = (coordinator + 1) % 3
+    heartbeat = types(12, 4).HeartbeatRequest(
+        group_id="group-a", generation_id=1, member_id="m", group_instance_id=None
+    )
+    for node, expected in ((other, ErrorCode.not_coordinator), (coordinator, None)):
+        frame = request_frame(12, 4, heartbeat)
+        answer = decode_response(12, 4, answered(broker.answer(frame, session(node))))[1]
+        if expected is not None:
+            assert answer.error_code == expected
+        else:  # the coordinator does not know the member: a group error, not NOT_COORDINATOR
+            assert answer.error_code not in (ErrorCode.not_coordinator, ErrorCode.none)
+
+
+@pytest.mark.clients
+@requires_kafka_tools
+def test_kafka_consumer_groups_lists_and_describes_a_group_once_on_three_nodes(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker(
+        "--brokers", "3", "--group-initial-rebalance-delay-ms", "0",
+        "--source", "clicks:partitions=6,records=100,size=20",
+    )  # fmt: skip
+    for group in ("alpha", "beta", "gamma"):
+        consumer = group_consumer(broker, group, "clicks")
+        try:
+            read_until(consumer, 600, set())
+            consumer.commit(asynchronous=False)
+        finally:
+            consumer.close()
+    listed = run_tool("kafka-consumer-groups", "--bootstrap-server", broker.bootstrap, "--list")
+    assert sorted(listed.split()) == ["alpha", "beta", "gamma"]
+    described = run_tool(
+        "kafka-consumer-groups", "--bootstrap-server", broker.bootstrap,
+        "--describe", "--group", "beta",
+    )  # fmt: skip
+    rows = [line.split() for line in described.splitlines() if line.startswith("beta ")]
+    assert sorted((row[1], int(row[2]), int(row[3])) for row in rows) == [
+        ("clicks", p, 100) for p in range(6)
+    ]

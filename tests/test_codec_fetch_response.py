@@ -17,7 +17,7 @@ from kio.serial import entity_reader
 from codec import RequestHeader, encode_response, encode_response_parts
 from codec.apis import response_schema, response_writer
 from codec.entities import make, response_module
-from codec.fetch_response import FetchPartition, FetchTopic, fetch_response_parts
+from codec.fetch_response import FetchPartition, FetchTopic, fetch_response_parts, with_throttle
 
 FETCH = 1
 VERSIONS = range(4, 19)
@@ -46,12 +46,14 @@ def fetch_responses(draw: st.DrawFn) -> tuple[int, list[FetchTopic], bool]:
     return version, topics, draw(st.booleans())
 
 
-def kio_encoding(version: int, topics: list[FetchTopic], read_committed: bool) -> bytes:
+def kio_encoding(
+    version: int, topics: list[FetchTopic], read_committed: bool, throttle_ms: int = 0
+) -> bytes:
     """The same response as a kio entity, written by kio's writer."""
     types = response_module(FETCH, version)
     body = make(
         types.FetchResponse,
-        throttle_time=datetime.timedelta(0),
+        throttle_time=datetime.timedelta(milliseconds=throttle_ms),
         error_code=ErrorCode.none,
         session_id=0,
         responses=tuple(
@@ -90,6 +92,18 @@ def test_the_fast_fetch_response_equals_kios_bytes(
     version, topics, read_committed = case
     parts = fetch_response_parts(version, topics, read_committed=read_committed)
     assert b"".join(parts) == kio_encoding(version, topics, read_committed)
+
+
+@settings(max_examples=200, deadline=None)
+@given(fetch_responses(), st.integers(1, 2**31 - 1))
+def test_a_throttled_fetch_response_is_kios_with_that_throttle_time(
+    case: tuple[int, list[FetchTopic], bool], throttle_ms: int
+) -> None:
+    version, topics, read_committed = case
+    parts = with_throttle(
+        fetch_response_parts(version, topics, read_committed=read_committed), throttle_ms
+    )
+    assert b"".join(parts) == kio_encoding(version, topics, read_committed, throttle_ms)
 
 
 def test_the_batches_are_handed_on_as_they_are_not_copied() -> None:

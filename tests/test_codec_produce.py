@@ -13,7 +13,12 @@ from kio.schema.errors import ErrorCode
 
 from codec.apis import response_writer
 from codec.entities import make, response_module
-from codec.produce import PartitionResult, TopicResults, encode_produce_response_body
+from codec.produce import (
+    PartitionResult,
+    TopicResults,
+    encode_produce_response_body,
+    with_throttle,
+)
 
 ERROR_CODES = [code.value for code in ErrorCode]
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -36,11 +41,11 @@ def produce_responses(draw: st.DrawFn) -> tuple[int, list[TopicResults]]:
     return version, topics
 
 
-def kio_encoding(version: int, topics: list[TopicResults]) -> bytes:
+def kio_encoding(version: int, topics: list[TopicResults], throttle_ms: int = 0) -> bytes:
     types = response_module(0, version)
     body: Any = make(
         types.ProduceResponse,
-        throttle_time=datetime.timedelta(0),
+        throttle_time=datetime.timedelta(milliseconds=throttle_ms),
         responses=tuple(
             make(
                 types.TopicProduceResponse,
@@ -74,6 +79,16 @@ def kio_encoding(version: int, topics: list[TopicResults]) -> bytes:
 def test_the_fast_produce_response_equals_kios_bytes(case: tuple[int, list[TopicResults]]) -> None:
     version, topics = case
     assert encode_produce_response_body(version, topics) == kio_encoding(version, topics)
+
+
+@settings(max_examples=200, deadline=None)
+@given(produce_responses(), st.integers(1, 2**31 - 1))
+def test_a_throttled_produce_response_is_kios_with_that_throttle_time(
+    case: tuple[int, list[TopicResults]], throttle_ms: int
+) -> None:
+    version, topics = case
+    throttled = with_throttle(encode_produce_response_body(version, topics), version, throttle_ms)
+    assert throttled == kio_encoding(version, topics, throttle_ms)
 
 
 def test_every_produce_version_is_covered_with_a_typical_response() -> None:

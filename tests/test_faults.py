@@ -314,3 +314,74 @@ def test_clients_retry_injected_errors_and_still_count_and_read_exactly(
     assert sorted(seen) == [(p, o) for p in range(3) for o in range(2000)]
     applied = samples(broker.scrape(), "nullbroker_faults_total")
     assert applied[(("kind", "error"),)] > 0
+
+
+def test_a_throttle_owes_time_for_the_bytes_over_its_quota() -> None:
+    faults = Faults(Cluster(2))
+    faults.add("throttle:produce-mbps=1,node=1")
+    megabyte = 1 << 20
+    assert faults.throttle_ms("Produce", 1, megabyte) == 0  # a second's bytes in hand
+    owed = faults.throttle_ms("Produce", 1, megabyte)  # the next second's, at once
+    assert 990 <= owed <= 1000
+    assert faults.throttle_ms("Produce", 0, 10 * megabyte) == 0  # another node
+    assert faults.throttle_ms("Fetch", 1, 10 * megabyte) == 0  # no fetch quota given
+    assert faults.counts["throttle"] == 1
+    with pytest.raises(FaultSpecError, match="give produce-mbps=MB/S, fetch-mbps=MB/S"):
+        Fault.parse("throttle:node=1")
+
+
+@pytest.mark.clients
+def test_a_producer_over_its_quota_is_throttled_and_still_counted_exactly(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--fault", "throttle:produce-mbps=1")
+    throttled: list[int] = []
+
+    def statistics_of(text: str) -> None:
+        for node in json.loads(text)["brokers"].values():
+            throttled.append(node["throttle"]["max"])
+
+    producer = Producer({
+        "bootstrap.servers": broker.bootstrap, "linger.ms": 5,
+        "statistics.interval.ms": 200, "stats_cb": statistics_of,
+    })  # fmt: skip
+    records = 3000
+    for _ in range(records):
+        producer.produce("quota", value=b"q" * 1000)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    time.sleep(0.5)
+    producer.poll(0.5)
+    produced = produced_from_metrics(broker.scrape())
+    assert sum(counts.records for counts in produced.values()) == records
+    # librdkafka saw the throttle_time_ms the broker answered with.
+    assert max(throttled, default=0) > 0
+    assert samples(broker.scrape(), "nullbroker_faults_total")[(("kind", "throttle"),)] > 0
+
+
+@pytest.mark.clients
+def test_a_consumer_over_its_fetch_quota_is_throttled_and_reads_exactly(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker(
+        "--fault", "throttle:fetch-mbps=1", "--source", "big:partitions=1,records=3000,size=1000"
+    )
+    throttled: list[int] = []
+
+    def statistics_of(text: str) -> None:
+        for node in json.loads(text)["brokers"].values():
+            throttled.append(node["throttle"]["max"])
+
+    reader = Consumer({
+        "bootstrap.servers": broker.bootstrap, "group.id": "quota",
+        "statistics.interval.ms": 200, "stats_cb": statistics_of,
+    })  # fmt: skip
+    reader.assign([TopicPartition("big", 0, 0)])
+    seen: set[tuple[int, int]] = set()
+    try:
+        read_until(reader, 3000, seen)
+        reader.poll(0.5)  # one more statistics report
+    finally:
+        reader.close()
+    assert seen == {(0, offset) for offset in range(3000)}
+    assert max(throttled, default=0) > 0

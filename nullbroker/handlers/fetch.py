@@ -21,7 +21,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from codec import Request
-from codec.fetch_response import FetchPartition, FetchTopic, fetch_response_parts
+from codec.fetch_response import FetchPartition, FetchTopic, fetch_response_parts, with_throttle
 from codec.framing import Buffer
 
 from ..source import now_ms
@@ -77,8 +77,9 @@ def handle_fetch(broker: Broker, request: Request, session: Session) -> Any:
                 ]
     answer = _build(request.header.api_version, body, wanted)
     if _enough(answer, body) or body.max_wait.total_seconds() <= 0:
-        return _account(broker, answer)
-    return _held(broker, request, wanted, now_ms() + body.max_wait.total_seconds() * 1000)
+        return _account(broker, answer, session.node_id)
+    deadline_ms = now_ms() + body.max_wait.total_seconds() * 1000
+    return _held(broker, request, wanted, deadline_ms, session.node_id)
 
 
 def _enough(answer: _Answer, body: Any) -> bool:
@@ -92,7 +93,7 @@ def _names_nothing(body: Any) -> bool:
 
 
 async def _held(
-    broker: Broker, request: Request, wanted: list[_WantedTopic], deadline_ms: float
+    broker: Broker, request: Request, wanted: list[_WantedTopic], deadline_ms: float, node: int
 ) -> Any:
     """Wait until a produce or a growing source brings data, or the deadline; then answer."""
     body = request.body
@@ -105,7 +106,7 @@ async def _held(
                 await broker.log_growth.wait()
         answer = _build(request.header.api_version, body, wanted)
         if _enough(answer, body) or now_ms() >= deadline_ms:
-            return _account(broker, answer)
+            return _account(broker, answer, node)
 
 
 def _next_growth_ms(wanted: list[_WantedTopic]) -> float | None:
@@ -231,8 +232,13 @@ def _records(
     return parts, count, size
 
 
-def _account(broker: Broker, answer: _Answer) -> Any:
-    """Count what the response serves, once, when it is sent."""
+def _account(broker: Broker, answer: _Answer, node: int) -> Any:
+    """Count what the response serves, once, when it is sent; a throttle fault sets its
+    throttle_time_ms from the bytes served."""
+    if broker.faults.active:
+        throttle_ms = broker.faults.throttle_ms("Fetch", node, answer.bytes)
+        if throttle_ms:
+            answer.body = with_throttle(answer.body, throttle_ms)
     for partition, records, served_bytes in answer.served:
         partition.fetched.records += records
         partition.fetched.bytes += served_bytes

@@ -88,6 +88,13 @@ def handle_find_coordinator(broker: Broker, request: Request, session: Session) 
     )
 
 
+def _elsewhere(broker: Broker, session: Session, group_id: str) -> bool:
+    """Whether another node of the cluster coordinates `group_id`: Kafka then answers
+    NOT_COORDINATOR, and the client asks FindCoordinator again."""
+    cluster = broker.cluster
+    return cluster.size > 1 and cluster.coordinator(group_id) != session.node_id
+
+
 def _ms(duration: datetime.timedelta) -> int:
     return int(duration / datetime.timedelta(milliseconds=1))
 
@@ -103,6 +110,10 @@ def _client_host(session: Session) -> str:
 def handle_join_group(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     body = request.body
+    if _elsewhere(broker, session, body.group_id):
+        return _join_response(
+            broker, version, JoinResult(ErrorCode.not_coordinator, body.member_id)
+        )
     reply = broker.groups.join(
         body.group_id,
         body.member_id,
@@ -156,6 +167,8 @@ def _join_response(broker: Broker, version: int, result: JoinResult) -> Any:
 def handle_sync_group(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     body = request.body
+    if _elsewhere(broker, session, body.group_id):
+        return _sync_response(broker, version, SyncResult(ErrorCode.not_coordinator))
     reply = broker.groups.sync(
         body.group_id,
         body.generation_id,
@@ -187,9 +200,15 @@ def _sync_response(broker: Broker, version: int, result: SyncResult) -> Any:
 
 def handle_heartbeat(broker: Broker, request: Request, session: Session) -> Any:
     body = request.body
-    error = broker.groups.heartbeat(
-        body.group_id, body.generation_id, body.member_id, getattr(body, "group_instance_id", None)
-    )
+    if _elsewhere(broker, session, body.group_id):
+        error = ErrorCode.not_coordinator
+    else:
+        error = broker.groups.heartbeat(
+            body.group_id,
+            body.generation_id,
+            body.member_id,
+            getattr(body, "group_instance_id", None),
+        )
     return make(
         response_module(HEARTBEAT, request.header.api_version).HeartbeatResponse,
         throttle_time=NO_THROTTLE,
@@ -200,6 +219,13 @@ def handle_heartbeat(broker: Broker, request: Request, session: Session) -> Any:
 def handle_leave_group(broker: Broker, request: Request, session: Session) -> Any:
     types = response_module(LEAVE_GROUP, request.header.api_version)
     body = request.body
+    if _elsewhere(broker, session, body.group_id):
+        return make(
+            types.LeaveGroupResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=counted(broker, ErrorCode.not_coordinator),
+            members=(),
+        )
     if not hasattr(body, "members"):
         # v0-2: one member by id; its error is the response's error.
         error, answers = broker.groups.leave(body.group_id, [(body.member_id, None)])
@@ -251,7 +277,9 @@ def handle_offset_commit(broker: Broker, request: Request, session: Session) -> 
     # As Kafka: unknown topics and partitions are answered without asking the coordinator,
     # so a request with nothing valid in it creates no group.
     group_error, group = ErrorCode.none, None
-    if any(
+    if _elsewhere(broker, session, body.group_id):
+        group_error = ErrorCode.not_coordinator
+    elif any(
         topic is not None and _has_partition(topic, partition.partition_index)
         for asked, topic, _ in resolved
         for partition in asked.partitions
@@ -314,7 +342,7 @@ def handle_offset_fetch(broker: Broker, request: Request, session: Session) -> A
     if hasattr(body, "groups"):  # v8+: a batch of groups
         groups = []
         for asked in body.groups:
-            error, topics = _fetched_offsets(broker, types, asked.group_id, asked.topics)
+            error, topics = _fetched_offsets(broker, session, types, asked.group_id, asked.topics)
             groups.append(
                 make(
                     types.OffsetFetchResponseGroup,
@@ -324,7 +352,7 @@ def handle_offset_fetch(broker: Broker, request: Request, session: Session) -> A
                 )
             )
         return make(types.OffsetFetchResponse, throttle_time=NO_THROTTLE, groups=tuple(groups))
-    error, topics = _fetched_offsets(broker, types, body.group_id, body.topics)
+    error, topics = _fetched_offsets(broker, session, types, body.group_id, body.topics)
     if error is not ErrorCode.none and not has_field(types.OffsetFetchResponse, "error_code"):
         # v1 has no group-level error: every partition asked for carries it.
         topics = tuple(
@@ -347,12 +375,18 @@ def handle_offset_fetch(broker: Broker, request: Request, session: Session) -> A
 
 
 def _fetched_offsets(
-    broker: Broker, types: Any, group_id: str, asked_topics: Iterable[Any] | None
+    broker: Broker,
+    session: Session,
+    types: Any,
+    group_id: str,
+    asked_topics: Iterable[Any] | None,
 ) -> tuple[ErrorCode, tuple[Any, ...]]:
     """One group's committed offsets, for the topics asked (all of them for null);
     -1 where nothing is committed."""
     if not group_id:
         return ErrorCode.invalid_group_id, ()
+    if _elsewhere(broker, session, group_id):
+        return ErrorCode.not_coordinator, ()
     committed = broker.groups.committed(group_id) or {}
     topic_type = getattr(types, "OffsetFetchResponseTopics", None) or types.OffsetFetchResponseTopic
     if asked_topics is None:
@@ -438,7 +472,10 @@ def handle_offset_delete(broker: Broker, request: Request, session: Session) -> 
         if missing:
             unknown[asked.name] = missing
         known.append((asked.name, valid))
-    error, results = broker.groups.delete_offsets(body.group_id, known)
+    if _elsewhere(broker, session, body.group_id):
+        error, results = ErrorCode.not_coordinator, []
+    else:
+        error, results = broker.groups.delete_offsets(body.group_id, known)
     if error is not ErrorCode.none:
         return make(
             types.OffsetDeleteResponse,
@@ -485,7 +522,15 @@ def handle_describe_groups(broker: Broker, request: Request, session: Session) -
         types.DescribeGroupsResponse,
         throttle_time=NO_THROTTLE,
         groups=tuple(
-            _described(broker, types, version, broker.groups.describe(group_id), operations)
+            _described(
+                broker,
+                types,
+                version,
+                DescribedGroup(group_id, ErrorCode.not_coordinator, "")
+                if _elsewhere(broker, session, group_id)
+                else broker.groups.describe(group_id),
+                operations,
+            )
             for group_id in body.groups
         ),
     )
@@ -527,9 +572,15 @@ def _described(
 def handle_list_groups(broker: Broker, request: Request, session: Session) -> Any:
     types = response_module(LIST_GROUPS, request.header.api_version)
     body = request.body
-    listed = broker.groups.list_groups(
-        getattr(body, "states_filter", ()), getattr(body, "types_filter", ())
-    )
+    listed = [
+        group
+        for group in broker.groups.list_groups(
+            getattr(body, "states_filter", ()), getattr(body, "types_filter", ())
+        )
+        # Each node lists the groups it coordinates, as Kafka's brokers do: the admin
+        # client asks every node and puts the lists together.
+        if not _elsewhere(broker, session, group.group_id)
+    ]
     return make(
         types.ListGroupsResponse,
         throttle_time=NO_THROTTLE,
@@ -554,9 +605,23 @@ def handle_delete_groups(broker: Broker, request: Request, session: Session) -> 
         throttle_time=NO_THROTTLE,
         results=tuple(
             make(types.DeletableGroupResult, group_id=group_id, error_code=counted(broker, error))
-            for group_id, error in broker.groups.delete_groups(request.body.groups_names)
+            for group_id, error in _deleted(broker, session, request.body.groups_names)
         ),
     )
+
+
+def _deleted(
+    broker: Broker, session: Session, group_ids: Iterable[str]
+) -> list[tuple[str, ErrorCode]]:
+    """Each group's DeleteGroups result, in the order asked: NOT_COORDINATOR for a group
+    another node coordinates."""
+    asked = list(group_ids)
+    here = [group_id for group_id in asked if not _elsewhere(broker, session, group_id)]
+    deleted = iter(broker.groups.delete_groups(here))
+    return [
+        next(deleted) if group_id in here else (group_id, ErrorCode.not_coordinator)
+        for group_id in asked
+    ]
 
 
 HANDLERS = {

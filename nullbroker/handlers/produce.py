@@ -8,7 +8,12 @@ from kio.schema.errors import ErrorCode
 
 from codec import Request
 from codec.entities import make, response_module
-from codec.produce import PartitionResult, TopicResults, encode_produce_response_body
+from codec.produce import (
+    PartitionResult,
+    TopicResults,
+    encode_produce_response_body,
+    with_throttle,
+)
 
 from .. import null_sink
 from ..topics import Topic, invalid_name_reason
@@ -79,7 +84,18 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
     broker.log_grew()
     if body.acks == 0:
         return None
-    return encode_produce_response_body(request.header.api_version, topic_results)
+    version = request.header.api_version
+    answer = encode_produce_response_body(version, topic_results)
+    if broker.faults.active:
+        received = sum(
+            len(partition.records or b"")
+            for topic in body.topic_data
+            for partition in topic.partition_data
+        )
+        throttle_ms = broker.faults.throttle_ms("Produce", session.node_id, received)
+        if throttle_ms:
+            answer = with_throttle(answer, version, throttle_ms)
+    return answer
 
 
 def _resolve_topic(broker: Broker, topic_data: Any) -> tuple[Topic | None, ErrorCode]:
