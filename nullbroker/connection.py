@@ -19,6 +19,11 @@ from .broker import Broker, Session
 log = logging.getLogger("nullbroker")
 
 RECEIVE_BYTES = 256 * 1024
+"""The most one read takes: a connection's receive buffer grows to this under load."""
+FIRST_RECEIVE_BYTES = 4 * 1024
+"""A new or quiet connection's receive buffer: a thousand idle clients cost 4 MiB, not 256."""
+SHRINK_AFTER_READS = 64
+"""Reads of under a sixteenth of the buffer in a row after which it is halved."""
 IOV_MAX = os.sysconf("SC_IOV_MAX")  # buffers one writev takes (1024 on Linux)
 # While a request is held, what the client sends meanwhile is read (to see it close) and
 # kept until the request is answered; past this much, reading stops and TCP pushes back.
@@ -161,7 +166,31 @@ class SocketWire(Wire):
         self.fd = stream.socket.fileno()
         # Read into one buffer per connection: os.read would allocate RECEIVE_BYTES for
         # every read and then shrink it, which cost more than the read itself.
-        self.into = [bytearray(RECEIVE_BYTES)]
+        self.into = [bytearray(FIRST_RECEIVE_BYTES)]
+        self.view = memoryview(self.into[0])
+        self._small_reads = 0
+
+    def fitted(self, size: int) -> bool:
+        """Fit the receive buffer to a read of `size` bytes: one that filled it doubles
+        it (up to RECEIVE_BYTES), SHRINK_AFTER_READS small ones in a row halve it (down to
+        FIRST_RECEIVE_BYTES). A new buffer replaces the old, which views of earlier reads
+        keep alive as long as they need it. True when `into` and `view` were replaced."""
+        capacity = len(self.view)
+        if size == capacity:
+            self._small_reads = 0
+            if capacity < RECEIVE_BYTES:
+                self._resize(capacity * 2)
+                return True
+        elif size < capacity >> 4 and capacity > FIRST_RECEIVE_BYTES:
+            self._small_reads += 1
+            if self._small_reads >= SHRINK_AFTER_READS:
+                self._small_reads = 0
+                self._resize(capacity // 2)
+                return True
+        return False
+
+    def _resize(self, capacity: int) -> None:
+        self.into = [bytearray(capacity)]
         self.view = memoryview(self.into[0])
 
     async def receive(self, drain: Drain) -> bytes | memoryview | None:
@@ -186,7 +215,11 @@ class SocketWire(Wire):
             if not waited:
                 # Bytes were there at once: yield anyway, so that other connections run.
                 await trio.lowlevel.checkpoint()
-            return self.view[:size] if size else None
+            if not size:
+                return None
+            data = self.view[:size]
+            self.fitted(size)
+            return data
         return None
 
     async def send_all(self, parts: list[Buffer]) -> None:

@@ -94,6 +94,7 @@ class HostedConnection:
         "_task",
         "_unsent",
         "_view",
+        "_wire",
         "reader",
     )
 
@@ -107,6 +108,7 @@ class HostedConnection:
     ) -> None:
         self._host = host
         self._fd = wire.fd
+        self._wire = wire
         self._into = wire.into
         self._view = wire.view
         self._scope = wire.scope
@@ -164,7 +166,10 @@ class HostedConnection:
             return
         # Frames are views of the receive buffer: every one is answered (or handed to
         # trio, which answers the rest) before the next read overwrites it.
-        frames = self.reader.frames_in(self._view[:size])
+        data = self._view[:size]
+        if self._wire.fitted(size):  # a new buffer for the next read; `data` keeps the old
+            self._into, self._view = self._wire.into, self._wire.view
+        frames = self.reader.frames_in(data)
         out: list[Buffer] = []
         try:
             held = answer_until_held(self._broker, self._session, frames, out)

@@ -14,7 +14,14 @@ import pytest
 import trio
 import trio.testing
 
-from nullbroker.connection import Drain, SocketWire, after_sent
+from nullbroker.connection import (
+    FIRST_RECEIVE_BYTES,
+    RECEIVE_BYTES,
+    SHRINK_AFTER_READS,
+    Drain,
+    SocketWire,
+    after_sent,
+)
 
 
 @pytest.mark.parametrize("sent", [0, 1, 2, 3, 4, 5, 6, 9])
@@ -84,3 +91,27 @@ async def test_send_to_a_closed_peer_raises_broken_resource() -> None:
     with pytest.raises(trio.BrokenResourceError):
         for _ in range(100):  # the first writes may land in the buffer before the reset
             await wire.send_all([os.urandom(65_536)])
+
+
+async def test_the_receive_buffer_grows_with_full_reads_and_shrinks_when_reads_are_small() -> None:
+    wire, peer = await _socket_wire_pair()
+    assert len(wire.view) == FIRST_RECEIVE_BYTES  # what an idle connection holds
+    payload = random.Random(3).randbytes(3 * RECEIVE_BYTES)
+    received = bytearray()
+
+    async def send() -> None:
+        await peer.send_all(payload)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(send)
+        while len(received) < len(payload):
+            data = await wire.receive(Drain())
+            assert data is not None
+            received.extend(data)  # a read's bytes are valid until the next read
+    assert received == payload
+    assert len(wire.view) == RECEIVE_BYTES  # grew, doubling, to the most one read takes
+
+    for _ in range(SHRINK_AFTER_READS * 8):
+        await peer.send_all(b"x")
+        assert await wire.receive(Drain()) == b"x"
+    assert len(wire.view) < RECEIVE_BYTES // 8  # quiet again: halved, and halved again
