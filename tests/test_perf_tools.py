@@ -662,3 +662,14 @@ def test_soak_samples_the_brokers_memory_under_load_and_stops_by_itself(tmp_path
     assert [t for t, _ in samples] == sorted(t for t, _ in samples)
     assert document["rss_peak_kib"] == max(rss for _, rss in samples)
     assert result.stdout.startswith("minutes 0.05, fetch True, produce_requests ")
+
+
+@pytest.mark.clients
+def test_idle_connections_cost_kilobytes_not_a_receive_buffer_each() -> None:
+    done = run_module("perf.idle_connections", "--connections", "200", "--json", timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["connections"] == 200
+    assert result["rss_with_connections_kib"] > result["rss_before_kib"]
+    # A 256 KiB receive buffer each would be 50 MiB; a memory bound, not a time.
+    assert result["kib_per_connection"] < 64
