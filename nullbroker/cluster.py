@@ -24,6 +24,7 @@ import zlib
 from dataclasses import dataclass, field
 
 NO_LEADER_EPOCH = -1
+_NONE: frozenset[int] = frozenset()
 MAX_BROKERS = 64
 
 
@@ -37,6 +38,10 @@ class Cluster:
     generation: int = 0
     """Changes of leadership so far (faults): the leader epoch of every partition."""
     _leaders: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
+    _followed: dict[tuple[str, int], tuple[tuple[int, ...], frozenset[int]]] = field(
+        default_factory=dict, repr=False
+    )
+    """Each (topic, node)'s partitions led elsewhere, with the leaders they came from."""
     """Each topic's leader by partition, made on first use: the hot path asks per batch."""
     _down: dict[int, float | None] = field(default_factory=dict, repr=False)
     """Nodes taken down, and the time.monotonic() they come back at (None: when cleared)."""
@@ -117,9 +122,21 @@ class Cluster:
             )
         return known
 
-    def leads(self, node: int, topic: str, partition: int, partitions: int) -> bool:
-        """Whether `node` leads `partition` of a topic of `partitions` partitions."""
-        return self.size == 1 or self.leaders(topic, partitions)[partition] == node
+    def followed(self, node: int, topic: str, partitions: int) -> frozenset[int]:
+        """The partitions of a topic of `partitions` partitions that `node` does not lead:
+        those Produce, Fetch and ListOffsets refuse there. Asked once per topic of a
+        request, so a partition costs one set lookup; none on one node."""
+        if self.size == 1:
+            return _NONE
+        leaders = self.leaders(topic, partitions)  # brings nodes back first
+        key = (topic, node)
+        known = self._followed.get(key)
+        if known is None or known[0] is not leaders:
+            known = self._followed[key] = (
+                leaders,
+                frozenset(index for index, leader in enumerate(leaders) if leader != node),
+            )
+        return known[1]
 
     def leader_epoch(self, topic: str, partition: int) -> int:
         """The partition's leader epoch: none (-1) on one node; on a cluster, how often

@@ -9,6 +9,7 @@ from kio.schema.errors import ErrorCode
 
 if TYPE_CHECKING:
     from ..broker import Broker
+    from ..topics import Topic
 
 NO_THROTTLE = datetime.timedelta(0)
 
@@ -59,3 +60,15 @@ class Refusal(Exception):
         super().__init__(message)
         self.error = error
         self.message = message
+
+
+def led_elsewhere(broker: Broker, node: int, topic: Topic | None) -> frozenset[int]:
+    """The partitions of `topic` that `node` does not lead, which Produce, Fetch and
+    ListOffsets answer with NOT_LEADER_OR_FOLLOWER there (nullbroker.cluster)."""
+    cluster = broker.cluster
+    if topic is None or cluster.size == 1:  # Produce's hot path: no more than this
+        return _LED_HERE
+    return cluster.followed(node, topic.name, len(topic.partitions))
+
+
+_LED_HERE: frozenset[int] = frozenset()

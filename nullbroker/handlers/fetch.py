@@ -26,7 +26,7 @@ from codec.framing import Buffer
 
 from ..source import now_ms
 from ..topics import Partition, Topic
-from .common import counted
+from .common import counted, led_elsewhere
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
@@ -66,15 +66,9 @@ class _Answer:
 
 def handle_fetch(broker: Broker, request: Request, session: Session) -> Any:
     body = request.body
-    wanted = _resolve(broker, body, session.node_id)
-    if broker.faults.active:
-        injected = broker.faults.error("Fetch", session.node_id)
-        if injected is not None:  # an error fault: every partition answered with its code
-            for wanted_topic in wanted:
-                wanted_topic.partitions[:] = [
-                    _Wanted(fetch.asked, fetch.topic, None, injected)
-                    for fetch in wanted_topic.partitions
-                ]
+    # An error fault answers every partition with its code, serving nothing.
+    injected = broker.faults.error("Fetch", session.node_id) if broker.faults.active else None
+    wanted = _resolve(broker, body, session.node_id, injected)
     answer = _build(request.header.api_version, body, wanted)
     if _enough(answer, body) or body.max_wait.total_seconds() <= 0:
         return _account(broker, answer, session.node_id)
@@ -128,9 +122,10 @@ def _next_growth_ms(wanted: list[_WantedTopic]) -> float | None:
     return soonest
 
 
-def _resolve(broker: Broker, body: Any, node: int) -> list[_WantedTopic]:
+def _resolve(
+    broker: Broker, body: Any, node: int, injected: ErrorCode | None = None
+) -> list[_WantedTopic]:
     resolved = []
-    cluster = broker.cluster
     for asked_topic in body.topics:
         name = getattr(asked_topic, "topic", None)
         if name is not None:
@@ -139,16 +134,17 @@ def _resolve(broker: Broker, body: Any, node: int) -> list[_WantedTopic]:
         else:
             topic = broker.topics.by_id(asked_topic.topic_id)
             missing = ErrorCode.unknown_topic_id
+        followed = led_elsewhere(broker, node, topic)
         partitions = []
         for asked in asked_topic.partitions:
             partition = None
             error = missing if topic is None else ErrorCode.unknown_topic_or_partition
-            if topic is not None and 0 <= asked.partition < len(topic.partitions):
-                count = len(topic.partitions)
-                if cluster.leads(node, topic.name, asked.partition, count):
-                    partition = topic.partitions[asked.partition]
-                else:  # a follower: the consumer refreshes its metadata
-                    error = ErrorCode.not_leader_or_follower
+            if injected is not None:
+                error = injected
+            elif asked.partition in followed:  # the consumer refreshes its metadata
+                error = ErrorCode.not_leader_or_follower
+            elif topic is not None and 0 <= asked.partition < len(topic.partitions):
+                partition = topic.partitions[asked.partition]
             partitions.append(_Wanted(asked, topic, partition, error))
         resolved.append(_WantedTopic(asked_topic, partitions))
     return resolved

@@ -472,8 +472,9 @@ def handle_offset_delete(broker: Broker, request: Request, session: Session) -> 
         if missing:
             unknown[asked.name] = missing
         known.append((asked.name, valid))
+    results: list[tuple[str, list[tuple[int, ErrorCode]]]] = []
     if _elsewhere(broker, session, body.group_id):
-        error, results = ErrorCode.not_coordinator, []
+        error = ErrorCode.not_coordinator
     else:
         error, results = broker.groups.delete_offsets(body.group_id, known)
     if error is not ErrorCode.none:

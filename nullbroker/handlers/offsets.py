@@ -11,7 +11,7 @@ from codec.entities import make, response_module
 
 from ..source import now_ms
 from ..topics import Partition, Topic
-from .common import NO_THROTTLE, counted
+from .common import NO_THROTTLE, counted, led_elsewhere
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
@@ -50,6 +50,7 @@ def handle_list_offsets(broker: Broker, request: Request, session: Session) -> A
     topics = []
     for wanted in request.body.topics:
         topic = _current(broker, wanted.name, now)
+        followed = led_elsewhere(broker, session.node_id, topic)
         partitions = []
         for asked in wanted.partitions:
             partition = _partition(topic, asked.partition_index)
@@ -59,9 +60,7 @@ def handle_list_offsets(broker: Broker, request: Request, session: Session) -> A
                     NOT_FOUND,
                     NO_TIMESTAMP,
                 )
-            elif not broker.cluster.leads(
-                session.node_id, topic.name, partition.index, len(topic.partitions)
-            ):
+            elif partition.index in followed:
                 error, offset, timestamp = ErrorCode.not_leader_or_follower, NOT_FOUND, NO_TIMESTAMP
             else:
                 error = ErrorCode.none

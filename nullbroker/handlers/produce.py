@@ -17,7 +17,7 @@ from codec.produce import (
 
 from .. import null_sink
 from ..topics import Topic, invalid_name_reason
-from .common import NO_THROTTLE, counted
+from .common import NO_THROTTLE, counted, led_elsewhere
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
@@ -31,23 +31,18 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
     response encoder (codec.produce), the per-request hot path."""
     body = request.body
     topic_results: list[TopicResults] = []
-    cluster = broker.cluster
     # An error fault answers every partition with its code, appending nothing.
     injected = broker.faults.error("Produce", session.node_id) if broker.faults.active else None
     for topic_data in body.topic_data:
         topic, error = _resolve_topic(broker, topic_data)
+        followed = led_elsewhere(broker, session.node_id, topic)
         results = []
         for partition_data in topic_data.partition_data:
             index = partition_data.index
             log_start = -1
             if injected is not None:
                 result = null_sink.AppendResult(injected)
-            elif (
-                cluster.size > 1
-                and topic is not None
-                and 0 <= index < len(topic.partitions)
-                and not cluster.leads(session.node_id, topic.name, index, len(topic.partitions))
-            ):
+            elif index in followed:
                 # As Kafka answers a batch sent to a follower: the producer refreshes
                 # its metadata and sends the batch to the leader.
                 result = null_sink.AppendResult(ErrorCode.not_leader_or_follower)
