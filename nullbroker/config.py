@@ -159,12 +159,12 @@ def _check_faults(specs: tuple[str, ...], brokers: int, setting: str) -> None:
 def _check_schema_ids(sources: tuple[SourceSpec, ...], setting: str) -> None:
     """One schema id, one schema: Avro sources whose values carry a Confluent schema id
     (wire=confluent) must not give two schemas the same id."""
-    from .schema_registry import source_schema_text
-
     claimed: dict[int, tuple[str, str]] = {}
     for source in sources:
         if source.format != "avro" or source.wire != "confluent":
             continue
+        from .schema_registry import source_schema_text  # only with such sources
+
         text = source_schema_text(str(source.schema))
         first = claimed.setdefault(source.schema_id, (source.name, text))
         if first[1] != text:

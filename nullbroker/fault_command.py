@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import urllib.error
-import urllib.request
 from typing import Any
 
 from .faults import __doc__ as FAULTS_DOC
@@ -45,6 +43,11 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Send the action; print the broker's answer. Exit 0, or 1 with the reason."""
+    # Here, not at the top: `nullbroker serve` builds this parser too, and urllib brings
+    # email and http.client, megabytes a broker never uses.
+    import urllib.error
+    import urllib.request
+
     if args.action == "add" and not args.spec:
         print("nullbroker fault add: give the fault's SPEC", file=sys.stderr)
         return 2

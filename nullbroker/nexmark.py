@@ -348,6 +348,10 @@ class NexmarkLayout:
         self.slots = slots_per_partition(self.partitions)
         self.cycle = self.partitions * self.slots * BATCH_EVENTS
 
+    @property
+    def batch_events(self) -> int:
+        return BATCH_EVENTS
+
     def event_number(self, partition: int, offset: int) -> int:
         return offset * self.partitions + partition
 

@@ -8,6 +8,7 @@ import socket
 import struct
 import time
 from functools import partial
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -17,7 +18,9 @@ from .connection import RESET, Drain, serve_connection
 from .hosted_connection import serve_hosted
 from .http import metrics_handler, serve_http_connection
 from .report import ConsoleReporter, check_summary_writable, write_summary
-from .schema_registry import SchemaRegistry
+
+if TYPE_CHECKING:
+    from .schema_registry import SchemaRegistry
 
 log = logging.getLogger("nullbroker")
 
@@ -87,9 +90,11 @@ class BrokerServer:
         self._metrics_listeners: list[trio.SocketListener] = []
         self._registry_listeners: list[trio.SocketListener] = []
         self.schema_registry_address: Endpoint | None = None
-        self.schema_registry = (
-            SchemaRegistry.for_sources(config.sources) if config.schema_registry else None
-        )
+        self.schema_registry: SchemaRegistry | None = None
+        if config.schema_registry:
+            from .schema_registry import SchemaRegistry  # only a broker that serves it
+
+            self.schema_registry = SchemaRegistry.for_sources(config.sources)
         """Confluent's Schema Registry REST paths, in memory, with --schema-registry."""
 
     def stop(self) -> None:

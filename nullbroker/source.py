@@ -37,11 +37,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codec.batch_template import COMPRESSION_CODES, BatchTemplate, TemplateRecord, build_template
 from codec.framing import Buffer
 
-from .nexmark import BATCH_EVENTS, NexmarkLayout
+if TYPE_CHECKING:
+    from .nexmark import NexmarkLayout
 
 # About kafka-producer-perf-test's default batch.size: large enough to amortise per-batch
 # cost, small enough that one partition_max_bytes (1 MiB by default) holds many.
@@ -150,6 +152,8 @@ class SourceSpec:
         """Where a Nexmark topic's events are; None for the other formats."""
         if self.format != "nexmark":
             return None
+        from .nexmark import NexmarkLayout  # imported by the brokers that serve one
+
         events = self.records * self.partitions if self.records is not None else None
         return NexmarkLayout(self.partitions, self.nexmark_events_per_second(), events)
 
@@ -303,7 +307,7 @@ class RecordShape:
         record_bytes = value_bytes + self.key_size + 8 * self.headers + 16
         self.batch_records = max(1, min(MAX_BATCH_RECORDS, TARGET_BATCH_BYTES // record_bytes))
         if self.nexmark is not None:
-            self.batch_records, self.pool = BATCH_EVENTS, self.nexmark.slots
+            self.batch_records, self.pool = self.nexmark.batch_events, self.nexmark.slots
             return
         count = len(self.payloads)
         cycle = count // math.gcd(count, self.batch_records) if count else 1
