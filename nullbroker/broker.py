@@ -103,6 +103,10 @@ an awaitable of either."""
 class Broker:
     """Topics, producers, accounts and the handler table, shared by every connection."""
 
+    controlled = False
+    """Set for a worker of several processes: its controller counts the cluster's changes
+    (nodes down, moves) and keeps the faults' time (nullbroker.replication)."""
+
     def __init__(self, config: Config) -> None:
         from .handlers import HANDLERS, served_ranges
 
@@ -132,7 +136,7 @@ class Broker:
         self.faults = Faults(self.cluster, counts=self.stats.faults)
         """Latency, errors, nodes down and leaders moved, on demand."""
         for spec in config.faults:
-            self.faults.add(spec)
+            self.faults.add(spec, controlled=self.controlled)
         self.log_growth = LogGrowth()
         """Held Fetch requests wait on it until a log grows."""
         self.handlers: dict[int, Handler] = HANDLERS

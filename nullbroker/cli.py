@@ -7,8 +7,8 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 import trio
 
@@ -18,6 +18,10 @@ from . import __version__
 from .config import CONFIG_FILE_VARIABLE, CONNECTION_LOOPS, Config, ConfigError, load
 from .host_loop import HostLoop
 from .server import BrokerServer, StartupError
+
+if TYPE_CHECKING:
+    from .broker import Endpoint
+    from .replication import WorkerRole
 
 log = logging.getLogger("nullbroker")
 
@@ -86,6 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve a cluster of N brokers, node ids 0..N-1, on consecutive ports from "
         "--listen's (port 0: each picks a free one; all are printed): partitions are led "
         "by different nodes, groups coordinated by one (default 1)",
+    )
+    serve.add_argument(
+        "--processes",
+        metavar="P|auto",
+        help="spread the --brokers nodes over P processes (auto: one per core), each serving "
+        "the partitions its nodes lead, so that the broker can use more than one core; "
+        "topic changes and faults reach every process before they are answered, and "
+        "/metrics, the console line and the summary cover them all (default 1)",
     )
     serve.add_argument(
         "--partitions",
@@ -226,42 +238,64 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nullbroker: {error}", file=sys.stderr)
         return 2
     try:
-        if config.connection_loop == "epoll":
-            HostLoop().run(_serve_until_signalled, config)
-        else:
-            trio.run(_serve_until_signalled, config)
+        if config.process_count > 1:
+            from .processes import serve_processes
+
+            return serve_processes(config)
+        run_server(config)
     except StartupError as error:
         print(f"nullbroker: {error}", file=sys.stderr)
         return 2
     return 0
 
 
-async def _serve_until_signalled(config: Config) -> None:
+def run_server(config: Config, role: WorkerRole | None = None) -> None:
+    """Serve until SIGINT or SIGTERM (or, in a worker, until its controller goes away)."""
+    if config.connection_loop == "epoll":
+        HostLoop().run(_serve_until_signalled, config, role)
+    else:
+        trio.run(_serve_until_signalled, config, role)
+
+
+async def _serve_until_signalled(config: Config, role: WorkerRole | None) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        server = BrokerServer(config)
+        server = BrokerServer(config, role)
         # Outside any nursery, so that a start-up mistake arrives as itself, not wrapped
         # in an exception group.
         await server.bind()
         async with trio.open_nursery() as nursery:
-            await nursery.start(server.serve)
-            assert server.address is not None
-            print(
-                f"nullbroker listening on {server.address.host}:{server.address.port}", flush=True
-            )
-            if len(server.node_addresses) > 1:
-                nodes = ", ".join(
-                    f"{node} on {address.host}:{address.port}"
-                    for node, address in enumerate(server.node_addresses)
-                )
-                print(f"nodes: {nodes}", flush=True)
-            log.info("Produce requests are decoded in %s", native.status())
-            if server.metrics_address is not None:
-                metrics = server.metrics_address
-                print(f"metrics on http://{metrics.host}:{metrics.port}/metrics", flush=True)
-            if server.schema_registry_address is not None:
-                registry = server.schema_registry_address
-                print(f"schema registry on http://{registry.host}:{registry.port}", flush=True)
-            async for signum in signals:
-                log.info("received %s; shutting down", signal.Signals(signum).name)
-                server.stop()
-                break
+            nursery.start_soon(_stop_on_signal, signals, server)
+            async with trio.open_nursery() as serving:
+                await serving.start(server.serve)
+                if role is None:
+                    _print_addresses(server)
+            nursery.cancel_scope.cancel()
+
+
+async def _stop_on_signal(signals: AsyncIterator[int], server: BrokerServer) -> None:
+    async for signum in signals:
+        log.info("received %s; shutting down", signal.Signals(signum).name)
+        server.stop()
+        return
+
+
+def _print_addresses(server: BrokerServer) -> None:
+    assert server.address is not None
+    print_addresses(server.node_addresses, server.metrics_address, server.schema_registry_address)
+
+
+def print_addresses(
+    nodes: Sequence[Endpoint], metrics: Endpoint | None, registry: Endpoint | None
+) -> None:
+    """The lines that tell the user (and scripts) where the broker listens."""
+    print(f"nullbroker listening on {nodes[0].host}:{nodes[0].port}", flush=True)
+    if len(nodes) > 1:
+        listed = ", ".join(
+            f"{node} on {address.host}:{address.port}" for node, address in enumerate(nodes)
+        )
+        print(f"nodes: {listed}", flush=True)
+    log.info("Produce requests are decoded in %s", native.status())
+    if metrics is not None:
+        print(f"metrics on http://{metrics.host}:{metrics.port}/metrics", flush=True)
+    if registry is not None:
+        print(f"schema registry on http://{registry.host}:{registry.port}", flush=True)

@@ -46,6 +46,9 @@ class Cluster:
     _down: dict[int, float | None] = field(default_factory=dict, repr=False)
     """Nodes taken down, and the time.monotonic() they come back at (None: when cleared)."""
     _moved: dict[tuple[str, int], int] = field(default_factory=dict, repr=False)
+    _withheld: dict[str, set[int]] = field(default_factory=dict, repr=False)
+    """Partitions this process has come to lead whose state has yet to arrive from the
+    process that led them (`--processes`): refused as led elsewhere until it does."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.size <= MAX_BROKERS:
@@ -72,6 +75,29 @@ class Cluster:
     def move(self, topic: str, partition: int, to: int) -> None:
         self._moved[topic, partition] = to
         self._changed()
+
+    def bring_up(self, node: int) -> None:
+        """Node `node` is back (a worker told so by its controller, which keeps the time)."""
+        if node in self._down:
+            del self._down[node]
+            self._changed()
+
+    def withhold(self, topic: str, partition: int) -> None:
+        """Refuse requests for a partition until `release` (its state is on its way)."""
+        self._withheld.setdefault(topic, set()).add(partition)
+        self._forget_followed(topic)
+
+    def release(self, topic: str, partition: int) -> None:
+        withheld = self._withheld.get(topic)
+        if withheld is not None:
+            withheld.discard(partition)
+            if not withheld:
+                del self._withheld[topic]
+        self._forget_followed(topic)
+
+    def _forget_followed(self, topic: str) -> None:
+        for key in [key for key in self._followed if key[0] == topic]:
+            del self._followed[key]
 
     def restore(self) -> None:
         """Every node up, every partition led by its own node again."""
@@ -132,9 +158,14 @@ class Cluster:
         key = (topic, node)
         known = self._followed.get(key)
         if known is None or known[0] is not leaders:
+            withheld = self._withheld.get(topic, ())
             known = self._followed[key] = (
                 leaders,
-                frozenset(index for index, leader in enumerate(leaders) if leader != node),
+                frozenset(
+                    index
+                    for index, leader in enumerate(leaders)
+                    if leader != node or index in withheld
+                ),
             )
         return known[1]
 

@@ -41,7 +41,10 @@ class Config:
     listen: str = "127.0.0.1:9092"
     advertise: str | None = None
     brokers: int = 1
-    """Nodes this process serves as one cluster, on consecutive ports (nullbroker.cluster)."""
+    """Nodes of the cluster, on consecutive ports (nullbroker.cluster)."""
+    processes: str = "1"
+    """Processes the nodes are spread over: a number, or "auto" for the machine's cores
+    (at most one per node). More than one: nullbroker.processes."""
     partitions: int = 1
     auto_create: bool = True
     verify_crc: bool = False
@@ -88,6 +91,14 @@ class Config:
                 f"{named('listen')}: {self.brokers} brokers need {self.brokers} consecutive "
                 f"ports from {self.listen_address[1]}"
             )
+        if self.processes != "auto" and not (
+            self.processes.isdigit() and 1 <= int(self.processes) <= self.brokers
+        ):
+            raise ConfigError(
+                f"{named('processes')}: must be 'auto' or a number from 1 to the brokers' "
+                f"{self.brokers} (each process serves at least one node; see "
+                f"{named('brokers')}), got {self.processes!r}"
+            )
         if self.partitions < 1:
             raise ConfigError(f"{named('partitions')}: must be at least 1, got {self.partitions}")
         if self.max_frame_bytes < 1024:
@@ -123,6 +134,13 @@ class Config:
             raise ConfigError(
                 f"{named('report_interval')}: must be positive, got {self.report_interval}"
             )
+
+    @property
+    def process_count(self) -> int:
+        """How many processes serve the cluster ("auto": one per core, one per node at most)."""
+        if self.processes == "auto":
+            return max(1, min(os.cpu_count() or 1, self.brokers))
+        return int(self.processes)
 
     @property
     def listen_address(self) -> tuple[str, int]:

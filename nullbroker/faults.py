@@ -256,26 +256,35 @@ class Faults:
     reset_node: Callable[[int], int] = lambda node: 0
     """Resets a node's connections (set by the server); returns how many it reset."""
     rng: random.Random = field(default_factory=random.Random)
+    changed: Callable[[str | None], None] = lambda spec: None
+    """Told each SPEC applied, and None when all are cleared: a cluster's controller
+    passes them on to its workers (nullbroker.processes)."""
     _ids: int = 0
 
-    def add(self, text: str) -> ActiveFault:
-        """Apply a SPEC; raises FaultSpecError, changing nothing, for one that cannot be."""
+    def add(self, text: str, *, controlled: bool = False) -> ActiveFault:
+        """Apply a SPEC; raises FaultSpecError, changing nothing, for one that cannot be.
+
+        `controlled`: a worker of several processes applying what its controller sent. The
+        controller counts the cluster's changes (nodes taken down, moves) once, and keeps
+        the time: it says when a node is back (`bring_up`)."""
         fault = Fault.parse(text)
         self.expire()
         self._check(fault)
         self._ids += 1
-        until = None if fault.seconds is None else time.monotonic() + fault.seconds
+        until = None if fault.seconds is None or controlled else time.monotonic() + fault.seconds
+        counted = not controlled
         active = ActiveFault(self._ids, fault, until)
         self.active.append(active)
         if fault.kind == "down":
             assert fault.node is not None
             self.cluster.take_down(fault.node, until)
             self.counts["connections_reset"] += self.reset_node(fault.node)
-            self.counts["down"] += 1
+            self.counts["down"] += counted
         elif fault.kind == "move":
             assert fault.topic is not None and fault.partition is not None and fault.to is not None
             self.cluster.move(fault.topic, fault.partition, fault.to)
-            self.counts["move"] += 1
+            self.counts["move"] += counted
+        self.changed(text)
         return active
 
     def _check(self, fault: Fault) -> None:
@@ -301,7 +310,17 @@ class Faults:
         cleared = len(self.active)
         self.active.clear()
         self.cluster.restore()
+        self.changed(None)
         return cleared
+
+    def bring_up(self, node: int) -> None:
+        """End the `down` faults of `node` (its controller says its time is up)."""
+        self.active = [
+            active
+            for active in self.active
+            if not (active.fault.kind == "down" and active.fault.node == node)
+        ]
+        self.cluster.bring_up(node)
 
     def expire(self) -> None:
         """Forget the faults whose time has passed (their nodes are back: see Cluster)."""

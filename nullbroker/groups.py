@@ -441,9 +441,12 @@ class GroupCoordinator:
 
     def _unload(self) -> None:
         for group in self._groups.values():
-            for member in group.members.values():
-                self._give_join(member, JoinResult(ErrorCode.not_coordinator, member.member_id))
-                self._give_sync(member, SyncResult(ErrorCode.not_coordinator))
+            self._tell_members_not_coordinator(group)
+
+    def _tell_members_not_coordinator(self, group: Group) -> None:
+        for member in group.members.values():
+            self._give_join(member, JoinResult(ErrorCode.not_coordinator, member.member_id))
+            self._give_sync(member, SyncResult(ErrorCode.not_coordinator))
 
     def _schedule(self, key: TimerKey, delay_ms: float, action: Callable[[], None]) -> None:
         deadline = self._clock() + delay_ms / 1000
@@ -1161,6 +1164,29 @@ class GroupCoordinator:
                 for member in group.members.values()
             ),
         )
+
+    def group_ids(self) -> list[str]:
+        return list(self._groups)
+
+    def hand_over(self, group_id: str) -> dict[str, dict[int, CommittedOffset]]:
+        """Give up a group whose coordinator is now another process's node (`--processes`):
+        its waiting members are told NOT_COORDINATOR, as when a coordinator unloads, and
+        its committed offsets are returned for the new coordinator."""
+        group = self._groups.pop(group_id)
+        self._tell_members_not_coordinator(group)
+        for member_id in [*group.members, *group.pending_join]:
+            self._cancel_heartbeat(group, member_id)
+        self._timers.cancel(("join", group_id))
+        self._timers.cancel(("sync", group_id))
+        self.stats.groups[group.state.value] -= 1
+        return group.offsets
+
+    def take_over(self, group_id: str, offsets: dict[str, dict[int, CommittedOffset]]) -> None:
+        """Coordinate a group handed over by another process, from its committed offsets;
+        its members join again, as after a coordinator moves in Kafka."""
+        group = self._groups.get(group_id) or self._create(group_id)
+        for topic, partitions in offsets.items():
+            group.offsets.setdefault(topic, {}).update(partitions)
 
     def list_groups(
         self, states: Iterable[str] = (), types: Iterable[str] = ()

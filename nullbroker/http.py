@@ -3,8 +3,9 @@ REST paths (nullbroker.schema_registry)."""
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import h11
@@ -35,7 +36,8 @@ class HttpResponse:
     content_type: bytes = b"text/plain"
 
 
-Handler = Callable[[HttpRequest], HttpResponse]
+Handler = Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]
+"""Answers a request, at once or (an async function) after awaiting what it needs."""
 
 
 def metrics_handler(render: Callable[[], bytes]) -> Handler:
@@ -104,7 +106,8 @@ async def _respond(
     if too_large:
         response = HttpResponse(413, b"request body too large\n")
     else:
-        response = handle(HttpRequest(request.method, path, query, bytes(body)))
+        answered = handle(HttpRequest(request.method, path, query, bytes(body)))
+        response = await answered if inspect.isawaitable(answered) else answered
     headers = [
         ("Content-Type", response.content_type),
         ("Content-Length", str(len(response.body))),

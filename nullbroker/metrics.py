@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
@@ -20,11 +20,13 @@ from .stats import LATENCY_BOUNDS_NS, PROMETHEUS_BOUNDS_NS, BrokerStats
 class BrokerCollector(Collector):
     """Reads BrokerStats at scrape time; the hot path never touches prometheus_client."""
 
-    def __init__(self, stats: BrokerStats) -> None:
-        self.stats = stats
+    def __init__(self, stats: BrokerStats | Callable[[], BrokerStats]) -> None:
+        # A callable gives the accounts as of each scrape: a cluster's controller sums its
+        # workers' anew each time (nullbroker.processes).
+        self._stats = stats if callable(stats) else lambda: stats
 
     def collect(self) -> Iterator[Metric]:
-        stats = self.stats
+        stats = self._stats()
         labels = ["topic", "partition"]
         records = CounterMetricFamily(
             "nullbroker_produced_records", "Records accepted by Produce.", labels=labels
@@ -153,7 +155,7 @@ def _cumulative_buckets(counts: list[int]) -> list[tuple[str, float]]:
     return buckets
 
 
-def make_registry(stats: BrokerStats) -> CollectorRegistry:
+def make_registry(stats: BrokerStats | Callable[[], BrokerStats]) -> CollectorRegistry:
     """A registry with the broker's metrics and the process metrics (CPU, RSS, fds)."""
     registry = CollectorRegistry()
     registry.register(BrokerCollector(stats))

@@ -47,8 +47,11 @@ class SequenceCheck:
 class ProducerRegistry:
     """Hands out producer ids and epochs, and checks batch sequences per partition."""
 
-    def __init__(self) -> None:
-        self._next_id = FIRST_PRODUCER_ID
+    def __init__(self, first_id: int = FIRST_PRODUCER_ID, step: int = 1) -> None:
+        self._next_id = first_id
+        self._step = step
+        """Ids go up by `step` from `first_id`: worker k of P processes hands out
+        FIRST_PRODUCER_ID + k + n*P, so no two processes give a producer the same id."""
         self._transactional: dict[str, tuple[int, int]] = {}
         self._sequences: dict[tuple[int, str, int], PartitionSequences] = {}
 
@@ -74,7 +77,7 @@ class ProducerRegistry:
 
     def _allocate(self) -> int:
         producer_id = self._next_id
-        self._next_id += 1
+        self._next_id += self._step
         return producer_id
 
     def check(
@@ -130,6 +133,19 @@ class ProducerRegistry:
             state = self._sequences[key] = PartitionSequences(epoch)
         state.last_sequence = last_sequence
         state.recent.append(_RecentBatch(first_sequence, last_sequence, base_offset))
+
+    def take_partition(self, topic: str, partition: int) -> list[tuple[int, PartitionSequences]]:
+        """Every producer's sequence state on a partition, by producer id, leaving none: the
+        partition's leader is moving to another process (`--processes`)."""
+        keys = [key for key in self._sequences if key[1] == topic and key[2] == partition]
+        return [(key[0], self._sequences.pop(key)) for key in keys]
+
+    def put_partition(
+        self, topic: str, partition: int, states: list[tuple[int, PartitionSequences]]
+    ) -> None:
+        """Take over what `take_partition` gave."""
+        for producer_id, state in states:
+            self._sequences[producer_id, topic, partition] = state
 
     def forget_topic(self, topic: str) -> None:
         """Drop the sequence state of a deleted topic."""

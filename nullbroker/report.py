@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from .stats import BrokerStats, peak_rss_bytes, percentile_ns, rss_bytes
+from .stats import BrokerStats, percentile_ns
 
 MIB = 1024 * 1024
 
@@ -69,7 +69,7 @@ class ConsoleReporter:
             f"{percentile_ns(latency_interval, 0.50) / 1000:.0f} us p50, "
             f"{percentile_ns(latency_interval, 0.99) / 1000:.0f} us p99 request latency, "
             f"{held_part}, "
-            f"{stats.connections} connections, {rss_bytes() / MIB:.1f} MiB RSS."
+            f"{stats.connections} connections, {stats.rss_bytes() / MIB:.1f} MiB RSS."
         )
 
 
@@ -122,7 +122,7 @@ def summary(stats: BrokerStats) -> dict[str, Any]:
             "by_state": dict(sorted(stats.groups.items())),
             "rebalances": stats.rebalances,
         },
-        "peak_rss_bytes": peak_rss_bytes(),
+        "peak_rss_bytes": stats.peak_rss_bytes(),
     }
 
 

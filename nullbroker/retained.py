@@ -52,6 +52,22 @@ class RetainedBatches:
         self._batches.clear()
         self.counters.retained_bytes = 0
 
+    def take(self) -> list[tuple[int, int, bytearray]]:
+        """Every batch held, as (base offset, end offset, batch), leaving none: the
+        partition's leader is moving to another process (`--processes`)."""
+        held = list(zip(self._bases, self._ends, self._batches, strict=True))
+        self.clear()
+        return held
+
+    def put(self, held: list[tuple[int, int, bytearray]]) -> None:
+        """Hold what `take` gave, in place of anything held."""
+        self.clear()
+        for base, end, batch in held:
+            self._bases.append(base)
+            self._ends.append(end)
+            self._batches.append(batch)
+        self.counters.retained_bytes = sum(len(batch) for _, _, batch in held)
+
     def read(self, offset: int, limit: int, first: bool) -> tuple[list[Buffer], int, int]:
         """Whole batches from the one holding `offset`, within `limit` bytes (the first of a
         response even if larger, as Kafka sends it), the records in them at or after

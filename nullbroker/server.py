@@ -20,6 +20,8 @@ from .http import metrics_handler, serve_http_connection
 from .report import ConsoleReporter, check_summary_writable, write_summary
 
 if TYPE_CHECKING:
+    from .control import ControlChannel
+    from .replication import WorkerRole
     from .schema_registry import SchemaRegistry
 
 log = logging.getLogger("nullbroker")
@@ -28,7 +30,7 @@ log = logging.getLogger("nullbroker")
 DRAIN_SECONDS = 10.0
 
 
-def _endpoint(sockname: tuple[str, int] | tuple[str, int, int, int]) -> Endpoint:
+def endpoint_of(sockname: tuple[str, int] | tuple[str, int, int, int]) -> Endpoint:
     return Endpoint(sockname[0], sockname[1])
 
 
@@ -50,7 +52,7 @@ class StartupError(Exception):
     resolve, a folder it cannot write to); the message names the setting as the user did."""
 
 
-async def _open_listeners(
+async def open_listeners(
     address: tuple[str, int], setting: str, text: str
 ) -> list[trio.SocketListener]:
     host, port = address
@@ -69,12 +71,48 @@ async def _open_listeners(
         raise StartupError(f"{setting} {text}: cannot listen: {error.strerror}{hint}") from None
 
 
+async def open_node_listeners(
+    config: Config,
+) -> tuple[dict[int, list[trio.SocketListener]], list[Endpoint], dict[int, int]]:
+    """One listener per node, on consecutive ports from --listen's (or each on a free port
+    for port 0): the listeners and address of each node, and the port clients are told for
+    each. Raises StartupError, having closed what it opened."""
+    host, port = config.listen_address
+    advertised = config.advertised_address
+    listeners: dict[int, list[trio.SocketListener]] = {}
+    addresses: list[Endpoint] = []
+    ports: dict[int, int] = {}
+    for node in range(config.brokers):
+        text = config.listen if config.brokers == 1 else f"{config.listen} (node {node})"
+        try:
+            listeners[node] = await open_listeners(
+                (host, port + node if port else 0), config.named("listen"), text
+            )
+        except StartupError:
+            for opened in listeners.values():
+                for listener in opened:
+                    await listener.aclose()
+            raise
+        address = endpoint_of(listeners[node][0].socket.getsockname())
+        addresses.append(address)
+        ports[node] = advertised[1] + node if advertised else address.port
+    return listeners, addresses, ports
+
+
 class BrokerServer:
     """Runs a Broker on TCP until `stop()` is called, then drains and writes the summary."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, role: WorkerRole | None = None) -> None:
         self.config = config
-        self.broker = Broker(config)
+        self.role = role
+        """Set in a worker process of a cluster (--processes): the nodes it serves, and its
+        channel to the controller, which serves metrics, faults and the summary."""
+        if role is None:
+            self.broker = Broker(config)
+        else:
+            from .replication import ReplicatingBroker
+
+            self.broker = ReplicatingBroker(config, worker=role.worker, workers=role.workers)
         self.address: Endpoint | None = None
         """Node 0's listening address: the bootstrap server."""
         self.node_addresses: list[Endpoint] = []
@@ -82,8 +120,8 @@ class BrokerServer:
         self.metrics_address: Endpoint | None = None
         self._drain = Drain()
         self._stop = trio.Event()
-        self._listeners: list[list[trio.SocketListener]] = []
-        """Each node's listeners, by node id."""
+        self._listeners: dict[int, list[trio.SocketListener]] = {}
+        """The listeners of each node served here, by node id."""
         self._streams: dict[int, set[trio.SocketStream]] = {}
         """Each node's open connections, so that a `down` fault can reset them."""
         self.broker.faults.reset_node = self._reset_node
@@ -117,17 +155,17 @@ class BrokerServer:
         await self._open_node_listeners()
         if config.metrics_address and config.metrics:
             try:
-                self._metrics_listeners = await _open_listeners(
+                self._metrics_listeners = await open_listeners(
                     config.metrics_address, config.named("metrics"), config.metrics
                 )
             except StartupError:
                 for listener in self._kafka_listeners:
                     await listener.aclose()
                 raise
-            self.metrics_address = _endpoint(self._metrics_listeners[0].socket.getsockname())
+            self.metrics_address = endpoint_of(self._metrics_listeners[0].socket.getsockname())
         if config.schema_registry_address:
             try:
-                self._registry_listeners = await _open_listeners(
+                self._registry_listeners = await open_listeners(
                     config.schema_registry_address,
                     config.named("schema_registry"),
                     str(config.schema_registry),
@@ -136,34 +174,25 @@ class BrokerServer:
                 for listener in [*self._kafka_listeners, *self._metrics_listeners]:
                     await listener.aclose()
                 raise
-            self.schema_registry_address = _endpoint(
+            self.schema_registry_address = endpoint_of(
                 self._registry_listeners[0].socket.getsockname()
             )
 
     @property
     def _kafka_listeners(self) -> list[trio.SocketListener]:
-        return [listener for listeners in self._listeners for listener in listeners]
+        return [listener for listeners in self._listeners.values() for listener in listeners]
 
     async def _open_node_listeners(self) -> None:
-        """One listener per node, on consecutive ports from --listen's (or each on a free
-        port for port 0); the cluster learns the port clients are told for each."""
-        config = self.config
-        host, port = config.listen_address
-        advertised = config.advertised_address
-        for node in range(config.brokers):
-            text = config.listen if config.brokers == 1 else f"{config.listen} (node {node})"
-            try:
-                listeners = await _open_listeners(
-                    (host, port + node if port else 0), config.named("listen"), text
-                )
-            except StartupError:
-                for listener in self._kafka_listeners:
-                    await listener.aclose()
-                raise
-            self._listeners.append(listeners)
-            address = _endpoint(listeners[0].socket.getsockname())
-            self.node_addresses.append(address)
-            self.broker.cluster.ports[node] = advertised[1] + node if advertised else address.port
+        """Every node's listeners; a worker takes the ones its controller bound for it."""
+        if self.role is not None:
+            self.broker.cluster.ports.update(self.role.ports)
+            for node, sockets in self.role.listeners.items():
+                self._listeners[node] = [
+                    trio.SocketListener(trio.socket.from_stdlib_socket(sock)) for sock in sockets
+                ]
+            return
+        self._listeners, self.node_addresses, ports = await open_node_listeners(self.config)
+        self.broker.cluster.ports.update(ports)
         self.address = self.node_addresses[0]
 
     async def serve(
@@ -175,7 +204,7 @@ class BrokerServer:
 
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as services:
-                for node, node_listeners in enumerate(listeners):
+                for node, node_listeners in listeners.items():
                     services.start_soon(
                         partial(trio.serve_listeners, handler_nursery=connections),
                         partial(self._serve_kafka, node),
@@ -210,7 +239,12 @@ class BrokerServer:
                         ),
                         self._registry_listeners,
                     )
-                services.start_soon(self._report_periodically)
+                if self.role is None:
+                    services.start_soon(self._report_periodically)
+                else:
+                    channel = self._open_control_channel()
+                    self.broker.channel = channel  # before any connection is served
+                    services.start_soon(self.broker.follow_controller, channel, self.stop)
                 services.start_soon(self._summarise_repeated_warnings)
                 services.start_soon(self.broker.groups.run)
                 task_status.started(self)
@@ -223,6 +257,16 @@ class BrokerServer:
         if self.config.summary_json:
             write_summary(self.broker.stats, self.config.summary_json)
             log.info("summary written to %s", self.config.summary_json)
+        if self.role is not None:
+            # The controller writes the cluster's summary from every worker's last accounts.
+            with trio.move_on_after(DRAIN_SECONDS):
+                await channel.send("final", *self.broker.accounts())
+
+    def _open_control_channel(self) -> ControlChannel:
+        from .control import ControlChannel
+
+        assert self.role is not None
+        return ControlChannel(trio.SocketStream(trio.socket.from_stdlib_socket(self.role.channel)))
 
     async def _serve_kafka(self, node: int, stream: trio.SocketStream) -> None:
         try:
@@ -247,7 +291,7 @@ class BrokerServer:
             peer=f"{peer[0]}:{peer[1]}",
             # Without --advertise, tell each client the address it reached us at.
             advertised=(
-                Endpoint(advertised[0], advertised[1] + node) if advertised else _endpoint(local)
+                Endpoint(advertised[0], advertised[1] + node) if advertised else endpoint_of(local)
             ),
             node_id=node,
         )

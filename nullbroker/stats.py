@@ -42,6 +42,11 @@ class LatencyHistogram:
         self.counts[bisect_left(LATENCY_BOUNDS_NS, nanoseconds)] += 1
         self.sum_ns += nanoseconds
 
+    def add(self, other: LatencyHistogram) -> None:
+        for index, count in enumerate(other.counts):
+            self.counts[index] += count
+        self.sum_ns += other.sum_ns
+
     @property
     def count(self) -> int:
         return sum(self.counts)
@@ -117,6 +122,10 @@ class BrokerStats:
         """Consumer groups by state (Empty, PreparingRebalance, CompletingRebalance, Stable)."""
         self.rebalances = 0
         """Join phases completed with members: each starts a new group generation."""
+        self.other_processes_rss = 0
+        self.other_processes_peak_rss = 0
+        """RSS and peak RSS, in bytes, of the worker processes whose accounts were added
+        (`--processes`), so that reports give the whole cluster's memory."""
 
     def partition_counters(self, topic: str, partition: int) -> PartitionCounters:
         """The counters of a partition, created on first use and kept for the broker's life."""
@@ -174,6 +183,40 @@ class BrokerStats:
     def held_counts(self) -> list[int]:
         """Bucket counts of all APIs' hold times together."""
         return _merged(stats.held for stats in self.apis.values())
+
+    def add(self, other: BrokerStats) -> None:
+        """Add another process's accounts to these (a cluster of processes reports once)."""
+        for key, produced in other.produced.items():
+            mine = self.partition_counters(*key)
+            mine.records += produced.records
+            mine.bytes += produced.bytes
+            mine.batches += produced.batches
+            mine.retained_bytes += produced.retained_bytes
+        for key, fetched in other.fetched.items():
+            served = self.fetch_counters(*key)
+            served.records += fetched.records
+            served.bytes += fetched.bytes
+        for name, api in other.apis.items():
+            mine_api = self.api(name)
+            mine_api.requests += api.requests
+            mine_api.latency.add(api.latency)
+            mine_api.held.add(api.held)
+        self.errors.update(other.errors)
+        self.connections += other.connections
+        self.connections_total += other.connections_total
+        self.node_connections.update(other.node_connections)
+        self.faults.update(other.faults)
+        self.protocol_errors.update(other.protocol_errors)
+        self.groups.update(other.groups)
+        self.rebalances += other.rebalances
+
+    def rss_bytes(self) -> int:
+        """The resident memory of this process and of the workers whose accounts it holds."""
+        return rss_bytes() + self.other_processes_rss
+
+    def peak_rss_bytes(self) -> int:
+        """This process's peak RSS plus each worker's (an upper bound of the cluster's)."""
+        return peak_rss_bytes() + self.other_processes_peak_rss
 
 
 def _merged(histograms: Iterable[LatencyHistogram]) -> list[int]:

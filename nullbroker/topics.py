@@ -120,6 +120,10 @@ class TopicRegistry:
         # Every produced topic serves records of one shape, so they share its templates.
         self.produced_records = RecordShape(size=produced_record_size)
         self.auto_create = auto_create
+        self.produce_auto_creates = True
+        """Whether a Produce request to an unknown topic creates it. A worker of several
+        processes answers UNKNOWN_TOPIC_OR_PARTITION instead, as Kafka does, and the
+        client's next Metadata request creates it in every process."""
         self.retain = retain
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}

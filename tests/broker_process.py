@@ -23,6 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+import pytest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -31,6 +32,10 @@ STOP_TIMEOUT = 20.0
 LISTENING = re.compile(r"^nullbroker listening on (?P<host>[^\s:]+):(?P<port>\d+)$")
 METRICS = re.compile(r"^metrics on (?P<url>http://\S+/metrics)$")
 VALUE_SIZE = 100
+
+
+PROCESSES = pytest.mark.parametrize("processes", ["1", "2"], ids=["one-process", "two-processes"])
+"""For tests of a cluster: its nodes in one process, and spread over two (--processes)."""
 
 
 def nullbroker_command() -> list[str]:

@@ -18,7 +18,13 @@ from kio.schema.errors import ErrorCode
 from nullbroker.broker import Broker, Endpoint, Session
 from nullbroker.cluster import Cluster
 from nullbroker.config import Config, ConfigError
-from tests.broker_process import BrokerProcess, metric_total, produced_from_metrics, samples
+from tests.broker_process import (
+    PROCESSES,
+    BrokerProcess,
+    metric_total,
+    produced_from_metrics,
+    samples,
+)
 from tests.conftest import StartBroker
 from tests.kafka_tools import requires_kafka_tools, run_tool
 from tests.kio_calls import answered, decode_response, record_batch, request_frame, types
@@ -161,10 +167,12 @@ def node_ports(broker: BrokerProcess) -> list[int]:
 
 
 @pytest.mark.clients
+@PROCESSES
 def test_an_idempotent_producer_reaches_every_node_and_is_counted_exactly(
     start_broker: StartBroker,
+    processes: str,
 ) -> None:
-    broker = start_broker("--brokers", "3", "--partitions", "6")
+    broker = start_broker("--brokers", "3", "--processes", processes, "--partitions", "6")
     ports = node_ports(broker)
     assert ports[0] == int(broker.bootstrap.rsplit(":", 1)[1]) and len(set(ports)) == 3
     producer = Producer({
@@ -210,11 +218,13 @@ def read_until(consumer: Consumer, count: int, seen: set[tuple[int, int]]) -> No
 
 
 @pytest.mark.clients
+@PROCESSES
 def test_a_group_consumer_reads_every_partition_through_its_leader(
     start_broker: StartBroker,
+    processes: str,
 ) -> None:
     broker = start_broker(
-        "--brokers", "3", "--group-initial-rebalance-delay-ms", "0",
+        "--brokers", "3", "--processes", processes, "--group-initial-rebalance-delay-ms", "0",
         "--source", "clicks:partitions=6,records=500,size=20",
     )  # fmt: skip
     consumer = group_consumer(broker, "readers", "clicks")
@@ -231,10 +241,12 @@ def test_a_group_consumer_reads_every_partition_through_its_leader(
 
 @pytest.mark.clients
 @requires_kafka_tools
+@PROCESSES
 def test_kafka_producer_perf_test_against_three_nodes_is_counted_exactly(
     start_broker: StartBroker,
+    processes: str,
 ) -> None:
-    broker = start_broker("--brokers", "3", "--partitions", "6")
+    broker = start_broker("--brokers", "3", "--processes", processes, "--partitions", "6")
     output = run_tool(
         "kafka-producer-perf-test",
         "--topic", "perf", "--num-records", "20000", "--record-size", "100",
@@ -267,11 +279,13 @@ def test_group_requests_to_a_node_that_does_not_coordinate_get_not_coordinator()
 
 @pytest.mark.clients
 @requires_kafka_tools
+@PROCESSES
 def test_kafka_consumer_groups_lists_and_describes_a_group_once_on_three_nodes(
     start_broker: StartBroker,
+    processes: str,
 ) -> None:
     broker = start_broker(
-        "--brokers", "3", "--group-initial-rebalance-delay-ms", "0",
+        "--brokers", "3", "--processes", processes, "--group-initial-rebalance-delay-ms", "0",
         "--source", "clicks:partitions=6,records=100,size=20",
     )  # fmt: skip
     for group in ("alpha", "beta", "gamma"):

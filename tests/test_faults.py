@@ -22,7 +22,13 @@ from kio.schema.errors import ErrorCode
 from nullbroker.cluster import Cluster
 from nullbroker.config import Config, ConfigError
 from nullbroker.faults import Fault, Faults, FaultSpecError
-from tests.broker_process import BrokerProcess, metric_total, produced_from_metrics, samples
+from tests.broker_process import (
+    PROCESSES,
+    BrokerProcess,
+    metric_total,
+    produced_from_metrics,
+    samples,
+)
 from tests.conftest import StartBroker
 from tests.module_command import run_module
 from tests.test_cluster import group_consumer, read_until
@@ -146,10 +152,12 @@ def fault_command(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.clients
+@PROCESSES
 def test_faults_come_and_go_over_http_and_through_the_fault_command(
     start_broker: StartBroker,
+    processes: str,
 ) -> None:
-    broker = start_broker("--brokers", "3")
+    broker = start_broker("--brokers", "3", "--processes", processes)
     url = faults_url(broker)
     status, reason = http("POST", url, "down:node=7")
     assert status == 400 and "node=7, but the nodes are 0 to 2" in reason
@@ -172,10 +180,13 @@ def test_faults_come_and_go_over_http_and_through_the_fault_command(
 
 
 @pytest.mark.clients
+@PROCESSES
 def test_injected_produce_latency_shows_in_the_producers_percentiles(
-    start_broker: StartBroker, tmp_path: Path
+    start_broker: StartBroker, tmp_path: Path, processes: str
 ) -> None:
-    broker = start_broker("--fault", "latency:api=Produce,ms=40")
+    broker = start_broker(
+        "--brokers", "2", "--processes", processes, "--fault", "latency:api=Produce,ms=40"
+    )  # fmt: skip
     report = tmp_path / "perf.json"
     done = run_module(
         "perf.producer_perf", "--bootstrap-server", broker.bootstrap, "--topic", "slow",
@@ -218,10 +229,12 @@ def produce_through(
 
 
 @pytest.mark.clients
+@PROCESSES
 def test_an_idempotent_producer_counts_every_record_once_across_down_and_move(
     start_broker: StartBroker,
+    processes: str,
 ) -> None:
-    broker = start_broker("--brokers", "3", "--partitions", "6")
+    broker = start_broker("--brokers", "3", "--processes", processes, "--partitions", "6")
     url = faults_url(broker)
     records = 6000
 
@@ -244,19 +257,23 @@ def test_an_idempotent_producer_counts_every_record_once_across_down_and_move(
 
 
 @pytest.mark.clients
+@PROCESSES
 def test_a_group_consumer_resumes_from_its_commits_after_its_coordinator_goes_down(
     start_broker: StartBroker,
+    processes: str,
 ) -> None:
     broker = start_broker(
-        "--brokers", "3", "--group-initial-rebalance-delay-ms", "0",
+        "--brokers", "3", "--processes", processes, "--group-initial-rebalance-delay-ms", "0",
         "--source", "clicks:partitions=6,records=400,size=20",
     )  # fmt: skip
-    cluster = Cluster(3)
-    coordinator = cluster.coordinator("resumers")
-    down = coordinator if coordinator != 0 else 1
+    # A group coordinated by node 1, which can go down (node 0 stays up); its coordinator
+    # is then node 2, which with two processes is the other process's.
+    group = "readers"
+    assert Cluster(3).coordinator(group) == 1
+    down = 1
 
     def consume(until: int, seen: set[tuple[int, int]]) -> None:
-        consumer = group_consumer(broker, "resumers", "clicks")
+        consumer = group_consumer(broker, group, "clicks")
         try:
             read_until(consumer, until, seen)
             consumer.commit(asynchronous=False)
@@ -272,7 +289,7 @@ def test_a_group_consumer_resumes_from_its_commits_after_its_coordinator_goes_do
     assert everything == {(p, o) for p in range(6) for o in range(400)}
     # Resumed from the commits: nothing read before the commit was read again.
     assert not first & rest
-    admin = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "resumers"})
+    admin = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
     try:
         committed = admin.committed([TopicPartition("clicks", p) for p in range(6)], 10)
     finally:

@@ -673,3 +673,20 @@ def test_idle_connections_cost_kilobytes_not_a_receive_buffer_each() -> None:
     assert result["rss_with_connections_kib"] > result["rss_before_kib"]
     # A 256 KiB receive buffer each would be 50 MiB; a memory bound, not a time.
     assert result["kib_per_connection"] < 64
+
+
+@pytest.mark.clients
+def test_cluster_scaling_runs_each_broker_and_checks_the_count(tmp_path: Path) -> None:
+    out = tmp_path / "scaling.json"
+    done = run_tool(
+        "cluster_scaling", "--processes", "1,2", "--records", "3000", "--rounds", "1",
+        "--json", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    runs = json.loads(out.read_text())["runs"]
+    assert [run["broker"] for run in runs] == [
+        "nullbroker, 3 nodes, 1 process", "nullbroker, 3 nodes, 2 processes", "mock, 3 brokers",
+    ]  # fmt: skip
+    assert all(run["records"] == 3000 and run["broker_cpu_s"] >= 0 for run in runs)
+    assert [run.get("counted") for run in runs[:2]] == [3000, 3000]
+    assert "| nullbroker, 3 nodes, 2 processes (1 runs) |" in done.stdout

@@ -104,7 +104,8 @@ def _resolve_topic(broker: Broker, topic_data: Any) -> tuple[Topic | None, Error
         return topic, ErrorCode.none
     if invalid_name_reason(name) is not None:
         return None, ErrorCode.invalid_topic_exception
-    topic = broker.topics.get_or_auto_create(name)
+    topics = broker.topics
+    topic = topics.get_or_auto_create(name) if topics.produce_auto_creates else None
     return topic, ErrorCode.unknown_topic_or_partition
 
 
