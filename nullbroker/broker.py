@@ -60,9 +60,10 @@ class Session:
 
     def node(self, cluster: Cluster, node_id: int) -> Endpoint:
         """Where this client is told to reach `node_id`: the host it reached us at."""
-        if node_id == self.node_id:
+        if node_id == self.node_id and not cluster.hosts:
             return self.advertised
-        return Endpoint(self.advertised.host, cluster.port(node_id, self.advertised.port))
+        host = cluster.hosts.get(node_id, self.advertised.host)
+        return Endpoint(host, cluster.port(node_id, self.advertised.port))
 
     @property
     def host(self) -> str:

@@ -92,6 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
         "by different nodes, groups coordinated by one (default 1)",
     )
     serve.add_argument(
+        "--node-map",
+        metavar="FILE",
+        help="a cluster over several hosts: a TOML file with a [nodes] table (node id = "
+        '"HOST:PORT") and controller = "HOST:PORT" on node 0\'s host. Run the broker on '
+        "every host with the same file: each serves the nodes at its own addresses, the "
+        "one with node 0 is the controller the others join",
+    )
+    serve.add_argument(
         "--processes",
         metavar="P|auto",
         help="spread the --brokers nodes over P processes (auto: one per core), each serving "
@@ -238,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nullbroker: {error}", file=sys.stderr)
         return 2
     try:
-        if config.process_count > 1:
+        if config.process_count > 1 or config.node_map is not None:
             from .processes import serve_processes
 
             return serve_processes(config)

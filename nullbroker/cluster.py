@@ -35,6 +35,9 @@ class Cluster:
 
     size: int = 1
     ports: dict[int, int] = field(default_factory=dict)
+    hosts: dict[int, str] = field(default_factory=dict)
+    """Each node's host, where a node map gives them; otherwise clients are told the host
+    they reached."""
     generation: int = 0
     """Changes of leadership so far (faults): the leader epoch of every partition."""
     _leaders: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)

@@ -12,6 +12,7 @@ from typing import Any
 from codec import DEFAULT_MAX_FRAME_BYTES, native
 
 from .cluster import MAX_BROKERS
+from .node_map import NodeMap, NodeMapError
 from .source import SourceSpec, SourceSpecError
 
 ENV_PREFIX = "NULLBROKER_"
@@ -42,6 +43,9 @@ class Config:
     advertise: str | None = None
     brokers: int = 1
     """Nodes of the cluster, on consecutive ports (nullbroker.cluster)."""
+    node_map: str | None = None
+    """A TOML file of each node's address and the controller's (nullbroker.node_map): the
+    cluster spans hosts, and its size is the map's."""
     processes: str = "1"
     """Processes the nodes are spread over: a number, or "auto" for the machine's cores
     (at most one per node). More than one: nullbroker.processes."""
@@ -91,6 +95,8 @@ class Config:
                 f"{named('listen')}: {self.brokers} brokers need {self.brokers} consecutive "
                 f"ports from {self.listen_address[1]}"
             )
+        if self.node_map is not None:
+            self._take_size_from_node_map()
         if self.processes != "auto" and not (
             self.processes.isdigit() and 1 <= int(self.processes) <= self.brokers
         ):
@@ -134,6 +140,30 @@ class Config:
             raise ConfigError(
                 f"{named('report_interval')}: must be positive, got {self.report_interval}"
             )
+
+    def _take_size_from_node_map(self) -> None:
+        named = self.named
+        size = len(self.read_node_map().nodes)
+        if self.brokers not in (1, size):
+            raise ConfigError(
+                f"{named('brokers')}: {self.brokers}, but {named('node_map')} "
+                f"{self.node_map} has {size} nodes (leave {named('brokers')} out)"
+            )
+        if self.processes != "1":
+            raise ConfigError(
+                f"{named('processes')}: with {named('node_map')} each host runs one process "
+                "for its nodes"
+            )
+        # The map is the cluster: its size is every host's --brokers.
+        object.__setattr__(self, "brokers", size)
+
+    def read_node_map(self) -> NodeMap:
+        """The --node-map file, read and checked; ConfigError names the setting."""
+        assert self.node_map is not None
+        try:
+            return NodeMap.read(self.node_map)
+        except NodeMapError as error:
+            raise ConfigError(f"{self.named('node_map')} {error}") from None
 
     @property
     def process_count(self) -> int:

@@ -66,11 +66,14 @@ class ReplicatingBroker(Broker):
 
     controlled = True
 
-    def __init__(self, config: Config, *, worker: int, workers: int) -> None:
+    def __init__(self, config: Config, *, worker: int, owners: dict[int, int]) -> None:
         super().__init__(config)
         self.worker = worker
-        self.workers = workers
-        self.producers = ProducerRegistry(FIRST_PRODUCER_ID + worker, workers)
+        self.owners = owners
+        """The worker that serves each node, by node id."""
+        # Worker ids are below the node count (each serves a node at least): stepping ids
+        # by it keeps every worker's apart.
+        self.producers = ProducerRegistry(FIRST_PRODUCER_ID + worker, config.brokers)
         self.topics.produce_auto_creates = False
         self.channel: ControlChannel | None = None
         self._replies: dict[int, tuple[trio.Event, list[Any]]] = {}
@@ -145,7 +148,12 @@ class ReplicatingBroker(Broker):
                 self.take_handoff(message[1], message[2])
             elif kind == "stats":
                 await channel.send("stats", message[1], *self.accounts())
-        log.info("worker %d: the controller has gone; shutting down", self.worker)
+            elif kind == "owners":
+                self.owners.update(message[1])
+            elif kind == "stop":
+                break
+        else:
+            log.info("worker %d: the controller has gone; shutting down", self.worker)
         stop()
 
     def _apply_fault(self, kind: str, *detail: Any) -> None:
@@ -160,7 +168,7 @@ class ReplicatingBroker(Broker):
             self.faults.bring_up(detail[0])
 
     def _worker_of(self, node: int) -> int:
-        return node % self.workers
+        return self.owners[node]
 
     def change_leadership(self, change: Callable[[], None]) -> list[tuple[Any, ...]]:
         """Apply a change to the cluster's rules (a fault, or its end), then give away what
@@ -244,11 +252,15 @@ class WorkerRole:
     """What the controller gives a worker process when it forks it."""
 
     worker: int
-    workers: int
+    owners: dict[int, int]
+    """The worker that serves each node, by node id (a node map's other hosts' nodes are
+    added when they join: the "owners" message)."""
     listeners: dict[int, list[socket.socket]]
     """The listening sockets of the nodes this worker serves, by node id (bound by the
     controller, so that every node's port is known before any worker starts)."""
     ports: dict[int, int]
     """Every node's port, as clients are told it, by node id."""
+    hosts: dict[int, str]
+    """Every node's host, from a node map; empty: the host each client reached."""
     channel: socket.socket
     """This worker's end of its control channel."""

@@ -112,7 +112,7 @@ class BrokerServer:
         else:
             from .replication import ReplicatingBroker
 
-            self.broker = ReplicatingBroker(config, worker=role.worker, workers=role.workers)
+            self.broker = ReplicatingBroker(config, worker=role.worker, owners=role.owners)
         self.address: Endpoint | None = None
         """Node 0's listening address: the bootstrap server."""
         self.node_addresses: list[Endpoint] = []
@@ -186,6 +186,7 @@ class BrokerServer:
         """Every node's listeners; a worker takes the ones its controller bound for it."""
         if self.role is not None:
             self.broker.cluster.ports.update(self.role.ports)
+            self.broker.cluster.hosts.update(self.role.hosts)
             for node, sockets in self.role.listeners.items():
                 self._listeners[node] = [
                     trio.SocketListener(trio.socket.from_stdlib_socket(sock)) for sock in sockets
