@@ -94,6 +94,15 @@ class FrameReader:
         """Bytes received but not yet handed out as frames."""
         return len(self._buffer) - self._start
 
+    @property
+    def pending_frame_size(self) -> int:
+        """The announced size of the frame being received (its size prefix read, its body
+        not all yet): 0 when none is, or its size prefix is not complete."""
+        if len(self._buffer) - self._start < SIZE_PREFIX_BYTES:
+            return 0
+        (size,) = _SIZE.unpack_from(self._buffer, self._start)
+        return int(size)
+
     def _check_size(self, size: int) -> None:
         if size < 0:
             raise InvalidFrameSize(f"negative frame size {size}")

@@ -31,6 +31,7 @@ from .faults import Faults
 from .groups import GroupCoordinator
 from .log_limit import RepeatLimitedLog
 from .producers import ProducerRegistry
+from .read_budget import ReadBudget
 from .source import now_ms
 from .stats import ApiStats, BrokerStats
 from .topics import PartitionCountersFor, TopicRegistry
@@ -138,6 +139,10 @@ class Broker:
         """Latency, errors, nodes down and leaders moved, on demand."""
         for spec in config.faults:
             self.faults.add(spec, controlled=self.controlled)
+        self.read_budget = ReadBudget(config.max_buffered_bytes, self.stats)
+        """What large requests being read may hold, over all connections."""
+        self.max_request_bytes = min(config.max_frame_bytes, config.max_buffered_bytes)
+        """A request announced larger closes its connection: it could never be read."""
         self.log_growth = LogGrowth()
         """Held Fetch requests wait on it until a log grows."""
         self.handlers: dict[int, Handler] = HANDLERS

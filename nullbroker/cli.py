@@ -136,6 +136,16 @@ def build_parser() -> argparse.ArgumentParser:
         "100 MiB, as Kafka's socket.request.max.bytes)",
     )
     serve.add_argument(
+        "--max-buffered-bytes",
+        type=int,
+        metavar="BYTES",
+        help="bytes that requests larger than 1 MiB may hold while they are read, over all "
+        "connections (Kafka's queued.max.request.bytes): such a request reserves its "
+        "announced size before its body is read, and its connection stops reading until "
+        "there is room; smaller requests keep flowing; one announced larger than the "
+        f"whole budget closes its connection (default {defaults.max_buffered_bytes})",
+    )
+    serve.add_argument(
         "--metrics",
         metavar="HOST:PORT",
         help="serve Prometheus text at http://HOST:PORT/metrics (default: off)",

@@ -13,6 +13,7 @@ from codec import DEFAULT_MAX_FRAME_BYTES, native
 
 from .cluster import MAX_BROKERS
 from .node_map import NodeMap, NodeMapError
+from .read_budget import DEFAULT_MAX_BUFFERED_BYTES, SMALL_REQUEST_BYTES
 from .source import SourceSpec, SourceSpecError
 
 ENV_PREFIX = "NULLBROKER_"
@@ -53,6 +54,9 @@ class Config:
     auto_create: bool = True
     verify_crc: bool = False
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES
+    """Bytes that large requests being read may reserve, over all connections
+    (nullbroker.read_budget)."""
     metrics: str | None = None
     schema_registry: str | None = None
     summary_json: str | None = None
@@ -110,6 +114,11 @@ class Config:
         if self.max_frame_bytes < 1024:
             raise ConfigError(
                 f"{named('max_frame_bytes')}: must be at least 1024, got {self.max_frame_bytes}"
+            )
+        if self.max_buffered_bytes < SMALL_REQUEST_BYTES:
+            raise ConfigError(
+                f"{named('max_buffered_bytes')}: must be at least {SMALL_REQUEST_BYTES} (a "
+                f"request that size is read without reserving), got {self.max_buffered_bytes}"
             )
         names = [source.name for source in self.sources]
         duplicates = sorted({name for name in names if names.count(name) > 1})

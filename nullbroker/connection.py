@@ -15,6 +15,7 @@ from codec import FrameReader, ProtocolError
 from codec.framing import Buffer
 
 from .broker import Broker, Session
+from .read_budget import ReadBudget, Reservation
 
 log = logging.getLogger("nullbroker")
 
@@ -34,6 +35,8 @@ HELD_READ_BYTES = 64 * 1024
 _PEER_GONE = frozenset({errno.ECONNRESET, errno.ENOTCONN, errno.EPIPE, errno.ETIMEDOUT})
 
 RESET = "ConnectionReset"
+_UNBOUNDED = ReadBudget(2**62)
+"""The budget of a connection served outside serve_connection (tests): no bound."""
 """closed_on_error reason: the client reset the connection (RST)."""
 CLOSED_MID_REQUEST = "ClosedMidRequest"
 """closed_on_error reason: the client closed the connection partway through a request."""
@@ -112,6 +115,8 @@ class Wire:
         """Bytes the client sent while a request of its was held, not yet handled."""
         self.closed_while_held = False
         self.reset_while_held: OSError | None = None
+        self.reservation = Reservation(_UNBOUNDED)
+        """This connection's share of the broker's read budget (set by serve_connection)."""
 
     def take_read_while_held(self) -> bytes | None:
         if not self.read_while_held:
@@ -305,6 +310,7 @@ async def serve_connection(
     stats.connections_total += 1
     stats.node_connections[session.node_id] += 1
     wire = _wire(stream)
+    wire.reservation = Reservation(broker.read_budget)
     try:
         with wire.scope:
             await (serve or serve_wire)(wire, broker, session, drain)
@@ -333,17 +339,20 @@ async def serve_connection(
         )
     finally:
         stats.connections -= 1
+        wire.reservation.release()
         await trio.aclose_forcefully(stream)
 
 
 async def serve_wire(wire: Wire, broker: Broker, session: Session, drain: Drain) -> None:
     """Read, answer in order, send once per read: until end of stream, a protocol error
     or draining."""
-    reader = FrameReader(broker.config.max_frame_bytes)
+    reader = FrameReader(broker.max_request_bytes)
     while (data := await wire.receive(drain)) is not None:
         reader.feed(data)
         if await answer_frames(wire, broker, session, reader.frames()) is not None:
             return
+        # A large request being read holds its size of the budget; without room, wait.
+        await wire.reservation.fit(Reservation.needed(reader.pending_frame_size))
     note_unfinished_request(reader, broker, session, drain)
 
 

@@ -35,6 +35,7 @@ from .connection import (
     note_unfinished_request,
     serve_wire,
 )
+from .read_budget import Reservation
 
 
 @dataclass(slots=True)
@@ -47,6 +48,8 @@ class Handoff:
     """Answers not yet sent, to go before any other."""
     held: Awaitable[bytes | list[Buffer] | None] | None = None
     failure: str | None = None
+    over_budget: bool = False
+    """A large request began and the read budget has no room for it: wait, then read on."""
 
 
 async def serve_hosted(wire: Wire, broker: Broker, session: Session, drain: Drain) -> None:
@@ -76,6 +79,8 @@ async def serve_hosted(wire: Wire, broker: Broker, session: Session, drain: Drai
         )
         if failure is not None:
             return
+        # Back to the host loop once a large request being read has its share of the budget.
+        await wire.reservation.fit(Reservation.needed(reader.pending_frame_size))
     note_unfinished_request(reader, broker, session, drain)
 
 
@@ -117,7 +122,7 @@ class HostedConnection:
         self._drain = drain
         self._task: trio.lowlevel.Task | None = None
         self._unsent: list[Buffer] = []
-        self.reader = FrameReader(broker.config.max_frame_bytes)
+        self.reader = FrameReader(broker.max_request_bytes)
 
     async def serve_until_handoff(self) -> Handoff | None:
         """Let the host loop serve the connection until trio must take a step: what it
@@ -179,6 +184,14 @@ class HostedConnection:
             return
         if held is not None:
             self._hand_back(outcome.Value(Handoff(frames, out, held)))
+            return
+        reader = self.reader
+        reservation = self._wire.reservation
+        if (reader.buffered_bytes or reservation.reserved) and not reservation.try_fit(
+            Reservation.needed(reader.pending_frame_size)
+        ):
+            # A large request began and the budget has no room: stop reading until it has.
+            self._hand_back(outcome.Value(Handoff(out=out, over_budget=True)))
             return
         if out:
             self._send(out)

@@ -105,6 +105,17 @@ class BrokerCollector(Collector):
         yield GaugeMetricFamily(
             "nullbroker_connections", "Open client connections.", value=stats.connections
         )
+        yield GaugeMetricFamily(
+            "nullbroker_read_budget_reserved_bytes",
+            "Bytes reserved by large requests being read (--max-buffered-bytes).",
+            value=stats.read_budget_reserved,
+        )
+        yield CounterMetricFamily(
+            "nullbroker_read_budget_waits",
+            "Times a connection stopped reading until the read budget had room for its "
+            "request (--max-buffered-bytes).",
+            value=stats.read_budget_waits,
+        )
         yield _counter(
             "nullbroker_faults",
             "Faults applied (--fault, POST /faults), by kind: latency (answers delayed), "

@@ -122,6 +122,10 @@ class BrokerStats:
         """Consumer groups by state (Empty, PreparingRebalance, CompletingRebalance, Stable)."""
         self.rebalances = 0
         """Join phases completed with members: each starts a new group generation."""
+        self.read_budget_reserved = 0
+        """Bytes large requests being read hold of --max-buffered-bytes (a gauge)."""
+        self.read_budget_waits = 0
+        """Times a connection stopped reading for want of room in that budget."""
         self.other_processes_rss = 0
         self.other_processes_peak_rss = 0
         """RSS and peak RSS, in bytes, of the worker processes whose accounts were added
@@ -209,6 +213,8 @@ class BrokerStats:
         self.protocol_errors.update(other.protocol_errors)
         self.groups.update(other.groups)
         self.rebalances += other.rebalances
+        self.read_budget_reserved += other.read_budget_reserved
+        self.read_budget_waits += other.read_budget_waits
 
     def rss_bytes(self) -> int:
         """The resident memory of this process and of the workers whose accounts it holds."""
