@@ -29,6 +29,7 @@ from .cluster import Cluster
 from .config import Config
 from .faults import Faults
 from .groups import GroupCoordinator
+from .idle import IdleConnections
 from .log_limit import RepeatLimitedLog
 from .producers import ProducerRegistry
 from .read_budget import ReadBudget
@@ -140,6 +141,8 @@ class Broker:
         for spec in config.faults:
             self.faults.add(spec, controlled=self.controlled)
         self.read_budget = ReadBudget(config.max_buffered_bytes, self.stats)
+        self.idle_connections = IdleConnections(config.idle_timeout_ms, self.stats, self.warnings)
+        """Every open connection, closed after --idle-timeout-ms of silence."""
         """What large requests being read may hold, over all connections."""
         self.max_request_bytes = min(config.max_frame_bytes, config.max_buffered_bytes)
         """A request announced larger closes its connection: it could never be read."""

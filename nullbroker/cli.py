@@ -136,6 +136,29 @@ def build_parser() -> argparse.ArgumentParser:
         "100 MiB, as Kafka's socket.request.max.bytes)",
     )
     serve.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="N",
+        help="connections served at once, over every node (Kafka's max.connections); "
+        "beyond it new ones wait to be accepted until one closes (default 0: no limit)",
+    )
+    serve.add_argument(
+        "--max-connections-per-ip",
+        type=int,
+        metavar="N",
+        help="connections at once from one client address (Kafka's "
+        "max.connections.per.ip); beyond it a new one is closed at once, with one log line "
+        "(default 0: no limit)",
+    )
+    serve.add_argument(
+        "--idle-timeout-ms",
+        type=int,
+        metavar="MS",
+        help="close a connection that sent nothing for this long, one held request "
+        "excepted (Kafka's connections.max.idle.ms; default "
+        f"{defaults.idle_timeout_ms}; 0: never)",
+    )
+    serve.add_argument(
         "--max-buffered-bytes",
         type=int,
         metavar="BYTES",

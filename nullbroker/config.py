@@ -54,6 +54,12 @@ class Config:
     auto_create: bool = True
     verify_crc: bool = False
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    idle_timeout_ms: int = 600_000
+    """Close a connection that read nothing for this long (0: never)."""
+    max_connections: int = 0
+    """Connections served at once (0: no limit); beyond it, new ones wait their turn."""
+    max_connections_per_ip: int = 0
+    """Connections at once from one client address (0: no limit); beyond it, closed."""
     max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES
     """Bytes that large requests being read may reserve, over all connections
     (nullbroker.read_budget)."""
@@ -115,6 +121,12 @@ class Config:
             raise ConfigError(
                 f"{named('max_frame_bytes')}: must be at least 1024, got {self.max_frame_bytes}"
             )
+        for setting in ("idle_timeout_ms", "max_connections", "max_connections_per_ip"):
+            if getattr(self, setting) < 0:
+                raise ConfigError(
+                    f"{named(setting)}: must not be negative (0: no limit), "
+                    f"got {getattr(self, setting)}"
+                )
         if self.max_buffered_bytes < SMALL_REQUEST_BYTES:
             raise ConfigError(
                 f"{named('max_buffered_bytes')}: must be at least {SMALL_REQUEST_BYTES} (a "

@@ -117,6 +117,10 @@ class Wire:
         self.reset_while_held: OSError | None = None
         self.reservation = Reservation(_UNBOUNDED)
         """This connection's share of the broker's read budget (set by serve_connection)."""
+        self.reads = 0
+        """Reads that brought bytes: how the idle sweep (nullbroker.idle) sees activity."""
+        self.holding = False
+        """Whether a request of this connection is held (waiting is not being idle)."""
 
     def take_read_while_held(self) -> bytes | None:
         if not self.read_while_held:
@@ -132,7 +136,11 @@ class Wire:
             return early
         if self.closed_while_held:
             return None
-        return (await drain.wait(self.stream.receive_some(RECEIVE_BYTES))) or None
+        data = await drain.wait(self.stream.receive_some(RECEIVE_BYTES))
+        if not data:
+            return None
+        self.reads += 1
+        return data
 
     async def watch_for_close(self) -> None:
         """Return once the client closes or resets the connection. Bytes it sends
@@ -222,6 +230,7 @@ class SocketWire(Wire):
                 await trio.lowlevel.checkpoint()
             if not size:
                 return None
+            self.reads += 1
             data = self.view[:size]
             self.fitted(size)
             return data
@@ -311,6 +320,7 @@ async def serve_connection(
     stats.node_connections[session.node_id] += 1
     wire = _wire(stream)
     wire.reservation = Reservation(broker.read_budget)
+    broker.idle_connections.add(wire, session)
     try:
         with wire.scope:
             await (serve or serve_wire)(wire, broker, session, drain)
@@ -340,6 +350,7 @@ async def serve_connection(
     finally:
         stats.connections -= 1
         wire.reservation.release()
+        broker.idle_connections.discard(wire)
         await trio.aclose_forcefully(stream)
 
 
@@ -445,7 +456,11 @@ async def _send_then_hold(
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             await _abandon(pending)
             raise
-    response = await _held(wire, broker, session, pending)
+    wire.holding = True
+    try:
+        response = await _held(wire, broker, session, pending)
+    finally:
+        wire.holding = False
     if response is None:
         return []
     return [response] if type(response) is bytes else list(response)  # type: ignore[arg-type]

@@ -169,6 +169,7 @@ class HostedConnection:
         if not size:
             self._hand_back(outcome.Value(None))
             return
+        self._wire.reads += 1
         # Frames are views of the receive buffer: every one is answered (or handed to
         # trio, which answers the rest) before the next read overwrites it.
         data = self._view[:size]

@@ -105,6 +105,17 @@ class BrokerCollector(Collector):
         yield GaugeMetricFamily(
             "nullbroker_connections", "Open client connections.", value=stats.connections
         )
+        yield _counter(
+            "nullbroker_connections_refused",
+            "Connections closed on arrival for a limit: max_connections_per_ip.",
+            "limit",
+            stats.connections_refused,
+        )
+        yield CounterMetricFamily(
+            "nullbroker_connections_closed_idle",
+            "Connections closed for reading nothing for --idle-timeout-ms.",
+            value=stats.connections_idle_closed,
+        )
         yield GaugeMetricFamily(
             "nullbroker_read_budget_reserved_bytes",
             "Bytes reserved by large requests being read (--max-buffered-bytes).",

@@ -7,6 +7,7 @@ import logging
 import socket
 import struct
 import time
+from collections import Counter
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,7 @@ log = logging.getLogger("nullbroker")
 
 # How long connections may take to answer what they have read once shutdown begins.
 DRAIN_SECONDS = 10.0
+PER_IP = "max_connections_per_ip"
 
 
 def endpoint_of(sockname: tuple[str, int] | tuple[str, int, int, int]) -> Endpoint:
@@ -99,6 +101,27 @@ async def open_node_listeners(
     return listeners, addresses, ports
 
 
+class SlotListener(trio.abc.Listener[trio.SocketStream]):
+    """A listener that accepts only while a connection slot is free (--max-connections), as
+    Kafka's acceptor stops accepting at max.connections: further clients wait in the
+    kernel's queue. The slot is released when the connection's handler ends."""
+
+    def __init__(self, inner: trio.SocketListener, slots: trio.Semaphore) -> None:
+        self.inner = inner
+        self._slots = slots
+
+    async def accept(self) -> trio.SocketStream:
+        await self._slots.acquire()
+        try:
+            return await self.inner.accept()
+        except BaseException:
+            self._slots.release()
+            raise
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 class BrokerServer:
     """Runs a Broker on TCP until `stop()` is called, then drains and writes the summary."""
 
@@ -122,6 +145,10 @@ class BrokerServer:
         self._stop = trio.Event()
         self._listeners: dict[int, list[trio.SocketListener]] = {}
         """The listeners of each node served here, by node id."""
+        self._slots = trio.Semaphore(config.max_connections) if config.max_connections else None
+        """--max-connections: one per connection served, taken before it is accepted."""
+        self._per_ip: Counter[str] = Counter()
+        """Open connections by client address, for --max-connections-per-ip."""
         self._streams: dict[int, set[trio.SocketStream]] = {}
         """Each node's open connections, so that a `down` fault can reset them."""
         self.broker.faults.reset_node = self._reset_node
@@ -209,7 +236,10 @@ class BrokerServer:
                     services.start_soon(
                         partial(trio.serve_listeners, handler_nursery=connections),
                         partial(self._serve_kafka, node),
-                        node_listeners,
+                        [
+                            listener if self._slots is None else SlotListener(listener, self._slots)
+                            for listener in node_listeners
+                        ],
                     )
                 if metrics_listeners:
                     # Imported only when asked for: prometheus_client brings asyncio, http
@@ -247,6 +277,7 @@ class BrokerServer:
                     self.broker.channel = channel  # before any connection is served
                     services.start_soon(self.broker.follow_controller, channel, self.stop)
                 services.start_soon(self._summarise_repeated_warnings)
+                services.start_soon(self.broker.idle_connections.run)
                 services.start_soon(self.broker.groups.run)
                 task_status.started(self)
                 await self._stop.wait()
@@ -270,6 +301,13 @@ class BrokerServer:
         return ControlChannel(trio.SocketStream(trio.socket.from_stdlib_socket(self.role.channel)))
 
     async def _serve_kafka(self, node: int, stream: trio.SocketStream) -> None:
+        try:
+            await self._serve_kafka_in_limits(node, stream)
+        finally:
+            if self._slots is not None:  # taken by its listener's accept()
+                self._slots.release()
+
+    async def _serve_kafka_in_limits(self, node: int, stream: trio.SocketStream) -> None:
         try:
             local = stream.socket.getsockname()
             peer = stream.socket.getpeername()
@@ -296,6 +334,23 @@ class BrokerServer:
             ),
             node_id=node,
         )
+        host = peer[0]
+        per_ip = self.config.max_connections_per_ip
+        if per_ip and self._per_ip[host] >= per_ip:
+            # As Kafka's max.connections.per.ip: the new connection is closed at once.
+            self.broker.stats.connections_refused[PER_IP] += 1
+            self.broker.warnings.info(
+                host,
+                PER_IP,
+                "closing connection from %s: %d connections from %s already "
+                "(--max-connections-per-ip)",
+                session.peer,
+                per_ip,
+                host,
+            )
+            await trio.aclose_forcefully(stream)
+            return
+        self._per_ip[host] += 1
         # Under a host loop (the CLI's default) plain TCP connections are served by it.
         streams = self._streams.setdefault(node, set())
         streams.add(stream)
@@ -303,6 +358,9 @@ class BrokerServer:
             await serve_connection(stream, self.broker, session, self._drain, serve=serve_hosted)
         finally:
             streams.discard(stream)
+            self._per_ip[host] -= 1
+            if not self._per_ip[host]:
+                del self._per_ip[host]
 
     def _reset_node(self, node: int) -> int:
         """Reset every connection of `node` (a `down` fault); how many there were."""

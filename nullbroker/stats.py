@@ -122,6 +122,10 @@ class BrokerStats:
         """Consumer groups by state (Empty, PreparingRebalance, CompletingRebalance, Stable)."""
         self.rebalances = 0
         """Join phases completed with members: each starts a new group generation."""
+        self.connections_refused: Counter[str] = Counter()
+        """Connections closed on arrival for a limit (--max-connections-per-ip), by limit."""
+        self.connections_idle_closed = 0
+        """Connections closed for reading nothing for --idle-timeout-ms."""
         self.read_budget_reserved = 0
         """Bytes large requests being read hold of --max-buffered-bytes (a gauge)."""
         self.read_budget_waits = 0
@@ -213,6 +217,8 @@ class BrokerStats:
         self.protocol_errors.update(other.protocol_errors)
         self.groups.update(other.groups)
         self.rebalances += other.rebalances
+        self.connections_refused.update(other.connections_refused)
+        self.connections_idle_closed += other.connections_idle_closed
         self.read_budget_reserved += other.read_budget_reserved
         self.read_budget_waits += other.read_budget_waits
 

@@ -1,0 +1,134 @@
+"""Connection limits, as Kafka's: silent connections are closed after --idle-timeout-ms
+(connections.max.idle.ms), one address gets at most --max-connections-per-ip
+(max.connections.per.ip: the next is closed at once), and beyond --max-connections
+(max.connections) new connections wait to be served until one closes."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+import pytest
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+
+from tests.broker_process import BrokerProcess, metric_total, samples
+from tests.conftest import StartBroker
+from tests.kafka_wire import request_frame, size_prefix
+from tests.kio_calls import fetch_frame
+
+API_VERSIONS = size_prefix(
+    request_frame(ApiVersionsRequest(client_software_name="limits", client_software_version="1"), 1)
+)
+
+
+def connect(broker: BrokerProcess) -> socket.socket:
+    host, port = broker.bootstrap.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    return sock
+
+
+def answered(sock: socket.socket, within: float = 10.0) -> bool:
+    """Send ApiVersions; whether a whole answer came within `within` seconds (False if
+    the connection was closed or nothing came)."""
+    sock.settimeout(within)
+    try:
+        sock.sendall(API_VERSIONS)
+        header = sock.recv(4, socket.MSG_WAITALL)
+        if len(header) < 4:
+            return False
+        body = sock.recv(struct.unpack(">i", header)[0], socket.MSG_WAITALL)
+        return bool(body)
+    except (TimeoutError, ConnectionError):
+        return False
+
+
+def two_served(broker: BrokerProcess) -> tuple[socket.socket, socket.socket]:
+    """Two connections, each answered once."""
+    first, second = connect(broker), connect(broker)
+    assert answered(first) and answered(second)
+    return first, second
+
+
+def closed_by_broker(sock: socket.socket, within: float) -> bool:
+    """Whether the broker closes the connection within `within` seconds."""
+    sock.settimeout(within)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+@pytest.mark.clients
+@pytest.mark.every_connection_loop
+def test_a_silent_connection_is_closed_and_a_talking_one_is_not(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--idle-timeout-ms", "400")
+    silent, talking = two_served(broker)
+    started = time.monotonic()
+    while time.monotonic() - started < 1.5:  # nearly four timeouts of talking
+        assert answered(talking)
+        time.sleep(0.1)
+    assert closed_by_broker(silent, within=5)
+    assert answered(talking)
+    families = list(broker.scrape())
+    assert metric_total(families, "nullbroker_connections_closed_idle_total") == 1
+    talking.close()
+
+
+@pytest.mark.clients
+def test_one_address_gets_its_quota_and_the_next_connection_is_closed(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--max-connections-per-ip", "2")
+    _, second = two_served(broker)
+    third = connect(broker)
+    assert closed_by_broker(third, within=5)
+    second.close()
+    deadline = time.monotonic() + 10
+    while True:  # its slot frees once the broker has seen it close
+        fourth = connect(broker)
+        if answered(fourth, within=2) or time.monotonic() > deadline:
+            break
+        fourth.close()
+    assert answered(fourth)
+    refused = samples(broker.scrape(), "nullbroker_connections_refused_total")
+    assert refused[(("limit", "max_connections_per_ip"),)] >= 1
+    assert "(--max-connections-per-ip)" in broker.stderr_text()
+
+
+@pytest.mark.clients
+@pytest.mark.every_connection_loop
+def test_beyond_max_connections_a_client_waits_until_one_closes(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--max-connections", "2", metrics=False)
+    first, second = two_served(broker)
+    waiting = connect(broker)  # the kernel accepts; the broker does not serve it yet
+    assert not answered(waiting, within=1)
+    first.close()
+    waiting.settimeout(10)
+    header = waiting.recv(4, socket.MSG_WAITALL)  # the answer to the request sent above
+    assert len(header) == 4
+    assert answered(second)
+
+
+@pytest.mark.clients
+@pytest.mark.every_connection_loop
+def test_a_held_request_is_waiting_not_idle(start_broker: StartBroker) -> None:
+    # A source topic that grows by nothing: a Fetch at its end is held for its max wait.
+    broker = start_broker(
+        "--idle-timeout-ms", "300", "--source", "still:partitions=1,records=0,size=10"
+    )  # fmt: skip
+    sock = connect(broker)
+    sock.settimeout(10)
+    started = time.monotonic()
+    sock.sendall(size_prefix(fetch_frame("still", 0, max_wait_ms=2000)))
+    header = sock.recv(4, socket.MSG_WAITALL)
+    assert len(header) == 4, "closed while its Fetch was held"
+    assert time.monotonic() - started >= 1.5  # held for its max wait, several timeouts
+    sock.recv(struct.unpack(">i", header)[0], socket.MSG_WAITALL)
+    assert closed_by_broker(sock, within=5)  # then silent: closed
