@@ -59,13 +59,17 @@ class Session:
     """The address clients are told to reach this node at (Metadata, FindCoordinator)."""
     node_id: int = 0
     """The node of the cluster the client connected to (nullbroker.cluster)."""
+    ports: dict[int, int] | None = None
+    """Each node's port on the listener this client came in on (None: the cluster's)."""
 
     def node(self, cluster: Cluster, node_id: int) -> Endpoint:
-        """Where this client is told to reach `node_id`: the host it reached us at."""
+        """Where this client is told to reach `node_id`: the host it reached us at, on the
+        listener it came in on."""
         if node_id == self.node_id and not cluster.hosts:
             return self.advertised
         host = cluster.hosts.get(node_id, self.advertised.host)
-        return Endpoint(host, cluster.port(node_id, self.advertised.port))
+        ports = self.ports if self.ports is not None else cluster.ports
+        return Endpoint(host, ports.get(node_id, self.advertised.port))
 
     @property
     def host(self) -> str:

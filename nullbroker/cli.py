@@ -84,6 +84,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="the address Metadata gives clients (default: the address each client connected to)",
     )
     serve.add_argument(
+        "--listeners",
+        metavar="PROTOCOL://HOST:PORT,...",
+        help="listeners as Kafka names them, in place of --listen: PLAINTEXT and SSL "
+        "(SSL needs --tls-cert and --tls-key); Metadata and FindCoordinator answer with the "
+        "addresses of the listener a client came in on",
+    )
+    serve.add_argument(
+        "--advertised-listeners",
+        metavar="PROTOCOL://HOST:PORT,...",
+        help="the address each listener gives clients, by the same protocol names (default: "
+        "the address each client connected to)",
+    )
+    serve.add_argument(
+        "--tls-cert", metavar="PEM", help="the SSL listener's certificate (chain), PEM"
+    )
+    serve.add_argument("--tls-key", metavar="PEM", help="the SSL listener's private key, PEM")
+    serve.add_argument(
+        "--tls-ca",
+        metavar="PEM",
+        help="the CA certificates that client certificates are checked against (mTLS)",
+    )
+    serve.add_argument(
+        "--tls-client-auth",
+        choices=("none", "requested", "required"),
+        help="whether SSL clients must show a certificate signed by --tls-ca (default none)",
+    )
+    serve.add_argument(
         "--brokers",
         type=int,
         metavar="N",
@@ -323,6 +350,12 @@ async def _stop_on_signal(signals: AsyncIterator[int], server: BrokerServer) -> 
 def _print_addresses(server: BrokerServer) -> None:
     assert server.address is not None
     print_addresses(server.node_addresses, server.metrics_address, server.schema_registry_address)
+    specs = server.config.listener_specs
+    if len(specs) > 1 or specs[0].tls:
+        listed = ", ".join(
+            f"{spec.name} on {spec.host}:{server.listener_ports[spec.name][0]}" for spec in specs
+        )
+        print(f"listeners: {listed}", flush=True)
 
 
 def print_addresses(

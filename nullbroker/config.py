@@ -12,6 +12,14 @@ from typing import Any
 from codec import DEFAULT_MAX_FRAME_BYTES, native
 
 from .cluster import MAX_BROKERS
+from .listeners import (
+    CLIENT_AUTH,
+    PLAINTEXT,
+    SSL,
+    Listener,
+    ListenerError,
+    parse_listeners,
+)
 from .node_map import NodeMap, NodeMapError
 from .read_budget import DEFAULT_MAX_BUFFERED_BYTES, SMALL_REQUEST_BYTES
 from .source import SourceSpec, SourceSpecError
@@ -42,6 +50,13 @@ class Config:
 
     listen: str = "127.0.0.1:9092"
     advertise: str | None = None
+    listeners: str | None = None
+    """`PROTOCOL://HOST:PORT,...` (nullbroker.listeners); in place of `listen`."""
+    advertised_listeners: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_ca: str | None = None
+    tls_client_auth: str = "none"
     brokers: int = 1
     """Nodes of the cluster, on consecutive ports (nullbroker.cluster)."""
     node_map: str | None = None
@@ -100,11 +115,14 @@ class Config:
             raise ConfigError(
                 f"{named('brokers')}: must be from 1 to {MAX_BROKERS}, got {self.brokers}"
             )
-        if self.brokers > 1 and self.listen_address[1] + self.brokers - 1 > 65535:
-            raise ConfigError(
-                f"{named('listen')}: {self.brokers} brokers need {self.brokers} consecutive "
-                f"ports from {self.listen_address[1]}"
-            )
+        self._check_listeners()
+        for listener in self.listener_specs:
+            if self.brokers > 1 and listener.port + self.brokers - 1 > 65535:
+                setting = "listeners" if self.listeners else "listen"
+                raise ConfigError(
+                    f"{named(setting)}: {self.brokers} brokers need {self.brokers} consecutive "
+                    f"ports from {listener.port}"
+                )
         if self.node_map is not None:
             self._take_size_from_node_map()
         if self.processes != "auto" and not (
@@ -161,6 +179,72 @@ class Config:
             raise ConfigError(
                 f"{named('report_interval')}: must be positive, got {self.report_interval}"
             )
+
+    def _check_listeners(self) -> None:
+        named = self.named
+        origins = dict(self.origins)
+        if self.listeners is not None and "listen" in origins:
+            raise ConfigError(
+                f"{named('listeners')} and {named('listen')}: give one of them "
+                "(--listen is one PLAINTEXT listener)"
+            )
+        if self.advertised_listeners is not None and self.advertise is not None:
+            raise ConfigError(
+                f"{named('advertised_listeners')} and {named('advertise')}: give one of them"
+            )
+        for setting in ("listeners", "advertised_listeners"):
+            text = getattr(self, setting)
+            if text is not None:
+                try:
+                    parse_listeners(text)
+                except ListenerError as error:
+                    raise ConfigError(f"{named(setting)}: {error}") from None
+        names = [listener.name for listener in self.listener_specs]
+        if self.advertised_listeners is not None:
+            advertised = [listener.name for listener in parse_listeners(self.advertised_listeners)]
+            if sorted(advertised) != sorted(names):
+                raise ConfigError(
+                    f"{named('advertised_listeners')}: must name the listeners' protocols "
+                    f"({', '.join(names)}), got {', '.join(advertised)}"
+                )
+        if self.tls_client_auth not in CLIENT_AUTH:
+            raise ConfigError(
+                f"{named('tls_client_auth')}: must be one of {', '.join(CLIENT_AUTH)}, "
+                f"got {self.tls_client_auth!r}"
+            )
+        if SSL in names and not (self.tls_cert and self.tls_key):
+            raise ConfigError(
+                f"{named('listeners')}: an SSL listener needs {named('tls_cert')} and "
+                f"{named('tls_key')}"
+            )
+        if self.tls_client_auth != "none" and not self.tls_ca:
+            raise ConfigError(
+                f"{named('tls_client_auth')} {self.tls_client_auth}: needs {named('tls_ca')}, "
+                "the CA that signs client certificates"
+            )
+        if names != [PLAINTEXT] and (self.node_map is not None or self.processes != "1"):
+            raise ConfigError(
+                f"{named('listeners')}: with {named('processes')} or {named('node_map')} "
+                "only one PLAINTEXT listener is served yet"
+            )
+
+    @property
+    def listener_specs(self) -> tuple[Listener, ...]:
+        """Every listener: --listeners, else --listen as one PLAINTEXT listener."""
+        if self.listeners is not None:
+            return parse_listeners(self.listeners)
+        return (Listener(PLAINTEXT, *self.listen_address),)
+
+    @property
+    def advertised_specs(self) -> dict[str, tuple[str, int]]:
+        """The address each listener is advertised at, by protocol name (none: the address
+        each client reached)."""
+        if self.advertised_listeners is not None:
+            advertised = parse_listeners(self.advertised_listeners)
+            return {listener.name: (listener.host, listener.port) for listener in advertised}
+        if self.advertise is not None:
+            return {PLAINTEXT: self.advertised_address}  # type: ignore[dict-item]
+        return {}
 
     def _take_size_from_node_map(self) -> None:
         named = self.named

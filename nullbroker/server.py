@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import logging
 import socket
+import ssl
 import struct
 import time
 from collections import Counter
@@ -18,6 +19,7 @@ from .config import Config
 from .connection import RESET, Drain, serve_connection
 from .hosted_connection import serve_hosted
 from .http import metrics_handler, serve_http_connection
+from .listeners import Listener, server_context
 from .report import ConsoleReporter, check_summary_writable, write_summary
 
 if TYPE_CHECKING:
@@ -30,6 +32,9 @@ log = logging.getLogger("nullbroker")
 # How long connections may take to answer what they have read once shutdown begins.
 DRAIN_SECONDS = 10.0
 PER_IP = "max_connections_per_ip"
+TLS_FAILED = "TlsHandshakeFailed"
+HANDSHAKE_SECONDS = 10.0
+"""How long a client on an SSL listener has to finish its TLS handshake."""
 
 
 def endpoint_of(sockname: tuple[str, int] | tuple[str, int, int, int]) -> Endpoint:
@@ -74,26 +79,28 @@ async def open_listeners(
 
 
 async def open_node_listeners(
-    config: Config,
+    config: Config, listener: Listener | None = None
 ) -> tuple[dict[int, list[trio.SocketListener]], list[Endpoint], dict[int, int]]:
-    """One listener per node, on consecutive ports from --listen's (or each on a free port
-    for port 0): the listeners and address of each node, and the port clients are told for
-    each. Raises StartupError, having closed what it opened."""
-    host, port = config.listen_address
-    advertised = config.advertised_address
+    """One socket listener per node for `listener` (the first of the configuration's by
+    default), on consecutive ports from its port (or each on a free port for port 0): the
+    socket listeners and address of each node, and the port clients are told for each.
+    Raises StartupError, having closed what it opened."""
+    spec = listener or config.listener_specs[0]
+    setting = config.named("listeners" if config.listeners else "listen")
+    advertised = config.advertised_specs.get(spec.name)
     listeners: dict[int, list[trio.SocketListener]] = {}
     addresses: list[Endpoint] = []
     ports: dict[int, int] = {}
     for node in range(config.brokers):
-        text = config.listen if config.brokers == 1 else f"{config.listen} (node {node})"
+        text = str(spec) if config.brokers == 1 else f"{spec} (node {node})"
         try:
             listeners[node] = await open_listeners(
-                (host, port + node if port else 0), config.named("listen"), text
+                (spec.host, spec.port + node if spec.port else 0), setting, text
             )
         except StartupError:
             for opened in listeners.values():
-                for listener in opened:
-                    await listener.aclose()
+                for socket_listener in opened:
+                    await socket_listener.aclose()
             raise
         address = endpoint_of(listeners[node][0].socket.getsockname())
         addresses.append(address)
@@ -143,8 +150,12 @@ class BrokerServer:
         self.metrics_address: Endpoint | None = None
         self._drain = Drain()
         self._stop = trio.Event()
-        self._listeners: dict[int, list[trio.SocketListener]] = {}
-        """The listeners of each node served here, by node id."""
+        self._listeners: dict[tuple[int, Listener], list[trio.SocketListener]] = {}
+        """The socket listeners of each node served here and each of its listeners."""
+        self.listener_ports: dict[str, dict[int, int]] = {}
+        """Each node's port, as clients are told it, by listener (security protocol)."""
+        self._tls: ssl.SSLContext | None = None
+        """The TLS context of SSL listeners, made when they open."""
         self._slots = trio.Semaphore(config.max_connections) if config.max_connections else None
         """--max-connections: one per connection served, taken before it is accepted."""
         self._per_ip: Counter[str] = Counter()
@@ -211,17 +222,49 @@ class BrokerServer:
 
     async def _open_node_listeners(self) -> None:
         """Every node's listeners; a worker takes the ones its controller bound for it."""
+        config = self.config
         if self.role is not None:
             self.broker.cluster.ports.update(self.role.ports)
             self.broker.cluster.hosts.update(self.role.hosts)
+            plaintext = config.listener_specs[0]
             for node, sockets in self.role.listeners.items():
-                self._listeners[node] = [
+                self._listeners[node, plaintext] = [
                     trio.SocketListener(trio.socket.from_stdlib_socket(sock)) for sock in sockets
                 ]
             return
-        self._listeners, self.node_addresses, ports = await open_node_listeners(self.config)
-        self.broker.cluster.ports.update(ports)
+        specs = config.listener_specs
+        if any(spec.tls for spec in specs):
+            self._tls = self._tls_context()
+        for index, spec in enumerate(specs):
+            try:
+                listeners, addresses, ports = await open_node_listeners(config, spec)
+            except StartupError:
+                for opened in self._listeners.values():
+                    for socket_listener in opened:
+                        await socket_listener.aclose()
+                raise
+            for node, opened in listeners.items():
+                self._listeners[node, spec] = opened
+            self.listener_ports[spec.name] = ports
+            if index == 0:  # the first listener's addresses are the bootstrap's
+                self.node_addresses = addresses
+                self.broker.cluster.ports.update(ports)
         self.address = self.node_addresses[0]
+
+    def _tls_context(self) -> ssl.SSLContext:
+        config = self.config
+        assert config.tls_cert is not None and config.tls_key is not None
+        try:
+            return server_context(
+                config.tls_cert, config.tls_key, config.tls_ca, config.tls_client_auth
+            )
+        except (OSError, ssl.SSLError) as error:
+            raise StartupError(
+                f"{config.named('tls_cert')} {config.tls_cert}, {config.named('tls_key')} "
+                f"{config.tls_key}"
+                + (f", {config.named('tls_ca')} {config.tls_ca}" if config.tls_ca else "")
+                + f": cannot use them: {getattr(error, 'strerror', None) or error}"
+            ) from None
 
     async def serve(
         self, *, task_status: trio.TaskStatus[BrokerServer] = trio.TASK_STATUS_IGNORED
@@ -232,10 +275,10 @@ class BrokerServer:
 
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as services:
-                for node, node_listeners in listeners.items():
+                for (node, listener), node_listeners in listeners.items():
                     services.start_soon(
                         partial(trio.serve_listeners, handler_nursery=connections),
-                        partial(self._serve_kafka, node),
+                        partial(self._serve_kafka, node, listener),
                         [
                             listener if self._slots is None else SlotListener(listener, self._slots)
                             for listener in node_listeners
@@ -300,14 +343,16 @@ class BrokerServer:
         assert self.role is not None
         return ControlChannel(trio.SocketStream(trio.socket.from_stdlib_socket(self.role.channel)))
 
-    async def _serve_kafka(self, node: int, stream: trio.SocketStream) -> None:
+    async def _serve_kafka(self, node: int, listener: Listener, stream: trio.SocketStream) -> None:
         try:
-            await self._serve_kafka_in_limits(node, stream)
+            await self._serve_kafka_in_limits(node, listener, stream)
         finally:
             if self._slots is not None:  # taken by its listener's accept()
                 self._slots.release()
 
-    async def _serve_kafka_in_limits(self, node: int, stream: trio.SocketStream) -> None:
+    async def _serve_kafka_in_limits(
+        self, node: int, listener: Listener, stream: trio.SocketStream
+    ) -> None:
         try:
             local = stream.socket.getsockname()
             peer = stream.socket.getpeername()
@@ -325,7 +370,7 @@ class BrokerServer:
             _reset(stream)
             await trio.aclose_forcefully(stream)
             return
-        advertised = self.config.advertised_address
+        advertised = self.config.advertised_specs.get(listener.name)
         session = Session(
             peer=f"{peer[0]}:{peer[1]}",
             # Without --advertise, tell each client the address it reached us at.
@@ -333,6 +378,7 @@ class BrokerServer:
                 Endpoint(advertised[0], advertised[1] + node) if advertised else endpoint_of(local)
             ),
             node_id=node,
+            ports=self.listener_ports.get(listener.name),
         )
         host = peer[0]
         per_ip = self.config.max_connections_per_ip
@@ -355,12 +401,45 @@ class BrokerServer:
         streams = self._streams.setdefault(node, set())
         streams.add(stream)
         try:
-            await serve_connection(stream, self.broker, session, self._drain, serve=serve_hosted)
+            if listener.tls:
+                assert self._tls is not None
+                tls_stream = await self._handshake(stream, session)
+                if tls_stream is not None:
+                    await serve_connection(tls_stream, self.broker, session, self._drain)
+            else:
+                await serve_connection(
+                    stream, self.broker, session, self._drain, serve=serve_hosted
+                )
         finally:
             streams.discard(stream)
             self._per_ip[host] -= 1
             if not self._per_ip[host]:
                 del self._per_ip[host]
+
+    async def _handshake(
+        self, stream: trio.SocketStream, session: Session
+    ) -> trio.SSLStream[trio.SocketStream] | None:
+        """The TLS stream over `stream` once its handshake is done; None (logged once per
+        client host, counted, closed) when it fails: an unknown CA, no client certificate
+        where one is required, plaintext on the SSL port."""
+        assert self._tls is not None
+        tls_stream = trio.SSLStream(stream, self._tls, server_side=True)
+        try:
+            with trio.fail_after(HANDSHAKE_SECONDS):
+                await tls_stream.do_handshake()
+        except (trio.BrokenResourceError, trio.TooSlowError) as error:
+            reason = error.__cause__ or error
+            self.broker.stats.protocol_errors[TLS_FAILED] += 1
+            self.broker.warnings.info(
+                session.host,
+                TLS_FAILED,
+                "closing connection from %s: TLS handshake failed: %s",
+                session.peer,
+                getattr(reason, "reason", None) or reason or "timed out",
+            )
+            await trio.aclose_forcefully(stream)
+            return None
+        return tls_stream
 
     def _reset_node(self, node: int) -> int:
         """Reset every connection of `node` (a `down` fault); how many there were."""

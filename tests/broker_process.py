@@ -59,8 +59,8 @@ class BrokerProcess:
         command = [
             *nullbroker_command(),
             "serve",
-            "--listen",
-            "127.0.0.1:0",
+            # --listeners, where a test gives it, says where instead.
+            *(["--listen", "127.0.0.1:0"] if "--listeners" not in flags else []),
             "--summary-json",
             str(self.summary_path),
             *(["--metrics", "127.0.0.1:0"] if metrics else []),
