@@ -9,7 +9,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 ARGS ?=
 
-.PHONY: serve test perf bytecode kafka-tools spark-connector lint clean
+.PHONY: serve test perf bytecode fuzz kafka-tools spark-connector lint clean
 
 serve: $(VENV)/.installed-broker bytecode
 	$(BIN)/nullbroker serve $(ARGS)
@@ -55,6 +55,13 @@ spark-connector: $(VENV)/.installed-test
 	@jars="$$(scripts/ensure-spark-connector $(VENV) --print-jars)"; \
 	if [ -z "$$jars" ]; then echo "Spark's Kafka connector could not be provisioned (see above)"; exit 1; fi; \
 	echo "Spark's Kafka connector, for spark.jars (or spark-submit --jars):"; echo "$$jars"
+
+# The fuzz target (tests/fuzz_requests.py, atheris) for longer than the suite's 40 s; an input
+# that breaks the broker lands in out/ (copy it to tests/vectors/fuzz/ to keep it as a test).
+FUZZ_SECONDS ?= 600
+fuzz: $(VENV)/.installed-test bytecode
+	@mkdir -p out
+	$(BIN)/python -m tests.fuzz_requests -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=out/fuzz-
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check codec nullbroker tests spark_tests perf

@@ -33,6 +33,7 @@ from .idle import IdleConnections
 from .log_limit import RepeatLimitedLog
 from .producers import ProducerRegistry
 from .read_budget import ReadBudget
+from .sasl import SaslSession
 from .source import now_ms
 from .stats import ApiStats, BrokerStats
 from .topics import PartitionCountersFor, TopicRegistry
@@ -61,6 +62,8 @@ class Session:
     """The node of the cluster the client connected to (nullbroker.cluster)."""
     ports: dict[int, int] | None = None
     """Each node's port on the listener this client came in on (None: the cluster's)."""
+    sasl: SaslSession | None = None
+    """On a SASL listener, the connection's authentication; None elsewhere."""
 
     def node(self, cluster: Cluster, node_id: int) -> Endpoint:
         """Where this client is told to reach `node_id`: the host it reached us at, on the
@@ -145,6 +148,8 @@ class Broker:
         for spec in config.faults:
             self.faults.add(spec, controlled=self.controlled)
         self.read_budget = ReadBudget(config.max_buffered_bytes, self.stats)
+        self.sasl_users = config.read_users() if config.users else None
+        """The --users file's users, for SASL listeners."""
         self.idle_connections = IdleConnections(config.idle_timeout_ms, self.stats, self.warnings)
         """Every open connection, closed after --idle-timeout-ms of silence."""
         """What large requests being read may hold, over all connections."""
@@ -170,6 +175,8 @@ class Broker:
         """
         started = time.perf_counter_ns()
         key, version = _KEY_VERSION.unpack_from(frame) if len(frame) >= 4 else (-1, -1)
+        if session.sasl is not None:
+            session.sasl.admit(key)  # raises NotAuthenticated: the connection closes
         if key == API_VERSIONS_KEY and version > self._api_versions.max_version:
             peeked = peek_header(frame)
             self.stats.error("unsupported_version")

@@ -86,9 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--listeners",
         metavar="PROTOCOL://HOST:PORT,...",
-        help="listeners as Kafka names them, in place of --listen: PLAINTEXT and SSL "
-        "(SSL needs --tls-cert and --tls-key); Metadata and FindCoordinator answer with the "
-        "addresses of the listener a client came in on",
+        help="listeners as Kafka names them, in place of --listen: PLAINTEXT, SSL, "
+        "SASL_PLAINTEXT, SASL_SSL (SSL needs --tls-cert and --tls-key, SASL --users); "
+        "Metadata and FindCoordinator answer with the addresses of the listener a client "
+        "came in on",
     )
     serve.add_argument(
         "--advertised-listeners",
@@ -109,6 +110,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--tls-client-auth",
         choices=("none", "requested", "required"),
         help="whether SSL clients must show a certificate signed by --tls-ca (default none)",
+    )
+    serve.add_argument(
+        "--users",
+        metavar="FILE",
+        help="SASL users for SASL_PLAINTEXT and SASL_SSL listeners: a TOML file, [users] name "
+        '= "password"',
+    )
+    serve.add_argument(
+        "--sasl-mechanisms",
+        metavar="LIST",
+        help="the SASL mechanisms offered, comma-separated (default "
+        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512)",
+    )
+    serve.add_argument(
+        "--sasl-session-lifetime-ms",
+        type=int,
+        metavar="MS",
+        help="how long a SASL session lasts: clients re-authenticate on the connection before "
+        "it ends (KIP-368), else their next request closes it (default 0: for ever)",
     )
     serve.add_argument(
         "--brokers",
@@ -351,7 +371,7 @@ def _print_addresses(server: BrokerServer) -> None:
     assert server.address is not None
     print_addresses(server.node_addresses, server.metrics_address, server.schema_registry_address)
     specs = server.config.listener_specs
-    if len(specs) > 1 or specs[0].tls:
+    if len(specs) > 1 or specs[0].name != "PLAINTEXT":
         listed = ", ".join(
             f"{spec.name} on {spec.host}:{server.listener_ports[spec.name][0]}" for spec in specs
         )

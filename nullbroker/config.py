@@ -15,13 +15,13 @@ from .cluster import MAX_BROKERS
 from .listeners import (
     CLIENT_AUTH,
     PLAINTEXT,
-    SSL,
     Listener,
     ListenerError,
     parse_listeners,
 )
 from .node_map import NodeMap, NodeMapError
 from .read_budget import DEFAULT_MAX_BUFFERED_BYTES, SMALL_REQUEST_BYTES
+from .sasl import MECHANISMS, Users, UsersError
 from .source import SourceSpec, SourceSpecError
 
 ENV_PREFIX = "NULLBROKER_"
@@ -57,6 +57,11 @@ class Config:
     tls_key: str | None = None
     tls_ca: str | None = None
     tls_client_auth: str = "none"
+    users: str | None = None
+    """A TOML file of SASL users (nullbroker.sasl)."""
+    sasl_mechanisms: str = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    sasl_session_lifetime_ms: int = 0
+    """How long a SASL session lasts before the client must re-authenticate (0: for ever)."""
     brokers: int = 1
     """Nodes of the cluster, on consecutive ports (nullbroker.cluster)."""
     node_map: str | None = None
@@ -212,10 +217,30 @@ class Config:
                 f"{named('tls_client_auth')}: must be one of {', '.join(CLIENT_AUTH)}, "
                 f"got {self.tls_client_auth!r}"
             )
-        if SSL in names and not (self.tls_cert and self.tls_key):
+        if any(listener.sasl for listener in self.listener_specs):
+            if not self.users:
+                raise ConfigError(
+                    f"{named('listeners')}: a SASL listener needs {named('users')}, "
+                    'a TOML file with [users] name = "password"'
+                )
+            self.read_users()
+        unknown = [m for m in self.sasl_mechanism_list if m not in MECHANISMS]
+        if unknown or not self.sasl_mechanism_list:
             raise ConfigError(
-                f"{named('listeners')}: an SSL listener needs {named('tls_cert')} and "
-                f"{named('tls_key')}"
+                f"{named('sasl_mechanisms')}: choose from {', '.join(MECHANISMS)}, "
+                f"got {self.sasl_mechanisms!r}"
+            )
+        if self.sasl_session_lifetime_ms < 0:
+            raise ConfigError(
+                f"{named('sasl_session_lifetime_ms')}: must not be negative, "
+                f"got {self.sasl_session_lifetime_ms}"
+            )
+        if any(listener.tls for listener in self.listener_specs) and not (
+            self.tls_cert and self.tls_key
+        ):
+            raise ConfigError(
+                f"{named('listeners')}: an SSL or SASL_SSL listener needs "
+                f"{named('tls_cert')} and {named('tls_key')}"
             )
         if self.tls_client_auth != "none" and not self.tls_ca:
             raise ConfigError(
@@ -227,6 +252,18 @@ class Config:
                 f"{named('listeners')}: with {named('processes')} or {named('node_map')} "
                 "only one PLAINTEXT listener is served yet"
             )
+
+    @property
+    def sasl_mechanism_list(self) -> tuple[str, ...]:
+        return tuple(m.strip().upper() for m in self.sasl_mechanisms.split(",") if m.strip())
+
+    def read_users(self) -> Users:
+        """The --users file, read and checked; ConfigError names the setting."""
+        assert self.users is not None
+        try:
+            return Users.read(self.users)
+        except UsersError as error:
+            raise ConfigError(f"{self.named('users')} {error}") from None
 
     @property
     def listener_specs(self) -> tuple[Listener, ...]:

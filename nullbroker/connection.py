@@ -16,6 +16,7 @@ from codec.framing import Buffer
 
 from .broker import Broker, Session
 from .read_budget import ReadBudget, Reservation
+from .sasl import SaslAuthenticationFailed
 
 log = logging.getLogger("nullbroker")
 
@@ -404,7 +405,11 @@ def answer_until_held(
     return that one's pending answer (the frames after it stay in `frames`), else None."""
     answer = broker.answer
     for frame in frames:
-        response = answer(frame, session)
+        try:
+            response = answer(frame, session)
+        except SaslAuthenticationFailed as failed:
+            out.append(failed.response)  # answered, then the connection closes
+            raise
         if response is None:
             continue
         kind = type(response)

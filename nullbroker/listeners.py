@@ -4,7 +4,7 @@ the TLS context of SSL ones.
 Each listener is a security protocol at an address; a cluster's node `n` listens at each
 listener's port + n. Metadata and FindCoordinator answer with the addresses of the
 listener the client came in on (or of `--advertised-listeners`, by the same names), as Kafka
-does. SASL listeners are not served yet.
+does. SASL_PLAINTEXT and SASL_SSL listeners authenticate clients (nullbroker.sasl).
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 PLAINTEXT = "PLAINTEXT"
 SSL = "SSL"
-PROTOCOLS = (PLAINTEXT, SSL)
-NOT_YET = ("SASL_PLAINTEXT", "SASL_SSL")
+SASL_PLAINTEXT = "SASL_PLAINTEXT"
+SASL_SSL = "SASL_SSL"
+PROTOCOLS = (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)
 CLIENT_AUTH = {
     "none": ssl.CERT_NONE,
     "requested": ssl.CERT_OPTIONAL,
@@ -30,13 +31,17 @@ class ListenerError(ValueError):
 @dataclass(frozen=True, slots=True)
 class Listener:
     name: str
-    """The security protocol: PLAINTEXT or SSL."""
+    """The security protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
     host: str
     port: int
 
     @property
     def tls(self) -> bool:
-        return self.name == SSL
+        return self.name in (SSL, SASL_SSL)
+
+    @property
+    def sasl(self) -> bool:
+        return self.name in (SASL_PLAINTEXT, SASL_SSL)
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -52,11 +57,9 @@ def parse_listeners(text: str) -> tuple[Listener, ...]:
         host, colon, port = address.rpartition(":")
         if not sep or not colon or not port.isdigit() or not 0 <= int(port) <= 65535:
             raise ListenerError(f"expected PROTOCOL://HOST:PORT, got {item!r}")
-        if name in NOT_YET:
-            raise ListenerError(f"{name} listeners are not served yet: use PLAINTEXT or SSL")
         if name not in PROTOCOLS:
             raise ListenerError(
-                f"unknown security protocol {name!r} in {item!r}: use PLAINTEXT or SSL"
+                f"unknown security protocol {name!r} in {item!r}: use {', '.join(PROTOCOLS)}"
             )
         listeners.append(Listener(name, host.strip("[]") or "127.0.0.1", int(port)))
     names = [listener.name for listener in listeners]

@@ -105,6 +105,14 @@ class BrokerCollector(Collector):
         yield GaugeMetricFamily(
             "nullbroker_connections", "Open client connections.", value=stats.connections
         )
+        authentications = CounterMetricFamily(
+            "nullbroker_authentications",
+            "SASL authentications, by mechanism and result (succeeded, failed).",
+            labels=["mechanism", "result"],
+        )
+        for (mechanism, result), count in sorted(stats.authentications.items()):
+            authentications.add_metric([mechanism, result], count)
+        yield authentications
         yield _counter(
             "nullbroker_connections_refused",
             "Connections closed on arrival for a limit: max_connections_per_ip.",

@@ -15,9 +15,9 @@ it inside the cluster's network.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
-from pathlib import Path
+
+from .toml_files import read_table
 
 
 class NodeMapError(ValueError):
@@ -32,15 +32,7 @@ class NodeMap:
 
     @classmethod
     def read(cls, path: str) -> NodeMap:
-        try:
-            document = tomllib.loads(Path(path).read_text())
-        except OSError as error:
-            raise NodeMapError(f"{path}: cannot read it: {error.strerror}") from None
-        except tomllib.TOMLDecodeError as error:
-            raise NodeMapError(f"{path}: not TOML: {error}") from None
-        nodes = document.get("nodes")
-        if not isinstance(nodes, dict) or not nodes:
-            raise NodeMapError(f'{path}: needs a [nodes] table, node id = "HOST:PORT"')
+        document, nodes = read_table(path, "nodes", 'node id = "HOST:PORT"', NodeMapError)
         parsed: dict[int, tuple[str, int]] = {}
         for key, value in nodes.items():
             if not key.isdigit():

@@ -21,6 +21,7 @@ from .hosted_connection import serve_hosted
 from .http import metrics_handler, serve_http_connection
 from .listeners import Listener, server_context
 from .report import ConsoleReporter, check_summary_writable, write_summary
+from .sasl import SaslSession
 
 if TYPE_CHECKING:
     from .control import ControlChannel
@@ -380,6 +381,15 @@ class BrokerServer:
             node_id=node,
             ports=self.listener_ports.get(listener.name),
         )
+        if listener.sasl:
+            broker = self.broker
+            assert broker.sasl_users is not None
+            session.sasl = SaslSession(
+                broker.sasl_users,
+                self.config.sasl_mechanism_list,
+                self.config.sasl_session_lifetime_ms,
+                broker.stats.authentications,
+            )
         host = peer[0]
         per_ip = self.config.max_connections_per_ip
         if per_ip and self._per_ip[host] >= per_ip:

@@ -122,6 +122,8 @@ class BrokerStats:
         """Consumer groups by state (Empty, PreparingRebalance, CompletingRebalance, Stable)."""
         self.rebalances = 0
         """Join phases completed with members: each starts a new group generation."""
+        self.authentications: Counter[tuple[str, str]] = Counter()
+        """SASL authentications by (mechanism, result: succeeded or failed)."""
         self.connections_refused: Counter[str] = Counter()
         """Connections closed on arrival for a limit (--max-connections-per-ip), by limit."""
         self.connections_idle_closed = 0
@@ -217,6 +219,7 @@ class BrokerStats:
         self.protocol_errors.update(other.protocol_errors)
         self.groups.update(other.groups)
         self.rebalances += other.rebalances
+        self.authentications.update(other.authentications)
         self.connections_refused.update(other.connections_refused)
         self.connections_idle_closed += other.connections_idle_closed
         self.read_budget_reserved += other.read_budget_reserved

@@ -11,6 +11,7 @@ import pytest
 
 from nullbroker.config import CONNECTION_LOOPS, Config
 from tests.broker_process import BrokerProcess
+from tests.certificates import Certificates, make_certificates
 
 StartBroker = Callable[..., BrokerProcess]
 
@@ -43,3 +44,11 @@ def start_broker(tmp_path: Path, connection_loop: str) -> Iterator[StartBroker]:
             return processes.enter_context(BrokerProcess(workdir, *loop, *flags, metrics=metrics))
 
         yield start
+
+
+@pytest.fixture
+def certificates(tmp_path: Path) -> Certificates:
+    """A CA, the broker's certificate and key, a client's, and a CA no one trusts (trustme)."""
+    folder = tmp_path / "certificates"
+    folder.mkdir()
+    return make_certificates(folder)

@@ -37,7 +37,6 @@ from tests.vectors import (
 SERVED = codec.KAFKA_4_RANGES
 
 UNSERVED_APIS: dict[int, str] = {
-    17: "SaslHandshake",
     24: "AddPartitionsToTxn",
     25: "AddOffsetsToTxn",
     26: "EndTxn",
@@ -52,7 +51,7 @@ UNSERVED_APIS: dict[int, str] = {
     71: "GetTelemetrySubscriptions",
     72: "PushTelemetry",
 }
-"""API keys the recorded clients send that KAFKA_4_RANGES leaves out: SASL, transactions,
+"""API keys the recorded clients send that KAFKA_4_RANGES leaves out: transactions,
 ACLs, log dirs, KIP-848 groups and KIP-714 telemetry. decode_request must refuse each frame
 of these with UnsupportedApi, before decoding a byte of its body."""
 

@@ -299,6 +299,8 @@ ARRAY_FREE = {
     "InitProducerId": range(0, 7),
     "LeaveGroup": range(0, 3),
     "ListGroups": range(0, 4),
+    "SaslAuthenticate": range(0, 3),
+    "SaslHandshake": range(0, 2),
 }
 
 

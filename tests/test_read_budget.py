@@ -41,9 +41,9 @@ async def test_reservations_are_granted_in_turn_as_room_frees() -> None:
         nursery.start_soon(wait, "third", third, 3 * MIB)  # it would fit: it waits its turn
         await trio.testing.wait_all_tasks_blocked()
         assert granted == [] and budget.waits == 2
-        first.release()
+        first.release()  # room for both: granted in turn, woken in any order
         await trio.testing.wait_all_tasks_blocked()
-        assert granted == ["second", "third"] and budget.reserved == 9 * MIB
+        assert sorted(granted) == ["second", "third"] and budget.reserved == 9 * MIB
     assert Reservation.needed(SMALL_REQUEST_BYTES) == 0
     assert Reservation.needed(SMALL_REQUEST_BYTES + 1) == SMALL_REQUEST_BYTES + 1
 

@@ -9,54 +9,28 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import trustme
 from confluent_kafka import Producer
 
 from nullbroker.config import Config, ConfigError
 from tests.broker_process import BrokerProcess, nullbroker_command, produced_from_metrics
+from tests.certificates import Certificates
 from tests.conftest import StartBroker
 from tests.kafka_tools import requires_kafka_tools, run_tool
 
 LISTENERS = re.compile(r"^listeners: (?P<listed>.*)$")
 
 
-@dataclass(frozen=True)
-class Certificates:
-    ca: Path
-    cert: Path
-    key: Path
-    client_cert: Path
-    client_key: Path
-    other_ca: Path
-
-
-@pytest.fixture
-def certificates(tmp_path: Path) -> Certificates:
-    ca = trustme.CA()
-    server = ca.issue_cert("127.0.0.1", "localhost")
-    client = ca.issue_cert("client@example.test")
-    paths = Certificates(*(tmp_path / name for name in (
-        "ca.pem", "cert.pem", "key.pem", "client-cert.pem", "client-key.pem", "other-ca.pem",
-    )))  # fmt: skip
-    ca.cert_pem.write_to_path(str(paths.ca))
-    server.cert_chain_pems[0].write_to_path(str(paths.cert))
-    server.private_key_pem.write_to_path(str(paths.key))
-    client.cert_chain_pems[0].write_to_path(str(paths.client_cert))
-    client.private_key_pem.write_to_path(str(paths.client_key))
-    trustme.CA().cert_pem.write_to_path(str(paths.other_ca))
-    return paths
-
-
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"listeners": "SSL://127.0.0.1:0"}, "an SSL listener needs --tls-cert and --tls-key"),
-        ({"listeners": "SASL_SSL://127.0.0.1:0"}, "SASL_SSL listeners are not served yet"),
+        (
+            {"listeners": "SSL://127.0.0.1:0"},
+            "an SSL or SASL_SSL listener needs --tls-cert and --tls-key",
+        ),
         ({"listeners": "HTTP://127.0.0.1:0"}, "unknown security protocol 'HTTP'"),
         ({"listeners": "PLAINTEXT://127.0.0.1"}, "expected PROTOCOL://HOST:PORT"),
         (

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from codec import KAFKA_4_RANGES, ApiRange
 
-from . import admin, alter_configs, api_versions, fetch, groups, metadata, offsets, produce
+from . import (
+    admin,
+    alter_configs,
+    api_versions,
+    fetch,
+    groups,
+    metadata,
+    offsets,
+    produce,
+    sasl,
+)
 
 HANDLERS = {
     **api_versions.HANDLERS,
@@ -15,6 +25,7 @@ HANDLERS = {
     **admin.HANDLERS,
     **alter_configs.HANDLERS,
     **groups.HANDLERS,
+    **sasl.HANDLERS,
 }
 
 
