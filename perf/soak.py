@@ -31,9 +31,10 @@ SOURCE_TOPIC = "soak-source"
 SOURCE_PARTITIONS = 4
 SOURCE_RECORDS = 50_000
 LISTENING = re.compile(r"^nullbroker listening on (\S+):(\d+)$")
+METRICS = re.compile(r"^metrics on (http://\S+/metrics)$")
 
 
-def start_broker() -> tuple[subprocess.Popen[str], str]:
+def start_broker(*flags: str) -> tuple[subprocess.Popen[str], str]:
     """`nullbroker serve` on a port the OS picks, with the source topic --fetch reads."""
     script = Path(sys.executable).with_name("nullbroker")
     process = subprocess.Popen(
@@ -46,6 +47,7 @@ def start_broker() -> tuple[subprocess.Popen[str], str]:
             "3600",
             "--source",
             f"{SOURCE_TOPIC}:partitions={SOURCE_PARTITIONS},records={SOURCE_RECORDS},size=1024",
+            *flags,
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -88,12 +90,25 @@ def main(argv: list[str] | None = None) -> int:
         "--partitions", type=int, default=4, help="batches per Produce request (default 4)"
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="write every sample here")
+    parser.add_argument(
+        "--connections",
+        type=int,
+        metavar="N",
+        help="instead of replayed requests: hold N connections — --producers idempotent "
+        "producers and --consumers consumers in one group (confluent-kafka), the rest idle "
+        "connections that sent one ApiVersions — and check the producers' records are "
+        "counted exactly (see perf/soak_clients.py)",
+    )
+    parser.add_argument("--producers", type=int, default=10, help="with --connections (10)")
+    parser.add_argument("--consumers", type=int, default=10, help="with --connections (10)")
     args = parser.parse_args(argv)
     if args.minutes <= 0 or args.sample_seconds <= 0:
         parser.error("--minutes and --sample-seconds must be positive")
     if args.json:
         # Now, not after the run: a folder that cannot be made would lose the whole soak.
         args.json.parent.mkdir(parents=True, exist_ok=True)
+    if args.connections is not None:
+        return soak_with_connections(args)
 
     broker, bootstrap = start_broker()
     host, _, port = bootstrap.rpartition(":")
@@ -146,12 +161,19 @@ def main(argv: list[str] | None = None) -> int:
     if errors:
         raise errors[0]
 
+    report(args, {"minutes": args.minutes, "fetch": args.fetch, **counts,
+                  "broker_cpu_seconds": round(cpu, 2)}, samples)  # fmt: skip
+    return 0
+
+
+def report(
+    args: argparse.Namespace, figures: dict[str, Any], samples: list[tuple[float, int]]
+) -> None:
+    """Print the figures and the RSS's course (first, peak, last, the second half's slope);
+    write them with every sample for --json."""
     second_half = samples[len(samples) // 2 :]
     result = {
-        "minutes": args.minutes,
-        "fetch": args.fetch,
-        **counts,
-        "broker_cpu_seconds": round(cpu, 2),
+        **figures,
         "rss_first_kib": samples[0][1],
         "rss_peak_kib": max(v for _, v in samples),
         "rss_last_kib": samples[-1][1],
@@ -160,7 +182,40 @@ def main(argv: list[str] | None = None) -> int:
     print(", ".join(f"{key} {value}" for key, value in result.items()))
     if args.json:
         args.json.write_text(json.dumps({**result, "samples": samples}, indent=1) + "\n")
+
+
+def soak_with_connections(args: argparse.Namespace) -> int:
+    from .soak_clients import soak_connections
+
+    # Idle connections stay for the whole run, however long: --idle-timeout-ms 0.
+    broker, bootstrap = start_broker(
+        "--metrics", "127.0.0.1:0", "--idle-timeout-ms", "0",
+        "--group-initial-rebalance-delay-ms", "0",
+    )  # fmt: skip
+    try:
+        metrics_url = wait_for_metrics(broker)
+        figures, samples = soak_connections(
+            broker.pid, bootstrap, metrics_url,
+            minutes=args.minutes, connections=args.connections, producers=args.producers,
+            consumers=args.consumers, sample_seconds=args.sample_seconds,
+            source_topic=SOURCE_TOPIC,
+        )  # fmt: skip
+    finally:
+        broker.terminate()
+        broker.wait(timeout=30)
+    report(args, {"minutes": args.minutes, **figures}, samples)
     return 0
+
+
+def wait_for_metrics(broker: subprocess.Popen[str]) -> str:
+    assert broker.stdout is not None
+    for line in broker.stdout:
+        found = METRICS.match(line.strip())
+        if found:
+            # Keep reading its output, so that the broker never blocks on a full pipe.
+            threading.Thread(target=broker.stdout.read, daemon=True).start()
+            return found[1]
+    raise RuntimeError(f"the broker exited with {broker.wait()} before serving metrics")
 
 
 if __name__ == "__main__":

@@ -690,3 +690,20 @@ def test_cluster_scaling_runs_each_broker_and_checks_the_count(tmp_path: Path) -
     assert all(run["records"] == 3000 and run["broker_cpu_s"] >= 0 for run in runs)
     assert [run.get("counted") for run in runs[:2]] == [3000, 3000]
     assert "| nullbroker, 3 nodes, 2 processes (1 runs) |" in done.stdout
+
+
+@pytest.mark.clients
+def test_soak_with_connections_holds_them_and_counts_the_producers_exactly(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "soak-connections.json"
+    result = run_tool(
+        "soak", "--minutes", "0.1", "--connections", "60", "--producers", "2",
+        "--consumers", "2", "--sample-seconds", "0.5", "--json", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    document = json.loads(out.read_text())
+    assert document["connections"] >= 60 and document["idle_connections"] > 0
+    assert document["records_acked"] == document["records_counted"] > 0
+    assert document["records_consumed"] > 0 and document["p99_request_latency_us"] > 0
+    assert len(document["samples"]) >= 4
