@@ -132,3 +132,34 @@ def test_a_held_request_is_waiting_not_idle(start_broker: StartBroker) -> None:
     assert time.monotonic() - started >= 1.5  # held for its max wait, several timeouts
     sock.recv(struct.unpack(">i", header)[0], socket.MSG_WAITALL)
     assert closed_by_broker(sock, within=5)  # then silent: closed
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+
+@pytest.mark.clients
+@pytest.mark.every_connection_loop
+def test_a_client_that_stops_reading_is_not_answered_faster_than_it_reads(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--source", "big:partitions=1,records=100000,size=1024")
+    before = rss_kib(broker.process.pid)
+    sock = connect(broker)
+    sock.settimeout(0.5)
+    fetch = size_prefix(fetch_frame("big", 0, max_wait_ms=0))  # about 1 MiB of records each
+    sent = 0
+    deadline = time.monotonic() + 5
+    while sent < 2000 and time.monotonic() < deadline:  # 2 GiB of answers, if it answered all
+        try:
+            sock.sendall(fetch)
+            sent += 1
+        except TimeoutError:
+            break  # the broker stopped reading: its answers wait for us
+    time.sleep(1)
+    grown_mib = (rss_kib(broker.process.pid) - before) / 1024
+    served = metric_total(broker.scrape(), "nullbroker_fetched_bytes_total") / 2**20
+    sock.close()
+    # Answered only as far as the socket buffers take them, and held no more than that.
+    assert served < 200 and grown_mib < 64, (sent, served, grown_mib)
