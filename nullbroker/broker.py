@@ -177,6 +177,7 @@ class Broker:
         key, version = _KEY_VERSION.unpack_from(frame) if len(frame) >= 4 else (-1, -1)
         if session.sasl is not None:
             session.sasl.admit(key)  # raises NotAuthenticated: the connection closes
+        self.stats.node_requests[session.node_id] += 1
         if key == API_VERSIONS_KEY and version > self._api_versions.max_version:
             peeked = peek_header(frame)
             self.stats.error("unsupported_version")

@@ -150,6 +150,13 @@ class BrokerCollector(Collector):
             stats.node_connections,
         )
 
+        yield _counter(
+            "nullbroker_node_requests",
+            "Requests read, by the node of the cluster they were sent to (--brokers).",
+            "node",
+            stats.node_requests,
+        )
+
         groups = GaugeMetricFamily(
             "nullbroker_groups", "Consumer groups, by state.", labels=["state"]
         )

@@ -84,6 +84,7 @@ class ReplicatingBroker(Broker):
             started = time.perf_counter_ns()
             request = decode_request(frame, self.served)
             if changes_cluster(self, request):
+                self.stats.node_requests[session.node_id] += 1
                 return self._answer_later(request, self._replicate(bytes(frame), session), started)
         return super().answer(frame, session)
 

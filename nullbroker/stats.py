@@ -114,6 +114,8 @@ class BrokerStats:
         self.connections_total = 0
         self.node_connections: Counter[int] = Counter()
         """Connections accepted, by the node of the cluster they reached."""
+        self.node_requests: Counter[int] = Counter()
+        """Requests read, by the node of the cluster they were sent to."""
         self.faults: Counter[str] = Counter()
         """Faults applied (nullbroker.faults), by kind."""
         self.protocol_errors: Counter[str] = Counter()
@@ -215,6 +217,7 @@ class BrokerStats:
         self.connections += other.connections
         self.connections_total += other.connections_total
         self.node_connections.update(other.node_connections)
+        self.node_requests.update(other.node_requests)
         self.faults.update(other.faults)
         self.protocol_errors.update(other.protocol_errors)
         self.groups.update(other.groups)

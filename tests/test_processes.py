@@ -158,6 +158,9 @@ def test_two_processes_count_exactly_and_report_once_for_the_cluster(
     assert {partition for topic, partition in produced if topic == "first"} == set(range(6))
     nodes = samples(families, "nullbroker_node_connections_total")
     assert {dict(labels)["node"] for labels in nodes} == {"0", "1", "2"}
+    # Every node answered requests, in both workers, and the cluster's sum says so.
+    requests = samples(families, "nullbroker_node_requests_total")
+    assert {dict(labels)["node"] for labels, count in requests.items() if count} == {"0", "1", "2"}
     line = broker.wait_for_line(re.compile(r"records/sec .* produced"), 10)
     assert "MiB RSS" in line
 
