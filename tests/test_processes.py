@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 import trio
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kio.schema.errors import ErrorCode
 
+from nullbroker.cluster import Cluster
 from nullbroker.config import Config, ConfigError
 from nullbroker.producers import FIRST_PRODUCER_ID, ProducerRegistry
 from nullbroker.stats import BrokerStats
@@ -26,6 +27,7 @@ from tests.conftest import StartBroker
 from tests.kafka_wire import FrameStream, decode_response
 from tests.kio_calls import types
 from tests.test_cluster import node_ports
+from tests.test_faults import faults_url, http
 
 METADATA = 3
 WORKERS = re.compile(r"^processes: (?P<count>\d+) workers, (?P<rest>.*)$")
@@ -191,3 +193,40 @@ def test_a_killed_controller_takes_its_workers_with_it(start_broker: StartBroker
     while any(running(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(running(pid) for pid in pids), "workers outlived their controller"
+
+
+@pytest.mark.clients
+def test_retained_batches_move_with_their_partition_to_the_other_process(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker(
+        "--brokers", "3", "--processes", "2", "--partitions", "1", "--retain", "1000000"
+    )  # fmt: skip
+    topic = "kept"
+    leader = Cluster(3).leader(topic, 0)
+    elsewhere = next(node for node in range(3) if node % 2 != leader % 2)  # the other worker
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True})
+
+    def send(first: int, last: int) -> None:
+        for index in range(first, last):
+            producer.produce(topic, value=f"v{index}".encode())
+        assert producer.flush(30) == 0
+
+    send(0, 100)
+    assert (
+        http("POST", faults_url(broker), f"move:topic={topic},partition=0,to={elsewhere}")[0] == 201
+    )
+    send(100, 150)  # to the new leader, in the other process
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "readers"})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    read: list[tuple[int, bytes]] = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(read) < 150 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                read.append((message.offset(), message.value()))
+    finally:
+        consumer.close()
+    # What the old leader kept came with the partition: every record, as produced.
+    assert read == [(offset, f"v{offset}".encode()) for offset in range(150)]
