@@ -147,11 +147,11 @@ class Broker:
         """Latency, errors, nodes down and leaders moved, on demand."""
         for spec in config.faults:
             self.faults.add(spec, controlled=self.controlled)
-        self.read_budget = ReadBudget(config.max_buffered_bytes, self.stats)
         self.sasl_users = config.read_users() if config.users else None
         """The --users file's users, for SASL listeners."""
         self.idle_connections = IdleConnections(config.idle_timeout_ms, self.stats, self.warnings)
         """Every open connection, closed after --idle-timeout-ms of silence."""
+        self.read_budget = ReadBudget(config.max_buffered_bytes, self.stats)
         """What large requests being read may hold, over all connections."""
         self.max_request_bytes = min(config.max_frame_bytes, config.max_buffered_bytes)
         """A request announced larger closes its connection: it could never be read."""

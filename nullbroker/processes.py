@@ -30,7 +30,7 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from itertools import count
 from typing import Any
@@ -151,29 +151,20 @@ def _listed(nodes: list[int]) -> str:
     return ",".join(map(str, nodes))
 
 
+@dataclass(slots=True)
 class _Bound:
     """What the controller opened before forking (or a joining host before joining)."""
 
-    def __init__(
-        self,
-        nodes: dict[int, list[socket.socket]],
-        addresses: list[Endpoint],
-        ports: dict[int, int],
-        hosts: dict[int, str],
-        metrics: list[socket.socket],
-        registry: list[socket.socket],
-        control: list[socket.socket],
-    ) -> None:
-        self.nodes = nodes
-        """The listening sockets of the nodes served here, by node id."""
-        self.addresses = addresses
-        self.ports = ports
-        self.hosts = hosts
-        """Each node's host as clients are told it, from a node map (else empty)."""
-        self.metrics = metrics
-        self.registry = registry
-        self.control = control
-        """The controller's listener for workers on other hosts (a node map's)."""
+    nodes: dict[int, list[socket.socket]]
+    """The listening sockets of the nodes served here, by node id."""
+    addresses: list[Endpoint]
+    ports: dict[int, int]
+    hosts: dict[int, str]
+    """Each node's host as clients are told it, from a node map (else empty)."""
+    metrics: list[socket.socket]
+    registry: list[socket.socket]
+    control: list[socket.socket]
+    """The controller's listener for workers on other hosts (a node map's)."""
 
 
 async def _bind(config: Config, node_map: NodeMap | None) -> _Bound:

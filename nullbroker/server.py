@@ -157,6 +157,8 @@ class BrokerServer:
         """Each node's port, as clients are told it, by listener (security protocol)."""
         self._tls: ssl.SSLContext | None = None
         """The TLS context of SSL listeners, made when they open."""
+        self._advertised = config.advertised_specs
+        """Each listener's advertised address, parsed once, not per connection."""
         self._slots = trio.Semaphore(config.max_connections) if config.max_connections else None
         """--max-connections: one per connection served, taken before it is accepted."""
         self._per_ip: Counter[str] = Counter()
@@ -371,7 +373,7 @@ class BrokerServer:
             _reset(stream)
             await trio.aclose_forcefully(stream)
             return
-        advertised = self.config.advertised_specs.get(listener.name)
+        advertised = self._advertised.get(listener.name)
         session = Session(
             peer=f"{peer[0]}:{peer[1]}",
             # Without --advertise, tell each client the address it reached us at.
