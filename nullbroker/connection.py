@@ -5,8 +5,8 @@ from __future__ import annotations
 import errno
 import logging
 import os
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
 
 import outcome
 import trio
@@ -15,13 +15,12 @@ from codec import FrameReader, ProtocolError
 from codec.framing import Buffer
 
 from .broker import Broker, Session
+from .host_loop import RECEIVE_BYTES
 from .read_budget import ReadBudget, Reservation
 from .sasl import SaslAuthenticationFailed
 
 log = logging.getLogger("nullbroker")
 
-RECEIVE_BYTES = 256 * 1024
-"""The most one read takes: a connection's receive buffer grows to this under load."""
 FIRST_RECEIVE_BYTES = 4 * 1024
 """A new or quiet connection's receive buffer: a thousand idle clients cost 4 MiB, not 256."""
 SHRINK_AFTER_READS = 64
@@ -46,6 +45,12 @@ INTERNAL_ERROR = "InternalError"
 T = TypeVar("T")
 
 
+class Cancellable(Protocol):
+    """What draining stops: a connection's cancel scope, or a connection without a task."""
+
+    def cancel(self) -> None: ...
+
+
 class Drain:
     """Shared between a server and its connections: tells them to stop reading.
 
@@ -55,7 +60,10 @@ class Drain:
 
     def __init__(self) -> None:
         self.draining = False
-        self._waiting: set[trio.CancelScope] = set()
+        self._waiting: set[Cancellable] = set()
+        self.connections: trio.Nursery | None = None
+        """The nursery the server runs its connections in: where a connection that the
+        host loop serves between requests, without a task, takes its next step in trio."""
 
     def start(self) -> None:
         self.draining = True
@@ -77,12 +85,13 @@ class Drain:
                 self._waiting.discard(scope)
         return None if scope.cancelled_caught else result
 
-    def watch(self, scope: trio.CancelScope) -> None:
+    def watch(self, scope: Cancellable) -> None:
         """Cancel `scope` when draining starts: the scope of a connection that waits for
-        its client (see `wait_readable`) until `unwatch`."""
+        its client (see `wait_readable`), or a connection the host loop serves without a
+        task (which cancelling closes), until `unwatch`."""
         self._waiting.add(scope)
 
-    def unwatch(self, scope: trio.CancelScope) -> None:
+    def unwatch(self, scope: Cancellable) -> None:
         self._waiting.discard(scope)
 
     async def wait_readable(self, fd: int, scope: trio.CancelScope) -> bool:
@@ -108,11 +117,25 @@ class Drain:
 class Wire:
     """Any trio stream (TLS, the in-memory streams of tests): one receive_some per read."""
 
+    # Slots, and shared empty defaults: thousands of idle connections each hold one.
+    __slots__ = (
+        "closed_while_held",
+        "holding",
+        "parked",
+        "read_while_held",
+        "reads",
+        "release",
+        "reservation",
+        "reset_while_held",
+        "scope",
+        "stream",
+    )
+
     def __init__(self, stream: trio.abc.Stream) -> None:
         self.stream = stream
         self.scope = trio.CancelScope()
         """The connection runs inside it; see Drain.wait_readable."""
-        self.read_while_held: list[bytes] = []
+        self.read_while_held: Sequence[bytes] = ()
         """Bytes the client sent while a request of its was held, not yet handled."""
         self.closed_while_held = False
         self.reset_while_held: OSError | None = None
@@ -122,12 +145,25 @@ class Wire:
         """Reads that brought bytes: how the idle sweep (nullbroker.idle) sees activity."""
         self.holding = False
         """Whether a request of this connection is held (waiting is not being idle)."""
+        self.parked: Cancellable | None = None
+        """The host loop's side of the connection while it serves it without a task
+        (hosted_connection); cancelling it closes the connection."""
+        self.release: Callable[[], None] | None = None
+        """Gives back what admitting the connection took (the server's limits), once."""
+
+    def stop(self) -> None:
+        """Close the connection from outside it (the idle sweep): cancel the task serving
+        it, or close it at once when no task does."""
+        if self.parked is not None:
+            self.parked.cancel()
+        else:
+            self.scope.cancel()
 
     def take_read_while_held(self) -> bytes | None:
         if not self.read_while_held:
             return None
         data = b"".join(self.read_while_held)
-        self.read_while_held.clear()
+        self.read_while_held = ()
         return data
 
     async def receive(self, drain: Drain) -> bytes | bytearray | memoryview | None:
@@ -148,6 +184,7 @@ class Wire:
         meanwhile are kept for `receive`; once HELD_READ_LIMIT of them wait, stop reading
         (and so stop watching) until the held request is answered."""
         kept = 0
+        read = self.read_while_held = list(self.read_while_held)
         while kept < HELD_READ_LIMIT:
             try:
                 data = await self.stream.receive_some(HELD_READ_BYTES)
@@ -156,7 +193,7 @@ class Wire:
             if not data:
                 self.closed_while_held = True
                 return
-            self.read_while_held.append(bytes(data))
+            read.append(bytes(data))
             kept += len(data)
         await trio.sleep_forever()
 
@@ -175,33 +212,28 @@ class SocketWire(Wire):
     client that never pauses cannot starve the others.
     """
 
+    __slots__ = ("_small_reads", "fd", "into", "view")
+
     def __init__(self, stream: trio.SocketStream) -> None:
         super().__init__(stream)
         self.fd = stream.socket.fileno()
         # Read into one buffer per connection: os.read would allocate RECEIVE_BYTES for
-        # every read and then shrink it, which cost more than the read itself.
-        self.into = [bytearray(FIRST_RECEIVE_BYTES)]
-        self.view = memoryview(self.into[0])
+        # every read and then shrink it, which cost more than the read itself. Made at the
+        # first read: the host loop reads a hosted connection into a buffer of its own.
+        self.into: Sequence[bytearray] = ()
+        self.view = _NO_BUFFER
         self._small_reads = 0
 
     def fitted(self, size: int) -> bool:
-        """Fit the receive buffer to a read of `size` bytes: one that filled it doubles
-        it (up to RECEIVE_BYTES), SHRINK_AFTER_READS small ones in a row halve it (down to
-        FIRST_RECEIVE_BYTES). A new buffer replaces the old, which views of earlier reads
-        keep alive as long as they need it. True when `into` and `view` were replaced."""
+        """Fit the receive buffer to a read of `size` bytes (see `next_read_size`). A new
+        buffer replaces the old, which views of earlier reads keep alive as long as they
+        need it. True when `into` and `view` were replaced."""
         capacity = len(self.view)
-        if size == capacity:
-            self._small_reads = 0
-            if capacity < RECEIVE_BYTES:
-                self._resize(capacity * 2)
-                return True
-        elif size < capacity >> 4 and capacity > FIRST_RECEIVE_BYTES:
-            self._small_reads += 1
-            if self._small_reads >= SHRINK_AFTER_READS:
-                self._small_reads = 0
-                self._resize(capacity // 2)
-                return True
-        return False
+        fitted, self._small_reads = next_read_size(capacity, size, self._small_reads)
+        if fitted == capacity:
+            return False
+        self._resize(fitted)
+        return True
 
     def _resize(self, capacity: int) -> None:
         self.into = [bytearray(capacity)]
@@ -215,6 +247,8 @@ class SocketWire(Wire):
             return early
         if self.closed_while_held:
             return None
+        if not self.into:
+            self._resize(FIRST_RECEIVE_BYTES)
         waited = False
         while not drain.draining:
             try:
@@ -252,6 +286,7 @@ class SocketWire(Wire):
 
     async def watch_for_close(self) -> None:
         kept = 0
+        read = self.read_while_held = list(self.read_while_held)
         while kept < HELD_READ_LIMIT:
             await trio.lowlevel.wait_readable(self.fd)
             try:
@@ -265,9 +300,27 @@ class SocketWire(Wire):
             if not data:
                 self.closed_while_held = True
                 return
-            self.read_while_held.append(data)
+            read.append(data)
             kept += len(data)
         await trio.sleep_forever()
+
+
+_NO_BUFFER = memoryview(b"")
+
+
+def next_read_size(capacity: int, size: int, small_reads: int) -> tuple[int, int]:
+    """How much a connection's next read takes, after a read of `size` bytes that could
+    take `capacity`, and its small reads in a row: a read that filled it doubles it (up to
+    RECEIVE_BYTES), SHRINK_AFTER_READS reads of under a sixteenth of it in a row halve it
+    (down to FIRST_RECEIVE_BYTES). A client that pipelines many requests so gets them read
+    (and answered) a few at first, not all at once."""
+    if size == capacity:
+        return min(capacity * 2, RECEIVE_BYTES), 0
+    if size < capacity >> 4 and capacity > FIRST_RECEIVE_BYTES:
+        small_reads += 1
+        if small_reads >= SHRINK_AFTER_READS:
+            return capacity // 2, 0
+    return capacity, small_reads
 
 
 def after_sent(parts: list[Buffer], sent: int) -> list[Buffer]:
@@ -297,9 +350,10 @@ async def _abandon(pending: Awaitable[object]) -> None:
         await pending
 
 
-ServeWire = Callable[["Wire", Broker, Session, Drain], Awaitable[None]]
-"""Serves one connection's wire until it ends: `serve_wire`, or the host loop's
-`hosted_connection.serve_hosted`."""
+ServeWire = Callable[["Wire", Broker, Session, Drain], Awaitable[bool]]
+"""Serves one connection's wire: `serve_wire`, or the host loop's `hosted_connection.
+serve_hosted`. True when the connection goes on without a task (the host loop serves it
+between requests, and closes it with `close_connection`); False when it has ended."""
 
 
 async def serve_connection(
@@ -308,9 +362,12 @@ async def serve_connection(
     session: Session,
     drain: Drain,
     serve: ServeWire | None = None,
-) -> None:
+    release: Callable[[], None] | None = None,
+) -> bool:
     """Serve one connection until the client closes it, breaks the protocol, or the
-    broker drains. Every request read is answered, in order, before the connection ends.
+    broker drains; `release` is called once it has closed. Every request read is answered,
+    in order, before the connection ends. True when the connection goes on without a task
+    (see ServeWire).
 
     Whatever happens on it, the connection's failure stays here: counted, logged once
     (repeats summarised), and the stream closed; the broker and its other connections go on.
@@ -320,11 +377,24 @@ async def serve_connection(
     stats.connections_total += 1
     stats.node_connections[session.node_id] += 1
     wire = _wire(stream)
+    wire.release = release
     wire.reservation = Reservation(broker.read_budget)
     broker.idle_connections.add(wire, session)
+    step = (serve or serve_wire)(wire, broker, session, drain)
+    return await run_connection(wire, broker, session, step)
+
+
+async def run_connection(
+    wire: Wire, broker: Broker, session: Session, step: Awaitable[bool]
+) -> bool:
+    """Run `step`, a stretch of a connection's life in a task; close the connection unless
+    the step says it goes on without a task. A failure is counted and logged here."""
+    goes_on = False
+    stats = broker.stats
+    wire.scope = trio.CancelScope()
     try:
         with wire.scope:
-            await (serve or serve_wire)(wire, broker, session, drain)
+            goes_on = await step
     except (trio.BrokenResourceError, trio.ClosedResourceError) as error:
         reset = error.__cause__
         if isinstance(reset, OSError) and reset.errno in _PEER_GONE:
@@ -349,23 +419,35 @@ async def serve_connection(
             exc_info=True,
         )
     finally:
-        stats.connections -= 1
-        wire.reservation.release()
-        broker.idle_connections.discard(wire)
-        await trio.aclose_forcefully(stream)
+        if not goes_on:
+            close_connection(wire, broker)
+            await trio.aclose_forcefully(wire.stream)
+    return goes_on
 
 
-async def serve_wire(wire: Wire, broker: Broker, session: Session, drain: Drain) -> None:
+def close_connection(wire: Wire, broker: Broker) -> None:
+    """The accounts of a connection that ends: counted, its budget and admission given
+    back, no longer watched for idleness. Its stream is the caller's to close."""
+    broker.stats.connections -= 1
+    wire.reservation.release()
+    broker.idle_connections.discard(wire)
+    if wire.release is not None:
+        wire.release()
+        wire.release = None
+
+
+async def serve_wire(wire: Wire, broker: Broker, session: Session, drain: Drain) -> bool:
     """Read, answer in order, send once per read: until end of stream, a protocol error
-    or draining."""
+    or draining. False: the connection has ended."""
     reader = FrameReader(broker.max_request_bytes)
     while (data := await wire.receive(drain)) is not None:
         reader.feed(data)
         if await answer_frames(wire, broker, session, reader.frames()) is not None:
-            return
+            return False
         # A large request being read holds its size of the budget; without room, wait.
         await wire.reservation.fit(Reservation.needed(reader.pending_frame_size))
     note_unfinished_request(reader, broker, session, drain)
+    return False
 
 
 async def answer_frames(

@@ -34,6 +34,36 @@ def current() -> HostLoop | None:
     return CURRENT.get(None)
 
 
+RECEIVE_BYTES = 256 * 1024
+"""The most one read of a connection takes (its receive buffer grows to this under load)."""
+
+
+class ReceiveBuffer:
+    """The buffer every connection the loop hosts reads into, one read at a time: a quiet
+    connection then holds no buffer of its own. A read's frames are views of it, valid
+    until the next read; a connection whose frames must outlive the callback that read
+    them (handed to trio) takes the buffer with it (`give_away`), and the loop reads into
+    a new one."""
+
+    __slots__ = ("_into", "view")
+
+    def __init__(self) -> None:
+        self._into: dict[int, list[memoryview]] = {}
+        self.view = memoryview(b"")
+        self.give_away()
+
+    def into(self, size: int) -> list[memoryview]:
+        """The buffer's first `size` bytes, for os.readv: a read of at most that much."""
+        into = self._into.get(size)
+        if into is None:
+            into = self._into[size] = [self.view[:size]]
+        return into
+
+    def give_away(self) -> None:
+        self.view = memoryview(bytearray(RECEIVE_BYTES))
+        self._into = {}
+
+
 class HostLoop:
     """One `select.epoll` and a queue of calls; `run` drives a trio guest run to its end.
 
@@ -49,6 +79,7 @@ class HostLoop:
         self._epoll.register(self._wakeup, select.EPOLLIN)
         self._handlers[self._wakeup] = self._drain_wakeups
         self._outcome: outcome.Outcome[Any] | None = None
+        self.receive_buffer = ReceiveBuffer()
 
     def register(self, fd: int, events: int, handler: EventHandler) -> None:
         self._epoll.register(fd, events)

@@ -1,11 +1,15 @@
 """A plain-TCP connection served by the host loop's epoll, outside trio's scheduler.
 
-Its trio task parks while the host loop reads, answers and writes on its behalf, every
-complete request of a read answered and the answers sent with one writev, as `serve_wire`
-does. The task resumes only when trio must take a step: a request that waits (a Fetch
-held at the log end, a JoinGroup), a request that closes the connection, the end of the
-stream, or a reset. Then the trio path (`answer_frames`) finishes that read, and the
-connection goes back to the host loop.
+Between requests the connection has no trio task: it is a descriptor registered with the
+host loop, which reads it into the loop's one receive buffer, answers every complete
+request of a read and sends the answers with one writev, as `serve_wire` does. A quiet
+connection so costs its socket and a few small objects, no task and no buffer. The loop
+hands the connection to a new trio task only when trio must take a step: a request that
+waits (a Fetch held at the log end, a JoinGroup), a request that closes the connection, an
+answer the socket cannot take at once, a large request the read budget has no room for,
+the end of the stream, or a reset. The task (`run_connection`, which counts and logs the
+failures of every connection alike) finishes that step the trio way, then gives the
+connection back to the loop, or closes it.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from codec.framing import Buffer
 from . import host_loop
 from .broker import Broker, Session
 from .connection import (
+    FIRST_RECEIVE_BYTES,
     IOV_MAX,
     Drain,
     SocketWire,
@@ -31,8 +36,11 @@ from .connection import (
     after_sent,
     answer_frames,
     answer_until_held,
+    close_connection,
     fail,
+    next_read_size,
     note_unfinished_request,
+    run_connection,
     serve_wire,
 )
 from .read_budget import Reservation
@@ -40,65 +48,48 @@ from .read_budget import Reservation
 
 @dataclass(slots=True)
 class Handoff:
-    """Where the host loop stopped, for the trio task to go on from."""
+    """Where the host loop stopped, for a trio task to go on from."""
 
     frames: Iterator[memoryview] = field(default_factory=lambda: iter(()))
     """The read's frames not yet answered."""
     out: list[Buffer] = field(default_factory=list)
     """Answers not yet sent, to go before any other."""
     held: Awaitable[bytes | list[Buffer] | None] | None = None
+    """The pending answer of a request that waits, read before `frames`."""
     failure: str | None = None
-    over_budget: bool = False
-    """A large request began and the read budget has no room for it: wait, then read on."""
+    ended: bool = False
+    """The client closed its end."""
 
 
-async def serve_hosted(wire: Wire, broker: Broker, session: Session, drain: Drain) -> None:
-    """`connection.serve_wire`, with a plain TCP connection's reads and writes done by the
-    host loop; any other stream, or no host loop, goes the trio way."""
+_NO_TASK = trio.CancelScope()
+"""The scope of every parked connection's wire: never entered, never cancelled (Wire.stop
+closes a parked connection instead)."""
+
+
+async def serve_hosted(wire: Wire, broker: Broker, session: Session, drain: Drain) -> bool:
+    """`connection.serve_wire`, with a plain TCP connection served by the host loop
+    between requests (True: it goes on without a task); any other stream, or no host
+    loop, goes the trio way."""
     host = host_loop.current()
-    if host is None or type(wire) is not SocketWire:
-        await serve_wire(wire, broker, session, drain)
-        return
-    connection = HostedConnection(host, wire, broker, session, drain)
-    reader = connection.reader
-    while True:
-        # Bytes read while a request was held go first, the trio way.
-        early = wire.take_read_while_held()
-        if early is not None:
-            reader.feed(early)
-            handoff: Handoff | None = Handoff(frames=reader.frames())
-        elif wire.closed_while_held or drain.draining:
-            break
-        else:
-            handoff = await connection.serve_until_handoff()
-            if handoff is None:
-                break
-        assert handoff is not None
-        failure = await answer_frames(
-            wire, broker, session, handoff.frames, handoff.out, handoff.held, handoff.failure
-        )
-        if failure is not None:
-            return
-        # Back to the host loop once a large request being read has its share of the budget.
-        await wire.reservation.fit(Reservation.needed(reader.pending_frame_size))
-    note_unfinished_request(reader, broker, session, drain)
+    if host is None or type(wire) is not SocketWire or drain.connections is None:
+        return await serve_wire(wire, broker, session, drain)
+    if drain.draining:
+        return False
+    return HostedConnection(host, wire, broker, session, drain).park()
 
 
 class HostedConnection:
-    """The host loop's side of one connection: registered for reading while its task
-    waits in `serve_until_handoff`, for writing while an answer waits for room."""
+    """The host loop's side of one connection, while it has no task: registered for
+    reading, watched by the drain and the idle sweep through its wire."""
 
     __slots__ = (
         "_broker",
         "_drain",
         "_fd",
         "_host",
-        "_into",
-        "_scope",
+        "_read_size",
         "_session",
-        "_task",
-        "_unsent",
-        "_view",
+        "_small_reads",
         "_wire",
         "reader",
     )
@@ -114,113 +105,134 @@ class HostedConnection:
         self._host = host
         self._fd = wire.fd
         self._wire = wire
-        self._into = wire.into
-        self._view = wire.view
-        self._scope = wire.scope
         self._broker = broker
         self._session = session
         self._drain = drain
-        self._task: trio.lowlevel.Task | None = None
-        self._unsent: list[Buffer] = []
         self.reader = FrameReader(broker.max_request_bytes)
+        self._read_size = FIRST_RECEIVE_BYTES
+        self._small_reads = 0
 
-    async def serve_until_handoff(self) -> Handoff | None:
-        """Let the host loop serve the connection until trio must take a step: what it
-        is, or None at the end of the stream. Raises trio.BrokenResourceError for a reset
-        (caused by the OSError), and trio.Cancelled once draining starts while the
-        connection waits for its client."""
-        self._task = trio.lowlevel.current_task()
-        self._host.register(self._fd, select.EPOLLIN, self._on_events)
-        self._drain.watch(self._scope)
-        return await trio.lowlevel.wait_task_rescheduled(self._abort)  # type: ignore[no-any-return]
+    def park(self) -> bool:
+        """Give the connection to the host loop, until trio must take a step. True, for
+        the task that parks it: the connection goes on without it."""
+        self._host.register(self._fd, select.EPOLLIN, self._on_readable)
+        self._drain.watch(self)
+        wire = self._wire
+        wire.parked = self
+        wire.scope = _NO_TASK  # the task's own goes with it; the next task gets a new one
+        return True
 
-    def _abort(self, raise_cancel: object) -> trio.lowlevel.Abort:
-        # Draining (the scope is watched only while the client has all its answers) or
-        # the drain's deadline: stop serving, unsent answers and all.
-        self._release()
-        return trio.lowlevel.Abort.SUCCEEDED
-
-    def _release(self) -> None:
+    def _unpark(self) -> None:
         self._host.unregister(self._fd)
-        self._drain.unwatch(self._scope)
-        self._unsent = []
+        self._drain.unwatch(self)
+        self._wire.parked = None
 
-    def _hand_back(self, result: outcome.Outcome[Handoff | None]) -> None:
-        task = self._task
-        assert task is not None
-        self._task = None
-        self._release()
-        trio.lowlevel.reschedule(task, result)
+    def cancel(self) -> None:
+        """Close the connection now: draining has begun, or it has been idle too long.
+        Nothing is owed to its client (a parked connection has answered all it read)."""
+        self._unpark()
+        close_connection(self._wire, self._broker)
+        stream = self._wire.stream
+        assert isinstance(stream, trio.SocketStream)
+        stream.socket.close()
 
-    def _on_events(self, events: int) -> None:
-        if self._unsent:
-            self._send(self._unsent)
-        else:
-            self._read()
+    def _to_trio(self, result: outcome.Outcome[Handoff]) -> None:
+        """Take the step in a new task of the server's connections."""
+        self._unpark()
+        connections = self._drain.connections
+        assert connections is not None
+        connections.start_soon(
+            run_connection, self._wire, self._broker, self._session, self._go_on(result)
+        )
 
-    def _read(self) -> None:
+    async def _go_on(self, result: outcome.Outcome[Handoff]) -> bool:
+        """Finish in trio what the loop could not, then park again (True) or end (False).
+        A reset is raised, for run_connection to count."""
+        handoff = result.unwrap()
+        wire, broker, session, drain, reader = (
+            self._wire,
+            self._broker,
+            self._session,
+            self._drain,
+            self.reader,
+        )
+        while not handoff.ended:
+            failure = await answer_frames(
+                wire, broker, session, handoff.frames, handoff.out, handoff.held, handoff.failure
+            )
+            if failure is not None:
+                return False
+            # A large request being read holds its size of the budget; without room, wait.
+            await wire.reservation.fit(Reservation.needed(reader.pending_frame_size))
+            # Bytes read while a request was held go first, the trio way.
+            early = wire.take_read_while_held()
+            if early is not None:
+                reader.feed(early)
+                handoff = Handoff(frames=reader.frames())
+            elif wire.closed_while_held or drain.draining:
+                break
+            else:
+                return self.park()
+        note_unfinished_request(reader, broker, session, drain)
+        return False
+
+    def _on_readable(self, events: int) -> None:
+        buffer = self._host.receive_buffer
         try:
-            size = os.readv(self._fd, self._into)
+            size = os.readv(self._fd, buffer.into(self._read_size))
         except BlockingIOError:
             return
         except OSError as error:  # reset by the peer
-            self._hand_back(_broken(error))
+            self._to_trio(_broken(error))
             return
         if not size:
-            self._hand_back(outcome.Value(None))
+            self._to_trio(outcome.Value(Handoff(ended=True)))
             return
-        self._wire.reads += 1
-        # Frames are views of the receive buffer: every one is answered (or handed to
-        # trio, which answers the rest) before the next read overwrites it.
-        data = self._view[:size]
-        if self._wire.fitted(size):  # a new buffer for the next read; `data` keeps the old
-            self._into, self._view = self._wire.into, self._wire.view
-        frames = self.reader.frames_in(data)
+        wire = self._wire
+        wire.reads += 1
+        self._read_size, self._small_reads = next_read_size(
+            self._read_size, size, self._small_reads
+        )
+        # Frames are views of the loop's receive buffer: every one is answered here, or
+        # the buffer goes with them to trio, before the loop reads into it again.
+        frames = self.reader.frames_in(buffer.view[:size])
         out: list[Buffer] = []
         try:
             held = answer_until_held(self._broker, self._session, frames, out)
         except Exception as error:
             failure = fail(error, self._broker, self._session)
-            self._hand_back(outcome.Value(Handoff(out=out, failure=failure)))
+            self._hand_over(buffer, Handoff(out=out, failure=failure))
             return
         if held is not None:
-            self._hand_back(outcome.Value(Handoff(frames, out, held)))
+            self._hand_over(buffer, Handoff(frames, out, held))
             return
         reader = self.reader
-        reservation = self._wire.reservation
+        reservation = wire.reservation
         if (reader.buffered_bytes or reservation.reserved) and not reservation.try_fit(
             Reservation.needed(reader.pending_frame_size)
         ):
             # A large request began and the budget has no room: stop reading until it has.
-            self._hand_back(outcome.Value(Handoff(out=out, over_budget=True)))
+            self._hand_over(buffer, Handoff(out=out))
             return
         if out:
-            self._send(out)
+            self._send(buffer, out)
 
-    def _send(self, parts: list[Buffer]) -> None:
-        """Write what the socket takes now; wait for room for the rest, reading nothing
-        meanwhile, as the trio path's send_all does."""
-        was_waiting = bool(self._unsent)
+    def _hand_over(self, buffer: host_loop.ReceiveBuffer, handoff: Handoff) -> None:
+        # What was read may be referenced by what goes to trio: the loop reads on into
+        # a new buffer.
+        buffer.give_away()
+        self._to_trio(outcome.Value(handoff))
+
+    def _send(self, buffer: host_loop.ReceiveBuffer, parts: list[Buffer]) -> None:
+        """Write what the socket takes now; the rest goes to trio, which sends it as the
+        client reads, reading nothing from it meanwhile."""
         try:
             while parts:
                 parts = after_sent(parts, os.writev(self._fd, parts[:IOV_MAX]))
         except BlockingIOError:
-            self._unsent = parts
-            if not was_waiting:
-                self._host.modify(self._fd, select.EPOLLOUT)
-                # Answers are owed: draining must wait for them to go out.
-                self._drain.unwatch(self._scope)
-            return
+            self._hand_over(buffer, Handoff(out=parts))
         except OSError as error:  # broken pipe, reset by the peer
-            self._hand_back(_broken(error))
-            return
-        self._unsent = []
-        if was_waiting:
-            if self._drain.draining:
-                self._hand_back(outcome.Value(None))
-                return
-            self._host.modify(self._fd, select.EPOLLIN)
-            self._drain.watch(self._scope)
+            self._to_trio(_broken(error))
 
 
 def _broken(error: OSError) -> outcome.Error:

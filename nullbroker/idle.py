@@ -78,4 +78,4 @@ class IdleConnections:
             session.peer,
             self.timeout_ms,
         )
-        wire.scope.cancel()
+        wire.stop()

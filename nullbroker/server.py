@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import socket
 import ssl
 import struct
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -53,6 +55,75 @@ def _reset(stream: trio.SocketStream) -> None:
 
 
 _LINGER_ZERO = struct.pack("ii", 1, 0)
+
+
+_ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+ACCEPT_RETRY_SECONDS = 0.1
+
+
+async def _accept_connections(
+    listener: trio.abc.Listener[trio.SocketStream],
+    connections: trio.Nursery,
+    serve: Callable[[trio.SocketStream], Awaitable[object]],
+) -> None:
+    """Accept connections and serve each in a task of `connections`, as
+    `trio.serve_listeners` does, except that a stream is not closed when its task ends: a
+    connection the host loop serves goes on without one, and is closed by whatever ends it."""
+    async with listener:
+        while True:
+            try:
+                stream = await listener.accept()
+            except OSError as error:
+                if error.errno not in _ACCEPT_CAPACITY_ERRNOS:
+                    raise
+                # Out of descriptors or memory: say so, and try again shortly.
+                log.error(
+                    "accept failed: %s; retrying in %s s",
+                    os.strerror(error.errno),
+                    ACCEPT_RETRY_SECONDS,
+                )
+                await trio.sleep(ACCEPT_RETRY_SECONDS)
+            else:
+                connections.start_soon(serve, stream)
+
+
+class Admission:
+    """What admitting a connection took (a connection slot, a count for its client's
+    address, a place among its node's streams), given back once, by calling it, when the
+    connection closes: at the end of its task, or later for a connection the host loop
+    serves without one. Slotted fields, not a list of callbacks: every idle connection
+    holds one."""
+
+    __slots__ = ("_host", "_per_ip", "_slots", "_stream", "_streams")
+
+    def __init__(self, slots: trio.Semaphore | None) -> None:
+        self._slots = slots
+        """--max-connections: a slot its listener's accept() took."""
+        self._per_ip: Counter[str] | None = None
+        self._host = ""
+        self._streams: set[trio.SocketStream] | None = None
+        self._stream: trio.SocketStream | None = None
+
+    def count(self, per_ip: Counter[str], host: str) -> None:
+        per_ip[host] += 1
+        self._per_ip, self._host = per_ip, host
+
+    def list_in(self, streams: set[trio.SocketStream], stream: trio.SocketStream) -> None:
+        streams.add(stream)
+        self._streams, self._stream = streams, stream
+
+    def __call__(self) -> None:
+        if self._streams is not None:
+            self._streams.discard(self._stream)  # type: ignore[arg-type]
+            self._streams = self._stream = None
+        if self._per_ip is not None:
+            self._per_ip[self._host] -= 1
+            if not self._per_ip[self._host]:
+                del self._per_ip[self._host]
+            self._per_ip = None
+        if self._slots is not None:
+            self._slots.release()
+            self._slots = None
 
 
 class StartupError(Exception):
@@ -162,6 +233,7 @@ class BrokerServer:
         self._slots = trio.Semaphore(config.max_connections) if config.max_connections else None
         """--max-connections: one per connection served, taken before it is accepted."""
         self._per_ip: Counter[str] = Counter()
+        self._endpoints: dict[tuple[str, int, str, int], Endpoint] = {}
         """Open connections by client address, for --max-connections-per-ip."""
         self._streams: dict[int, set[trio.SocketStream]] = {}
         """Each node's open connections, so that a `down` fault can reset them."""
@@ -277,16 +349,18 @@ class BrokerServer:
         listeners, metrics_listeners = self._listeners, self._metrics_listeners
 
         async with trio.open_nursery() as connections:
+            self._drain.connections = connections
             async with trio.open_nursery() as services:
                 for (node, listener), node_listeners in listeners.items():
-                    services.start_soon(
-                        partial(trio.serve_listeners, handler_nursery=connections),
-                        partial(self._serve_kafka, node, listener),
-                        [
-                            listener if self._slots is None else SlotListener(listener, self._slots)
-                            for listener in node_listeners
-                        ],
-                    )
+                    for socket_listener in node_listeners:
+                        services.start_soon(
+                            _accept_connections,
+                            socket_listener
+                            if self._slots is None
+                            else SlotListener(socket_listener, self._slots),
+                            connections,
+                            partial(self._serve_kafka, node, listener),
+                        )
                 if metrics_listeners:
                     # Imported only when asked for: prometheus_client brings asyncio, http
                     # and email with it, megabytes a broker without --metrics never needs.
@@ -347,15 +421,18 @@ class BrokerServer:
         return ControlChannel(trio.SocketStream(trio.socket.from_stdlib_socket(self.role.channel)))
 
     async def _serve_kafka(self, node: int, listener: Listener, stream: trio.SocketStream) -> None:
+        admission = Admission(self._slots)
+        goes_on = False
         try:
-            await self._serve_kafka_in_limits(node, listener, stream)
+            goes_on = await self._serve_kafka_in_limits(node, listener, stream, admission)
         finally:
-            if self._slots is not None:  # taken by its listener's accept()
-                self._slots.release()
+            if not goes_on:  # else closed and given back when the host loop's connection ends
+                admission()
+                await trio.aclose_forcefully(stream)
 
     async def _serve_kafka_in_limits(
-        self, node: int, listener: Listener, stream: trio.SocketStream
-    ) -> None:
+        self, node: int, listener: Listener, stream: trio.SocketStream, admission: Admission
+    ) -> bool:
         try:
             local = stream.socket.getsockname()
             peer = stream.socket.getpeername()
@@ -366,20 +443,16 @@ class BrokerServer:
                 "unknown", RESET, "connection reset by the client on arrival: %s", error.strerror
             )
             await trio.aclose_forcefully(stream)
-            return
+            return False
         if self.broker.cluster.is_down(node):
             # A `down` fault: the client finds the node gone, as a crashed broker's.
             self.broker.stats.faults["connections_refused"] += 1
             _reset(stream)
             await trio.aclose_forcefully(stream)
-            return
-        advertised = self._advertised.get(listener.name)
+            return False
         session = Session(
             peer=f"{peer[0]}:{peer[1]}",
-            # Without --advertise, tell each client the address it reached us at.
-            advertised=(
-                Endpoint(advertised[0], advertised[1] + node) if advertised else endpoint_of(local)
-            ),
+            advertised=self._advertised_endpoint(listener, node, local),
             node_id=node,
             ports=self.listener_ports.get(listener.name),
         )
@@ -407,26 +480,40 @@ class BrokerServer:
                 host,
             )
             await trio.aclose_forcefully(stream)
-            return
-        self._per_ip[host] += 1
+            return False
+        admission.count(self._per_ip, host)
+        admission.list_in(self._streams.setdefault(node, set()), stream)
+        if listener.tls:
+            assert self._tls is not None
+            tls_stream = await self._handshake(stream, session)
+            if tls_stream is None:
+                return False
+            return await serve_connection(
+                tls_stream, self.broker, session, self._drain, release=admission
+            )
         # Under a host loop (the CLI's default) plain TCP connections are served by it.
-        streams = self._streams.setdefault(node, set())
-        streams.add(stream)
-        try:
-            if listener.tls:
-                assert self._tls is not None
-                tls_stream = await self._handshake(stream, session)
-                if tls_stream is not None:
-                    await serve_connection(tls_stream, self.broker, session, self._drain)
-            else:
-                await serve_connection(
-                    stream, self.broker, session, self._drain, serve=serve_hosted
-                )
-        finally:
-            streams.discard(stream)
-            self._per_ip[host] -= 1
-            if not self._per_ip[host]:
-                del self._per_ip[host]
+        return await serve_connection(
+            stream,
+            self.broker,
+            session,
+            self._drain,
+            serve=serve_hosted,
+            release=admission,
+        )
+
+    def _advertised_endpoint(
+        self, listener: Listener, node: int, local: tuple[str, int]
+    ) -> Endpoint:
+        """The address a client of `node` on `listener` is told: --advertised-listeners',
+        else the address it reached us at. One object for all the clients that share it."""
+        key = (listener.name, node, local[0], local[1])
+        endpoint = self._endpoints.get(key)
+        if endpoint is None:
+            advertised = self._advertised.get(listener.name)
+            endpoint = self._endpoints[key] = (
+                Endpoint(advertised[0], advertised[1] + node) if advertised else endpoint_of(local)
+            )
+        return endpoint
 
     async def _handshake(
         self, stream: trio.SocketStream, session: Session

@@ -95,7 +95,10 @@ async def test_send_to_a_closed_peer_raises_broken_resource() -> None:
 
 async def test_the_receive_buffer_grows_with_full_reads_and_shrinks_when_reads_are_small() -> None:
     wire, peer = await _socket_wire_pair()
-    assert len(wire.view) == FIRST_RECEIVE_BYTES  # what an idle connection holds
+    assert not wire.into  # no buffer before the first read
+    await peer.send_all(b"x")
+    assert await wire.receive(Drain()) == b"x"
+    assert len(wire.view) == FIRST_RECEIVE_BYTES  # what a quiet connection holds
     payload = random.Random(3).randbytes(3 * RECEIVE_BYTES)
     received = bytearray()
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import resource
 import socket
 import struct
 import time
@@ -163,3 +164,24 @@ def test_a_client_that_stops_reading_is_not_answered_faster_than_it_reads(
     sock.close()
     # Answered only as far as the socket buffers take them, and held no more than that.
     assert served < 200 and grown_mib < 64, (sent, served, grown_mib)
+
+
+@pytest.mark.clients
+def test_two_thousand_idle_connections_cost_at_most_2_kib_each() -> None:
+    """Issue 13's figure: an idle plain-TCP connection holds no task and no buffer of its
+    own (the host loop serves it between requests), only its socket and a few objects."""
+    from perf.idle_connections import measure
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 2 * IDLE_CONNECTIONS + 200  # the clients' ends here and the broker's
+    if hard != resource.RLIM_INFINITY and hard < wanted:
+        pytest.skip(f"the open-files limit ({hard}) is below {wanted}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
+    try:
+        result = measure(IDLE_CONNECTIONS)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert result["kib_per_connection"] <= 2, result
+
+
+IDLE_CONNECTIONS = 2000
