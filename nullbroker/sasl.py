@@ -38,6 +38,10 @@ class UsersError(ValueError):
     """A users file that cannot be used; the message says why."""
 
 
+class WrongPassword(ValueError):
+    """PLAIN's unknown user or wrong password: the one refusal Kafka names to the client."""
+
+
 class NotAuthenticated(ProtocolError):
     """A request other than the SASL ones before authentication, or after the session's
     lifetime: the connection is closed, as Kafka closes it."""
@@ -135,6 +139,18 @@ class SaslSession:
             return self._plain(token), True
         return self._scram_token(token)
 
+    def told_client(self, failure: ValueError) -> str:
+        """What Kafka tells a client whose authentication `failure` refused (the broker's
+        log has the detail): PLAIN's server names a wrong user or password; anything else
+        names only the phase and the mechanism, never whether the user exists."""
+        if isinstance(failure, WrongPassword):
+            return "Authentication failed: Invalid username or password"
+        phase = "re-authentication" if self.principal is not None else "authentication"
+        return (
+            f"Authentication failed during {phase} due to invalid credentials with SASL "
+            f"mechanism {self.mechanism}"
+        )
+
     def _plain(self, token: bytes) -> bytes:
         parts = token.split(b"\0")
         if len(parts) != 3:
@@ -143,7 +159,7 @@ class SaslSession:
         if authzid and authzid != user:
             raise ValueError(f"user {user!r} may not act as {authzid!r}")
         if self.users.passwords.get(user) != password:
-            raise ValueError(f"authentication failed for user {user!r}: invalid credentials")
+            raise WrongPassword(f"authentication failed for user {user!r}: invalid credentials")
         self._authenticated(user)
         return b""
 

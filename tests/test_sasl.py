@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
@@ -109,11 +110,25 @@ def test_confluent_kafka_over_scram_and_over_plain_with_tls_is_counted_exactly(
 def test_a_wrong_password_fails_and_nothing_is_counted(
     start_broker: StartBroker, users: Path, certificates: Certificates
 ) -> None:
-    broker, sasl_plaintext, _ = start_sasl_broker(start_broker, users, certificates)
-    assert len(produce(scram(sasl_plaintext, "wrong"), "refused", 20)) == 20
-    assert counted(broker, "refused") == 0
+    broker, sasl_plaintext, sasl_ssl = start_sasl_broker(start_broker, users, certificates)
+    wrong_plain = {**plain_over_tls(sasl_ssl, certificates), "sasl.password": "wrong"}
+    # Kafka's words to the client: SCRAM's name only the phase and the mechanism.
+    for config, topic, told in (
+        (scram(sasl_plaintext, "wrong"), "refused", "Authentication failed during "
+         "authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"),
+        (wrong_plain, "refused-plain", "Authentication failed: Invalid username or password"),
+    ):  # fmt: skip
+        client_errors: list[KafkaError] = []
+        assert len(produce({**config, "error_cb": client_errors.append}, topic, 20)) == 20
+        assert counted(broker, topic) == 0
+        # librdkafka's usual report of a refused password.
+        assert any(
+            error.code() == KafkaError._AUTHENTICATION and told in error.str()
+            for error in client_errors
+        ), client_errors
     done = samples(broker.scrape(), "nullbroker_authentications_total")
     assert done[(("mechanism", "SCRAM-SHA-512"), ("result", "failed"))] >= 1
+    assert done[(("mechanism", "PLAIN"), ("result", "failed"))] >= 1
     assert "authentication failed for user 'alice'" in broker.stderr_text()
 
 
@@ -210,7 +225,9 @@ def test_kcat_over_scram_and_over_plain_with_tls(
         # message (librdkafka#4895); Kafka 4 checks the nonce as RFC 5802 says and refuses
         # it, and so does nullbroker.
         refused = kcat(sasl_plaintext, "kcat-scram-old", *scram)
-        assert refused.returncode != 0 and "nonce" in refused.stderr, refused.stderr
+        assert refused.returncode != 0, refused.stderr
+        assert "Authentication failed during authentication" in refused.stderr, refused.stderr
+        assert "nonce" in broker.stderr_text()  # the reason, in the broker's log only
         assert counted(broker, "kcat-scram-old") == 0
     # The same kcat on a current librdkafka authenticates and is counted exactly.
     current = current_librdkafka(tmp_path)

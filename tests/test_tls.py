@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, Producer
 
 from nullbroker.config import Config, ConfigError
 from tests.broker_process import BrokerProcess, nullbroker_command, produced_from_metrics
@@ -133,12 +133,18 @@ def test_a_client_that_does_not_trust_the_ca_fails_and_nothing_is_counted(
     start_broker: StartBroker, certificates: Certificates
 ) -> None:
     broker, ssl_bootstrap = start_tls_broker(start_broker, certificates)
+    client_errors: list[KafkaError] = []
     errors = produce(
         {"bootstrap.servers": ssl_bootstrap, "security.protocol": "SSL",
-         "ssl.ca.location": str(certificates.other_ca)},
+         "ssl.ca.location": str(certificates.other_ca), "error_cb": client_errors.append},
         "distrusted", 20,
     )  # fmt: skip
     assert len(errors) == 20
+    # librdkafka's usual report of a broker it cannot verify.
+    assert any(
+        error.code() == KafkaError._SSL and "certificate verify failed" in error.str()
+        for error in client_errors
+    ), client_errors
     assert counted(broker, "distrusted") == 0
     assert "TLS handshake failed" in broker.stderr_text()
 

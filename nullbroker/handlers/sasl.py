@@ -52,7 +52,7 @@ def handle_sasl_authenticate(broker: Broker, request: Request, session: Session)
         body = make(
             types.SaslAuthenticateResponse,
             error_code=counted(broker, ErrorCode.sasl_authentication_failed),
-            error_message=str(failure),
+            error_message=sasl.told_client(failure),
             auth_bytes=b"",
         )
         # Kafka answers, then closes the connection.
