@@ -23,12 +23,13 @@ from codec import (
     encode_response_parts,
     peek_header,
 )
+from codec.control_batch import control_batch
 from codec.framing import Buffer
 
 from .cluster import Cluster
 from .config import Config
 from .faults import Faults
-from .groups import GroupCoordinator
+from .groups import CommittedOffset, GroupCoordinator
 from .idle import IdleConnections
 from .log_limit import RepeatLimitedLog
 from .producers import ProducerRegistry
@@ -37,6 +38,7 @@ from .sasl import SaslSession
 from .source import now_ms
 from .stats import ApiStats, BrokerStats
 from .topics import PartitionCountersFor, TopicRegistry
+from .transactions import Marker, PartitionTransactions, TransactionCoordinator
 
 log = logging.getLogger("nullbroker")
 
@@ -140,6 +142,10 @@ class Broker:
             self.topics.create(source.name, source=source, now_ms=started_ms)
         self.producers = ProducerRegistry()
         self.groups = GroupCoordinator(self.stats, config.group_initial_rebalance_delay_ms)
+        self.transactions = TransactionCoordinator(
+            self.producers, self._write_marker, self._commit_transaction_offsets, self._ended
+        )
+        """Transactional ids, their producers and their transactions."""
         self.broker_configs: dict[str, dict[str, str]] = {}
         """Broker configs set by IncrementalAlterConfigs, by resource name: "" for every
         broker (cluster defaults), the node id for this one. Reported, not enforced."""
@@ -160,6 +166,39 @@ class Broker:
         self.handlers: dict[int, Handler] = HANDLERS
         self.served: dict[int, ApiRange] = served_ranges()
         self._api_versions = self.served[API_VERSIONS_KEY]
+
+    def _write_marker(self, topic_name: str, index: int, marker: Marker) -> bool:
+        """A transaction's commit or abort marker, at the partition's log end."""
+        topic = self.topics.get(topic_name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return False  # deleted since the transaction wrote to it
+        partition = topic.partitions[index]
+        offset = partition.log_end_offset
+        partition.log_end_offset = offset + 1
+        if partition.transactions is None:
+            partition.transactions = PartitionTransactions()
+        records = partition.transactions.end(offset, marker)
+        self.stats.transactional_records["committed" if marker.commit else "aborted"] += records
+        if partition.retained is not None:  # --retain: served back as Kafka would
+            batch = control_batch(offset, marker.producer_id, marker.epoch, marker.commit, now_ms())
+            start = partition.retained.append(offset, 1, batch)
+            partition.log_start_offset = max(partition.log_start_offset, start)
+        self.log_grew()
+        return True
+
+    def _commit_transaction_offsets(
+        self, group_id: str, offsets: dict[tuple[str, int], CommittedOffset]
+    ) -> None:
+        group = (
+            self.groups.group(group_id) or self.groups.validate_commit(group_id, -1, "", None, 0)[1]
+        )
+        if group is None:
+            return  # a group that died meanwhile: Kafka drops its offsets likewise
+        for (topic, index), committed in offsets.items():
+            self.groups.commit(group, topic, index, committed)
+
+    def _ended(self, committed: bool) -> None:
+        self.stats.transactions["committed" if committed else "aborted"] += 1
 
     def log_grew(self) -> None:
         """Wake the Fetch requests held at a log end."""

@@ -151,6 +151,20 @@ class BrokerCollector(Collector):
         )
 
         yield _counter(
+            "nullbroker_transactions",
+            "Transactions ended, by outcome: committed, aborted (a transaction past its "
+            "timeout is aborted by the broker).",
+            "outcome",
+            stats.transactions,
+        )
+        yield _counter(
+            "nullbroker_transactional_records",
+            "Records written in transactions, by the outcome of their transaction.",
+            "outcome",
+            stats.transactional_records,
+        )
+
+        yield _counter(
             "nullbroker_node_requests",
             "Requests read, by the node of the cluster they were sent to (--brokers).",
             "node",

@@ -14,6 +14,7 @@ from codec import InvalidRecordBatch, crc_matches, read_batch_header
 
 from .producers import ProducerRegistry, SequenceVerdict
 from .topics import Partition
+from .transactions import PartitionTransactions
 
 
 class AppendResult(NamedTuple):
@@ -88,6 +89,11 @@ def append(
     if partition.retained is not None:  # --retain: kept for Fetch, as received
         start = partition.retained.append(base_offset, batch.record_count, records)
         partition.log_start_offset = max(partition.log_start_offset, start)
+    if batch.is_transactional:  # its records count once its transaction ends
+        transactions = partition.transactions
+        if transactions is None:
+            transactions = partition.transactions = PartitionTransactions()
+        transactions.wrote(batch.producer_id, base_offset, batch.record_count)
     produced = partition.produced
     produced.records += batch.record_count
     produced.bytes += batch.length

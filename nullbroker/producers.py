@@ -52,25 +52,12 @@ class ProducerRegistry:
         self._step = step
         """Ids go up by `step` from `first_id`: worker k of P processes hands out
         FIRST_PRODUCER_ID + k + n*P, so no two processes give a producer the same id."""
-        self._transactional: dict[str, tuple[int, int]] = {}
         self._sequences: dict[tuple[int, str, int], PartitionSequences] = {}
 
-    def init_producer(
-        self, transactional_id: str | None, producer_id: int = -1, producer_epoch: int = -1
-    ) -> tuple[int, int]:
-        """The (producer id, epoch) for an InitProducerId request.
-
-        A transactional id keeps its producer id and gets the next epoch each time; an
-        idempotent producer asking to bump its epoch (KIP-360) keeps its id too.
-        """
-        if transactional_id is not None:
-            known = self._transactional.get(transactional_id)
-            if known is None or known[1] >= MAX_EPOCH:
-                assigned = (self._allocate(), 0)
-            else:
-                assigned = (known[0], known[1] + 1)
-            self._transactional[transactional_id] = assigned
-            return assigned
+    def init_producer(self, producer_id: int = -1, producer_epoch: int = -1) -> tuple[int, int]:
+        """The (producer id, epoch) for an InitProducerId request without a transactional
+        id (nullbroker.transactions keeps those): a new id, or for an idempotent producer
+        asking to bump its epoch (KIP-360) the same id and the next epoch."""
         if producer_id >= 0 and 0 <= producer_epoch < MAX_EPOCH:
             return producer_id, producer_epoch + 1
         return self._allocate(), 0

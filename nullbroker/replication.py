@@ -34,6 +34,7 @@ from .broker import Answer, Broker, Endpoint, Session
 from .config import Config
 from .control import ControlChannel
 from .faults import FaultSpecError
+from .handlers.transactions import HANDLERS as TRANSACTION_HANDLERS
 from .producers import FIRST_PRODUCER_ID, PartitionSequences, ProducerRegistry
 from .stats import BrokerStats, peak_rss_bytes, rss_bytes
 from .topics import Topic
@@ -61,6 +62,9 @@ def changes_cluster(broker: Broker, request: Request) -> bool:
     )
 
 
+TRANSACTION_KEYS = frozenset(TRANSACTION_HANDLERS)
+
+
 class ReplicatingBroker(Broker):
     """A Broker in worker `worker` of `workers`: cluster changes go through the controller."""
 
@@ -75,6 +79,12 @@ class ReplicatingBroker(Broker):
         # by it keeps every worker's apart.
         self.producers = ProducerRegistry(FIRST_PRODUCER_ID + worker, config.brokers)
         self.topics.produce_auto_creates = False
+        # Transactions are served by one process only: their markers would have to reach
+        # partitions that other workers lead, which nothing carries yet.
+        self.handlers = {
+            key: handler for key, handler in self.handlers.items() if key not in TRANSACTION_KEYS
+        }
+        self.served = {key: served for key, served in self.served.items() if key in self.handlers}
         self.channel: ControlChannel | None = None
         self._replies: dict[int, tuple[trio.Event, list[Any]]] = {}
         self._request_ids = count()

@@ -36,6 +36,8 @@ log = logging.getLogger("nullbroker")
 DRAIN_SECONDS = 10.0
 PER_IP = "max_connections_per_ip"
 TLS_FAILED = "TlsHandshakeFailed"
+TRANSACTION_CHECK_SECONDS = 1.0
+"""How often open transactions are checked against their timeout."""
 HANDSHAKE_SECONDS = 10.0
 """How long a client on an SSL listener has to finish its TLS handshake."""
 
@@ -399,6 +401,7 @@ class BrokerServer:
                 services.start_soon(self._summarise_repeated_warnings)
                 services.start_soon(self.broker.idle_connections.run)
                 services.start_soon(self.broker.groups.run)
+                services.start_soon(self._abort_expired_transactions)
                 task_status.started(self)
                 await self._stop.wait()
                 services.cancel_scope.cancel()
@@ -546,6 +549,15 @@ class BrokerServer:
         for stream in streams:
             _reset(stream)
         return len(streams)
+
+    async def _abort_expired_transactions(self) -> None:
+        """Abort transactions left open past their timeout (transaction.timeout.ms), as
+        Kafka's coordinator does: checked every TRANSACTION_CHECK_SECONDS."""
+        while True:
+            await trio.sleep(TRANSACTION_CHECK_SECONDS)
+            expired = self.broker.transactions.expire()
+            if expired:
+                log.info("aborted %d transaction(s) open past their timeout", expired)
 
     async def _summarise_repeated_warnings(self) -> None:
         warnings = self.broker.warnings

@@ -113,6 +113,10 @@ class BrokerStats:
         self.connections = 0
         self.connections_total = 0
         self.node_connections: Counter[int] = Counter()
+        self.transactions: Counter[str] = Counter()
+        """Transactions ended, by outcome: committed, aborted."""
+        self.transactional_records: Counter[str] = Counter()
+        """Records written in transactions, by their transaction's outcome."""
         """Connections accepted, by the node of the cluster they reached."""
         self.node_requests: Counter[int] = Counter()
         """Requests read, by the node of the cluster they were sent to."""
@@ -217,6 +221,8 @@ class BrokerStats:
         self.connections += other.connections
         self.connections_total += other.connections_total
         self.node_connections.update(other.node_connections)
+        self.transactions.update(other.transactions)
+        self.transactional_records.update(other.transactional_records)
         self.node_requests.update(other.node_requests)
         self.faults.update(other.faults)
         self.protocol_errors.update(other.protocol_errors)

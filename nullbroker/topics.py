@@ -7,11 +7,15 @@ import re
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .retained import RetainedBatches
 from .source import RecordShape, SourceSpec, compressor
 from .source import now_ms as current_ms
 from .stats import FetchCounters, PartitionCounters
+
+if TYPE_CHECKING:
+    from .transactions import PartitionTransactions
 
 # Kafka's rule for topic names (kafka.common.internals.Topic).
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -48,6 +52,8 @@ class Partition:
     log_end_offset: int = 0
     retained: RetainedBatches | None = None
     """The newest produced batches, kept for Fetch (--retain); None: synthetic records."""
+    transactions: PartitionTransactions | None = None
+    """The transactions written here, for Fetch; None until the first one."""
 
 
 @dataclass(frozen=True, slots=True)

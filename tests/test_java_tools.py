@@ -17,7 +17,12 @@ from typing import Any
 
 import pytest
 
-from tests.broker_process import BrokerProcess, fetched_from_metrics, produced_from_metrics
+from tests.broker_process import (
+    BrokerProcess,
+    fetched_from_metrics,
+    produced_from_metrics,
+    samples,
+)
 from tests.conftest import StartBroker
 from tests.kafka_tools import requires_kafka_tools, run_tool
 
@@ -180,16 +185,28 @@ def test_kafka_producer_perf_test_with_its_defaults_is_counted_exactly(
     assert summary["connections_closed_on_error"] == {}
 
 
-@pytest.mark.skip(reason="transactions are not served yet (issue 14): AddPartitionsToTxn, EndTxn")
 def test_kafka_producer_perf_test_with_a_transactional_id_is_counted_exactly(
     start_broker: StartBroker,
 ) -> None:
-    broker: BrokerProcess = start_broker()
-    run_tool(
-        "kafka-producer-perf-test", "--topic", "txn", "--num-records", "1000",
+    broker: BrokerProcess = start_broker("--partitions", "4")
+    output = run_tool(
+        "kafka-producer-perf-test", "--topic", "txn", "--num-records", "20000",
         "--record-size", "100", "--throughput", "-1", "--transactional-id", "perf-txn",
+        "--transaction-duration-ms", "100",
         "--producer-props", f"bootstrap.servers={broker.bootstrap}",
     )  # fmt: skip
+    assert output.strip().splitlines()[-1].startswith("20000 records sent"), output
+    families = list(broker.scrape())
+    produced = produced_from_metrics(families)
+    assert sum(counts.records for counts in produced.values()) == 20000
+    transactions = samples(families, "nullbroker_transactions_total")
+    assert transactions[(("outcome", "committed"),)] >= 1
+    assert (("outcome", "aborted"),) not in transactions
+    records = samples(families, "nullbroker_transactional_records_total")
+    assert records[(("outcome", "committed"),)] == 20000
+    summary = broker.stop()
+    assert summary["requests"]["EndTxn"] == transactions[(("outcome", "committed"),)]
+    assert summary["errors"] == {}
 
 
 def json_events(output: str) -> list[dict[str, Any]]:

@@ -56,7 +56,7 @@ def test_auto_gives_one_process_per_core_and_at_most_one_per_node() -> None:
 
 def test_workers_hand_out_producer_ids_no_other_worker_does() -> None:
     workers = [ProducerRegistry(FIRST_PRODUCER_ID + worker, 3) for worker in range(3)]
-    ids = [registry.init_producer(None)[0] for registry in workers for _ in range(50)]
+    ids = [registry.init_producer()[0] for registry in workers for _ in range(50)]
     assert len(set(ids)) == len(ids) and min(ids) == FIRST_PRODUCER_ID
 
 

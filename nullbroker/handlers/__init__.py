@@ -14,6 +14,7 @@ from . import (
     offsets,
     produce,
     sasl,
+    transactions,
 )
 
 HANDLERS = {
@@ -26,6 +27,7 @@ HANDLERS = {
     **alter_configs.HANDLERS,
     **groups.HANDLERS,
     **sasl.HANDLERS,
+    **transactions.HANDLERS,
 }
 
 

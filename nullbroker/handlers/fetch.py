@@ -21,11 +21,13 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from codec import Request
+from codec.control_batch import control_batch
 from codec.fetch_response import FetchPartition, FetchTopic, fetch_response_parts, with_throttle
 from codec.framing import Buffer
 
 from ..source import now_ms
 from ..topics import Partition, Topic
+from ..transactions import PartitionTransactions
 from .common import counted, led_elsewhere
 
 if TYPE_CHECKING:
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 
 FETCH = 1
 FIRST_TOPIC_ID_VERSION = 13
-READ_COMMITTED = 1  # the isolation level; Kafka then answers empty aborted transactions
+READ_COMMITTED = 1  # the isolation level
 NO_LIMIT = 2**31 - 1
 NO_RECORDS: tuple[Buffer, ...] = ()
 
@@ -156,15 +158,21 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
     answer = _Answer(body=None)
     topics: list[FetchTopic] = []
     by_id = version >= FIRST_TOPIC_ID_VERSION
+    committed_only = body.isolation_level == READ_COMMITTED
     for wanted_topic in wanted:
         partitions = []
         for fetch in wanted_topic.partitions:
             asked, topic, partition = fetch.asked, fetch.topic, fetch.partition
             error, log_start, log_end = fetch.missing, -1, -1
             records: Sequence[Buffer] = NO_RECORDS
+            stable = -1
             if topic is not None and partition is not None:
                 topic.advance(now)
                 log_start, log_end = partition.log_start_offset, partition.log_end_offset
+                transactions = partition.transactions
+                stable = log_end
+                if transactions is not None:
+                    stable = transactions.last_stable_offset(log_end)
                 if log_start <= asked.fetch_offset <= log_end:
                     error = ErrorCode.none
                     limit = min(asked.partition_max_bytes, budget)
@@ -173,10 +181,18 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
                         records, count, size = partition.retained.read(
                             asked.fetch_offset, limit, first
                         )
-                    else:
+                    elif transactions is None:
                         records, count, size = _records(
                             topic, partition.index, asked.fetch_offset, log_end, limit, first
                         )
+                    else:
+                        # read_committed reads up to the last stable offset, and no record
+                        # of an aborted transaction.
+                        records, count, size = _transactional_records(
+                            topic, partition.index, asked.fetch_offset,
+                            stable if committed_only else log_end, limit, first,
+                            transactions, committed_only,
+                        )  # fmt: skip
                     if size:
                         answer.served.append((partition, count, size))
                         answer.bytes += size
@@ -187,14 +203,12 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
                 answer.errors.append(error)
             # Records are never null: librdkafka rejects a flexible response with null records.
             partitions.append(
-                FetchPartition(asked.partition, error, log_end, log_end, log_start, records)
+                FetchPartition(asked.partition, error, log_end, stable, log_start, records)
             )
         asked_topic = wanted_topic.asked
         topics.append((asked_topic.topic_id if by_id else asked_topic.topic, partitions))
     # Encoded here, around the batches, so they are copied once: into the response frame.
-    answer.body = fetch_response_parts(
-        version, topics, read_committed=body.isolation_level == READ_COMMITTED
-    )
+    answer.body = fetch_response_parts(version, topics, read_committed=committed_only)
     return answer
 
 
@@ -225,6 +239,55 @@ def _records(
         size += batch_size
         count += min(base + shape.batch_records, log_end) - max(base, offset)
         base += shape.batch_records
+    return parts, count, size
+
+
+def _transactional_records(
+    topic: Topic,
+    index: int,
+    offset: int,
+    end: int,
+    limit: int,
+    first: bool,
+    transactions: PartitionTransactions,
+    committed_only: bool,
+) -> tuple[list[Buffer], int, int]:
+    """`_records` for a partition that transactions wrote to: batches cut where markers
+    stand, each marker served as the control batch Kafka writes, and (`committed_only`)
+    the records of aborted transactions left out, as a read_committed consumer would
+    drop them. Consumers take the gaps as they take a compacted topic's."""
+    shape = topic.records
+    whole = shape.batch_records
+    parts: list[Buffer] = []
+    size = count = 0
+    for segment in transactions.segments(offset, end, committed_only):
+        base = segment.start
+        while base < segment.end:
+            marker = segment.marker
+            if marker is not None:
+                stop = base + 1
+                timestamp = shape.timestamp_ms(topic.created_ms, base)
+                batch: tuple[Buffer, ...] = (
+                    control_batch(base, marker.producer_id, marker.epoch, marker.commit, timestamp),
+                )
+                served = 0  # control records are never handed to the application
+            else:
+                aligned = shape.batch_base(base)
+                stop = min(aligned + whole, segment.end)
+                slot = aligned // whole % shape.pool if shape.pool > 1 else 0
+                batch = tuple(
+                    shape.template(stop - base, slot).render_parts(
+                        base, shape.timestamp_ms(topic.created_ms, base)
+                    )
+                )
+                served = stop - max(base, offset)
+            batch_size = sum(len(part) for part in batch)
+            if size + batch_size > limit and (parts or not first):
+                return parts, count, size
+            parts += batch
+            size += batch_size
+            count += served
+            base = stop
     return parts, count, size
 
 

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 PRODUCE = 0
 INIT_PRODUCER_ID = 22
+FIRST_PRODUCER_FENCED_INIT_VERSION = 4
+"""Before it (KIP-588), a fenced producer is told INVALID_PRODUCER_EPOCH."""
 
 
 def handle_produce(broker: Broker, request: Request, session: Session) -> bytes | None:
@@ -111,16 +113,28 @@ def _resolve_topic(broker: Broker, topic_data: Any) -> tuple[Topic | None, Error
 
 def handle_init_producer_id(broker: Broker, request: Request, session: Session) -> Any:
     body = request.body
-    producer_id, epoch = broker.producers.init_producer(
-        body.transactional_id,
-        getattr(body, "producer_id", -1),
-        getattr(body, "producer_epoch", -1),
-    )
-    types = response_module(INIT_PRODUCER_ID, request.header.api_version)
+    version = request.header.api_version
+    asked_id = getattr(body, "producer_id", -1)
+    asked_epoch = getattr(body, "producer_epoch", -1)
+    error = ErrorCode.none
+    if body.transactional_id is None:
+        producer_id, epoch = broker.producers.init_producer(asked_id, asked_epoch)
+    elif broker.cluster.coordinator(body.transactional_id) != session.node_id:
+        error, producer_id, epoch = ErrorCode.not_coordinator, -1, -1
+    else:
+        error, producer_id, epoch = broker.transactions.init(
+            body.transactional_id,
+            int(body.transaction_timeout.total_seconds() * 1000),
+            asked_id,
+            asked_epoch,
+        )
+        if error is ErrorCode.producer_fenced and version < FIRST_PRODUCER_FENCED_INIT_VERSION:
+            error = ErrorCode.invalid_producer_epoch
+    types = response_module(INIT_PRODUCER_ID, version)
     return make(
         types.InitProducerIdResponse,
         throttle_time=NO_THROTTLE,
-        error_code=ErrorCode.none,
+        error_code=counted(broker, error),
         producer_id=producer_id,
         producer_epoch=epoch,
     )

@@ -1,0 +1,253 @@
+"""The transaction coordinator's APIs: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and
+TxnOffsetCommit (InitProducerId with a transactional id is produce.py's). The state they
+change is nullbroker.transactions'."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from codec import Request
+from codec.entities import make, response_module
+
+from ..groups import NO_LEADER_EPOCH, CommittedOffset
+from ..transactions import TransactionError
+from .common import NO_THROTTLE, counted
+
+if TYPE_CHECKING:
+    from ..broker import Broker, Session
+
+ADD_PARTITIONS_TO_TXN = 24
+ADD_OFFSETS_TO_TXN = 25
+END_TXN = 26
+TXN_OFFSET_COMMIT = 28
+FIRST_BATCHED_ADD_PARTITIONS_VERSION = 4
+"""AddPartitionsToTxn v4+ (KIP-890) carries a list of transactions; brokers send it."""
+FIRST_PRODUCER_FENCED_VERSION = 2
+"""Before these versions (KIP-588), clients know a fenced producer as INVALID_PRODUCER_EPOCH."""
+
+
+def _refused(broker: Broker, session: Session, transactional_id: str) -> ErrorCode | None:
+    """NOT_COORDINATOR when another node coordinates the id, as for groups."""
+    cluster = broker.cluster
+    if cluster.size > 1 and cluster.coordinator(transactional_id) != session.node_id:
+        return ErrorCode.not_coordinator
+    return None
+
+
+def _coordinated(
+    broker: Broker, session: Session, key: str, version: int, change: Callable[[], object]
+) -> ErrorCode:
+    """A transactional request's error: NOT_COORDINATOR on the wrong node, else what
+    `change` (a call on the transaction coordinator) refused it with, else none."""
+    refused = _refused(broker, session, key)
+    if refused is not None:
+        return refused
+    try:
+        change()
+    except TransactionError as error:
+        return _for_version(error.code, version)
+    return ErrorCode.none
+
+
+def _for_version(error: ErrorCode, version: int) -> ErrorCode:
+    if error is ErrorCode.producer_fenced and version < FIRST_PRODUCER_FENCED_VERSION:
+        return ErrorCode.invalid_producer_epoch
+    return error
+
+
+def handle_add_partitions_to_txn(broker: Broker, request: Request, session: Session) -> Any:
+    version = request.header.api_version
+    types = response_module(ADD_PARTITIONS_TO_TXN, version)
+    body = request.body
+    if version < FIRST_BATCHED_ADD_PARTITIONS_VERSION:
+        # One transaction, from its producer, in fields named for these versions.
+        transaction = SimpleNamespace(
+            transactional_id=body.v3_and_below_transactional_id,
+            producer_id=body.v3_and_below_producer_id,
+            producer_epoch=body.v3_and_below_producer_epoch,
+            topics=body.v3_and_below_topics,
+        )
+        return make(
+            types.AddPartitionsToTxnResponse,
+            throttle_time=NO_THROTTLE,
+            results_by_topic_v3_and_below=_add_partitions(
+                broker, session, transaction, version, types.AddPartitionsToTxnTopicResult
+            ),
+        )
+    return make(
+        types.AddPartitionsToTxnResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        results_by_transaction=tuple(
+            make(
+                types.AddPartitionsToTxnResult,
+                transactional_id=transaction.transactional_id,
+                topic_results=_add_partitions(
+                    broker, session, transaction, version, types.AddPartitionsToTxnTopicResult
+                ),
+            )
+            for transaction in body.transactions
+        ),
+    )
+
+
+def _add_partitions(
+    broker: Broker, session: Session, asked: Any, version: int, topic_result: type[Any]
+) -> tuple[Any, ...]:
+    """One transaction's partitions added (or, verify_only, checked): a result per topic,
+    an error per partition."""
+    types = response_module(ADD_PARTITIONS_TO_TXN, version)
+    wanted = [(topic.name, index) for topic in asked.topics for index in topic.partitions]
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    unknown = [
+        (name, index)
+        for name, index in wanted
+        if (topic := broker.topics.get(name)) is None or not 0 <= index < len(topic.partitions)
+    ]
+    refused = _refused(broker, session, asked.transactional_id)
+    if refused is None and unknown:
+        # As Kafka: nothing is added; the unknown partitions say why, the rest wait.
+        refused = ErrorCode.operation_not_attempted
+        errors = dict.fromkeys(unknown, ErrorCode.unknown_topic_or_partition)
+    transactions = broker.transactions
+    if refused is None:
+        try:
+            if getattr(asked, "verify_only", False):
+                errors = transactions.has_partitions(
+                    asked.transactional_id, asked.producer_id, asked.producer_epoch, wanted
+                )
+            else:
+                transactions.add_partitions(
+                    asked.transactional_id, asked.producer_id, asked.producer_epoch, wanted
+                )
+                refused = ErrorCode.none
+        except TransactionError as error:
+            refused = _for_version(error.code, version)
+    results = []
+    for topic in asked.topics:
+        partitions = tuple(
+            make(
+                types.AddPartitionsToTxnPartitionResult,
+                partition_index=index,
+                partition_error_code=counted(
+                    broker, errors.get((topic.name, index), refused or ErrorCode.none)
+                ),
+            )
+            for index in topic.partitions
+        )
+        results.append(make(topic_result, name=topic.name, results_by_partition=partitions))
+    return tuple(results)
+
+
+def handle_add_offsets_to_txn(broker: Broker, request: Request, session: Session) -> Any:
+    version = request.header.api_version
+    body = request.body
+    error = _coordinated(
+        broker,
+        session,
+        body.transactional_id,
+        version,
+        partial(
+            broker.transactions.add_offsets,
+            body.transactional_id,
+            body.producer_id,
+            body.producer_epoch,
+            body.group_id,
+        ),
+    )
+    types = response_module(ADD_OFFSETS_TO_TXN, version)
+    return make(
+        types.AddOffsetsToTxnResponse, throttle_time=NO_THROTTLE, error_code=counted(broker, error)
+    )
+
+
+def handle_end_txn(broker: Broker, request: Request, session: Session) -> Any:
+    version = request.header.api_version
+    body = request.body
+    error = _coordinated(
+        broker,
+        session,
+        body.transactional_id,
+        version,
+        partial(
+            broker.transactions.end,
+            body.transactional_id,
+            body.producer_id,
+            body.producer_epoch,
+            body.committed,
+        ),
+    )
+    types = response_module(END_TXN, version)
+    fields: dict[str, Any] = {}
+    if version >= 5:  # KIP-890: the producer's id and epoch after the transaction
+        fields = {"producer_id": body.producer_id, "producer_epoch": body.producer_epoch}
+    return make(
+        types.EndTxnResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=counted(broker, error),
+        **fields,
+    )
+
+
+def handle_txn_offset_commit(broker: Broker, request: Request, session: Session) -> Any:
+    """Offsets committed with the transaction: staged by the transaction coordinator, and
+    committed to the group when the transaction commits. The group's coordinator answers
+    (the group id decides the node, as for OffsetCommit)."""
+    version = request.header.api_version
+    types = response_module(TXN_OFFSET_COMMIT, version)
+    body = request.body
+    wanted = {
+        (topic.name, partition.partition_index): CommittedOffset(
+            partition.committed_offset,
+            getattr(partition, "committed_leader_epoch", NO_LEADER_EPOCH),
+            partition.committed_metadata or "",
+        )
+        for topic in body.topics
+        for partition in topic.partitions
+    }
+    error = _coordinated(
+        broker,
+        session,
+        body.group_id,
+        version,
+        partial(
+            broker.transactions.stage_offsets,
+            body.transactional_id,
+            body.producer_id,
+            body.producer_epoch,
+            body.group_id,
+            wanted,
+        ),
+    )
+    return make(
+        types.TxnOffsetCommitResponse,
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            make(
+                types.TxnOffsetCommitResponseTopic,
+                name=topic.name,
+                partitions=tuple(
+                    make(
+                        types.TxnOffsetCommitResponsePartition,
+                        partition_index=partition.partition_index,
+                        error_code=counted(broker, error),
+                    )
+                    for partition in topic.partitions
+                ),
+            )
+            for topic in body.topics
+        ),
+    )
+
+
+HANDLERS = {
+    ADD_PARTITIONS_TO_TXN: handle_add_partitions_to_txn,
+    ADD_OFFSETS_TO_TXN: handle_add_offsets_to_txn,
+    END_TXN: handle_end_txn,
+    TXN_OFFSET_COMMIT: handle_txn_offset_commit,
+}

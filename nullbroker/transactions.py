@@ -1,0 +1,292 @@
+"""Transactions (KIP-98): the coordinator's view of each transactional id, and what a
+partition's log keeps of the transactions written to it.
+
+The coordinator hands out a transactional id's producer id and epochs (fencing the older
+producer), learns which partitions and groups a transaction touches, stages its offset
+commits, and ends it: a commit or abort marker takes one offset in every partition the
+transaction wrote, as in Kafka, and staged offsets are committed to their groups only on a
+commit. A transaction left open past its timeout is aborted by the broker.
+
+A partition keeps, for Fetch, the spans of offsets written transactionally, its markers,
+and the first offset of each transaction still open: the last stable offset, up to which a
+read_committed consumer may read. Nothing else is stored: the records themselves stay
+synthetic, and a read_committed Fetch skips the aborted spans.
+"""
+
+from __future__ import annotations
+
+import time
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import NamedTuple
+
+from kio.schema.errors import ErrorCode
+
+from .groups import CommittedOffset
+from .producers import MAX_EPOCH, ProducerRegistry
+
+MAX_TIMEOUT_MS = 15 * 60 * 1000
+"""Kafka's transaction.max.timeout.ms: a producer asking for more is refused."""
+
+
+class TxnState(StrEnum):
+    """A transaction's state, as DescribeTransactions names it."""
+
+    EMPTY = "Empty"
+    ONGOING = "Ongoing"
+    COMPLETE_COMMIT = "CompleteCommit"
+    COMPLETE_ABORT = "CompleteAbort"
+
+
+@dataclass(slots=True)
+class Transaction:
+    """One transactional id's producer and its current transaction."""
+
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    timeout_ms: int
+    state: TxnState = TxnState.EMPTY
+    partitions: set[tuple[str, int]] = field(default_factory=set)
+    groups: set[str] = field(default_factory=set)
+    offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
+    """TxnOffsetCommit's offsets by group, committed with the transaction."""
+    started: float = 0.0
+    """When the transaction began (time.monotonic), for its timeout."""
+
+
+class Segment(NamedTuple):
+    """A stretch of a partition's offsets as a Fetch serves it: records, or a marker."""
+
+    start: int
+    end: int
+    marker: Marker | None = None
+
+
+class Marker(NamedTuple):
+    """A commit or abort marker: a control batch of one record at its offset."""
+
+    producer_id: int
+    epoch: int
+    commit: bool
+
+
+@dataclass(slots=True)
+class _Span:
+    start: int
+    end: int
+    producer_id: int
+    aborted: bool = False
+
+
+@dataclass(slots=True)
+class PartitionTransactions:
+    """What a partition's log knows of the transactions written to it."""
+
+    open: dict[int, tuple[int, list[_Span]]] = field(default_factory=dict)
+    """Each producer with a transaction open here: its first offset, and its spans."""
+    spans: list[_Span] = field(default_factory=list)
+    """Transactional records, in offset order."""
+    markers: dict[int, Marker] = field(default_factory=dict)
+    marker_offsets: list[int] = field(default_factory=list)
+
+    def wrote(self, producer_id: int, base_offset: int, count: int) -> None:
+        """A transactional batch of `count` records went in at `base_offset`."""
+        span = _Span(base_offset, base_offset + count, producer_id)
+        self.spans.append(span)
+        opened = self.open.get(producer_id)
+        if opened is None:
+            self.open[producer_id] = (base_offset, [span])
+        else:
+            opened[1].append(span)
+
+    def end(self, marker_offset: int, marker: Marker) -> int:
+        """The producer's transaction ends here, with its marker at `marker_offset`: the
+        number of records it wrote here."""
+        opened = self.open.pop(marker.producer_id, None)
+        self.markers[marker_offset] = marker
+        self.marker_offsets.append(marker_offset)
+        if opened is None:
+            return 0
+        if not marker.commit:
+            for span in opened[1]:
+                span.aborted = True
+        return sum(span.end - span.start for span in opened[1])
+
+    def last_stable_offset(self, log_end: int) -> int:
+        """The first offset of the oldest transaction still open, else the log end."""
+        if not self.open:
+            return log_end
+        return min(first for first, _ in self.open.values())
+
+    def segments(self, start: int, end: int, committed_only: bool) -> Iterator[Segment]:
+        """The offsets from `start` to `end` as records and markers, in order; records of
+        aborted transactions left out when `committed_only` (a read_committed Fetch)."""
+        skipped: list[tuple[int, int]] = []
+        if committed_only:
+            skipped = [
+                (span.start, span.end)
+                for span in self.spans
+                if span.aborted and span.end > start and span.start < end
+            ]
+        markers = self.marker_offsets
+        index = bisect_right(markers, start - 1)
+        stops = sorted(
+            [(offset, offset + 1) for offset in markers[index:] if offset < end] + skipped
+        )
+        position = start
+        for stop_start, stop_end in stops:
+            if stop_start > position:
+                yield Segment(position, stop_start)
+            marker = self.markers.get(stop_start) if stop_end == stop_start + 1 else None
+            if marker is not None and stop_start >= position:
+                yield Segment(stop_start, stop_end, marker)
+            position = max(position, stop_end)
+        if position < end:
+            yield Segment(position, end)
+
+
+MarkerWriter = Callable[[str, int, Marker], bool]
+"""Writes a marker into a partition (topic, index): False if there is no such partition."""
+
+
+class TransactionCoordinator:
+    """Every transactional id this broker coordinates, and what its transaction touched."""
+
+    def __init__(
+        self,
+        producers: ProducerRegistry,
+        write_marker: MarkerWriter,
+        commit_offsets: Callable[[str, dict[tuple[str, int], CommittedOffset]], None],
+        ended: Callable[[bool], None],
+    ) -> None:
+        self._producers = producers
+        self._write_marker = write_marker
+        self._commit_offsets = commit_offsets
+        self._ended = ended
+        """Told of every transaction that ends: True for a commit (the accounts)."""
+        self.transactions: dict[str, Transaction] = {}
+
+    def init(
+        self, transactional_id: str, timeout_ms: int, producer_id: int, epoch: int
+    ) -> tuple[ErrorCode, int, int]:
+        """InitProducerId for a transactional id: (error, producer id, epoch). A new
+        producer of the id gets the next epoch, which fences the one before; its open
+        transaction, if any, is aborted first."""
+        if not 0 < timeout_ms <= MAX_TIMEOUT_MS:
+            return ErrorCode.invalid_transaction_timeout, -1, -1
+        known = self.transactions.get(transactional_id)
+        if known is not None and producer_id >= 0 and producer_id != known.producer_id:
+            return ErrorCode.invalid_producer_id_mapping, -1, -1
+        if known is not None and known.state is TxnState.ONGOING:
+            self._end(known, commit=False)
+        if known is None or known.epoch >= MAX_EPOCH - 1:
+            assigned_id, assigned_epoch = self._producers.init_producer()
+        else:
+            assigned_id, assigned_epoch = known.producer_id, known.epoch + 1
+        self.transactions[transactional_id] = Transaction(
+            transactional_id, assigned_id, assigned_epoch, timeout_ms
+        )
+        return ErrorCode.none, assigned_id, assigned_epoch
+
+    def _current(self, transactional_id: str, producer_id: int, epoch: int) -> Transaction:
+        """The transaction of a request from this producer; raises TransactionError."""
+        transaction = self.transactions.get(transactional_id)
+        if transaction is None or transaction.producer_id != producer_id:
+            raise TransactionError(ErrorCode.invalid_producer_id_mapping)
+        if transaction.epoch != epoch:
+            raise TransactionError(ErrorCode.producer_fenced)
+        return transaction
+
+    def add_partitions(
+        self, transactional_id: str, producer_id: int, epoch: int, partitions: list[tuple[str, int]]
+    ) -> ErrorCode:
+        transaction = self._current(transactional_id, producer_id, epoch)
+        self._begin(transaction)
+        transaction.partitions.update(partitions)
+        return ErrorCode.none
+
+    def has_partitions(
+        self, transactional_id: str, producer_id: int, epoch: int, partitions: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """AddPartitionsToTxn's verify_only: which of `partitions` the transaction holds."""
+        transaction = self._current(transactional_id, producer_id, epoch)
+        ongoing = transaction.state is TxnState.ONGOING
+        return {
+            partition: ErrorCode.none
+            if ongoing and partition in transaction.partitions
+            else ErrorCode.invalid_txn_state
+            for partition in partitions
+        }
+
+    def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group: str) -> None:
+        transaction = self._current(transactional_id, producer_id, epoch)
+        self._begin(transaction)
+        transaction.groups.add(group)
+
+    def stage_offsets(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        group: str,
+        offsets: dict[tuple[str, int], CommittedOffset],
+    ) -> None:
+        """TxnOffsetCommit: offsets committed to `group` if the transaction commits."""
+        transaction = self._current(transactional_id, producer_id, epoch)
+        if group not in transaction.groups or transaction.state is not TxnState.ONGOING:
+            raise TransactionError(ErrorCode.invalid_txn_state)
+        transaction.offsets.setdefault(group, {}).update(offsets)
+
+    def end(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> None:
+        """EndTxn: write the markers, and commit the staged offsets on a commit. A retried
+        EndTxn of a transaction that already ended the same way is answered again."""
+        transaction = self._current(transactional_id, producer_id, epoch)
+        state = transaction.state
+        if state is TxnState.ONGOING:
+            self._end(transaction, commit)
+        elif state is not (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT):
+            raise TransactionError(ErrorCode.invalid_txn_state)
+
+    def expire(self, now: float | None = None) -> int:
+        """Abort every transaction open past its timeout; how many there were."""
+        now = time.monotonic() if now is None else now
+        expired = [
+            transaction
+            for transaction in self.transactions.values()
+            if transaction.state is TxnState.ONGOING
+            and now - transaction.started > transaction.timeout_ms / 1000
+        ]
+        for transaction in expired:
+            self._end(transaction, commit=False)
+            # As Kafka does: the epoch is bumped, so the producer that let it expire is fenced.
+            transaction.epoch = min(transaction.epoch + 1, MAX_EPOCH)
+        return len(expired)
+
+    def _begin(self, transaction: Transaction) -> None:
+        if transaction.state is not TxnState.ONGOING:
+            transaction.state = TxnState.ONGOING
+            transaction.partitions = set()
+            transaction.groups = set()
+            transaction.offsets = {}
+            transaction.started = time.monotonic()
+
+    def _end(self, transaction: Transaction, commit: bool) -> None:
+        marker = Marker(transaction.producer_id, transaction.epoch, commit)
+        for topic, index in sorted(transaction.partitions):
+            self._write_marker(topic, index, marker)
+        if commit:
+            for group, offsets in transaction.offsets.items():
+                self._commit_offsets(group, offsets)
+        transaction.state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        self._ended(commit)
+
+
+class TransactionError(Exception):
+    """A transactional request refused with `code`."""
+
+    def __init__(self, code: ErrorCode) -> None:
+        super().__init__(code.name)
+        self.code = code

@@ -1,0 +1,213 @@
+"""Transactions (issue 14): confluent-kafka's transactional producer commits and aborts;
+read_committed consumers read exactly the committed records, read_uncommitted ones all of
+them; a fenced producer gets librdkafka's fatal _FENCED; consume-transform-produce commits
+exactly its input with send_offsets_to_transaction; a transaction past its timeout is
+aborted by the broker. Kafka's own perf test with --transactional-id is in
+test_java_tools.py.
+
+The records a consumer reads are the broker's synthetic ones for the produced offsets (it
+keeps nothing): the tests count them, by partition, and read their offsets."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from codec.control_batch import control_batch
+from codec.record_batch import read_batch_header
+from nullbroker.transactions import Marker, PartitionTransactions, Segment
+from tests.broker_process import BrokerProcess, samples
+from tests.conftest import StartBroker
+
+
+def transactional(broker: BrokerProcess, transactional_id: str, **settings: Any) -> Producer:
+    producer = Producer({
+        "bootstrap.servers": broker.bootstrap, "transactional.id": transactional_id,
+        "linger.ms": 5, **settings,
+    })  # fmt: skip
+    producer.init_transactions(30)
+    return producer
+
+
+def produce_in_transaction(producer: Producer, topic: str, records: int, commit: bool) -> None:
+    producer.begin_transaction()
+    for index in range(records):
+        producer.produce(topic, value=b"v" * 50, partition=index % 2)
+    # Sent before the end: librdkafka purges what it has not sent when it aborts.
+    assert producer.flush(30) == 0
+    if commit:
+        producer.commit_transaction(30)
+    else:
+        producer.abort_transaction(30)
+
+
+def read_all(broker: BrokerProcess, topic: str, isolation: str, partitions: int = 2) -> list[int]:
+    """Every record's offset a consumer with `isolation` reads from the topic's start,
+    until nothing more comes."""
+    consumer = Consumer({
+        "bootstrap.servers": broker.bootstrap, "group.id": f"reader-{isolation}",
+        "isolation.level": isolation, "enable.auto.commit": False,
+    })  # fmt: skip
+    consumer.assign([TopicPartition(topic, index, 0) for index in range(partitions)])
+    offsets: list[int] = []
+    quiet_since = time.monotonic()
+    deadline = time.monotonic() + 30
+    while time.monotonic() - quiet_since < 2 and time.monotonic() < deadline:
+        message = consumer.poll(0.2)
+        if message is None:
+            continue
+        assert message.error() is None, message.error()
+        offsets.append(message.offset())
+        quiet_since = time.monotonic()
+    consumer.close()
+    return offsets
+
+
+@pytest.mark.clients
+def test_read_committed_reads_exactly_the_committed_records_and_read_uncommitted_all(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--partitions", "2")
+    producer = transactional(broker, "orders")
+    produce_in_transaction(producer, "orders", 100, commit=True)
+    produce_in_transaction(producer, "orders", 50, commit=False)
+    produce_in_transaction(producer, "orders", 30, commit=True)
+    committed = read_all(broker, "orders", "read_committed")
+    everything = read_all(broker, "orders", "read_uncommitted")
+    assert len(committed) == 130
+    assert len(everything) == 180
+    # Per partition: 50 committed at 0-49, a marker at 50, 25 aborted at 51-75, a marker
+    # at 76, 15 committed at 77-91, a marker at 92: each marker took one offset.
+    assert sorted(set(committed)) == [*range(50), *range(77, 92)]
+    assert sorted(set(everything)) == [*range(50), *range(51, 76), *range(77, 92)]
+    families = list(broker.scrape())
+    ended = samples(families, "nullbroker_transactions_total")
+    assert ended[(("outcome", "committed"),)] == 2
+    assert ended[(("outcome", "aborted"),)] == 1
+    records = samples(families, "nullbroker_transactional_records_total")
+    assert records[(("outcome", "committed"),)] == 130
+    assert records[(("outcome", "aborted"),)] == 50
+
+
+@pytest.mark.clients
+def test_an_open_transaction_holds_read_committed_consumers_at_its_first_offset(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--partitions", "2")
+    producer = transactional(broker, "open")
+    produce_in_transaction(producer, "open", 20, commit=True)
+    producer.begin_transaction()
+    for index in range(10):
+        producer.produce("open", value=b"o", partition=index % 2)
+    assert producer.flush(30) == 0
+    # Open: read_committed stops at the last stable offset, read_uncommitted reads on.
+    assert len(read_all(broker, "open", "read_committed")) == 20
+    assert len(read_all(broker, "open", "read_uncommitted")) == 30
+    producer.commit_transaction(30)
+    assert len(read_all(broker, "open", "read_committed")) == 30
+
+
+@pytest.mark.clients
+def test_a_newer_producer_of_the_same_id_fences_the_older(start_broker: StartBroker) -> None:
+    broker = start_broker("--partitions", "2")
+    older = transactional(broker, "fence-me")
+    produce_in_transaction(older, "fenced", 10, commit=True)
+    transactional(broker, "fence-me")  # the same id, again: the next epoch
+    older.begin_transaction()
+    older.produce("fenced", value=b"late", partition=0)
+    with pytest.raises(KafkaException) as raised:
+        older.commit_transaction(30)
+    error: KafkaError = raised.value.args[0]
+    assert error.code() == KafkaError._FENCED and error.fatal(), error
+
+
+@pytest.mark.clients
+def test_consume_transform_produce_commits_exactly_its_input(start_broker: StartBroker) -> None:
+    broker = start_broker(
+        "--partitions", "2", "--source", "input:partitions=2,records=300,size=20"
+    )  # fmt: skip
+    consumer = Consumer({
+        "bootstrap.servers": broker.bootstrap, "group.id": "transformer",
+        "enable.auto.commit": False, "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",
+    })  # fmt: skip
+    consumer.subscribe(["input"])
+    producer = transactional(broker, "transformer")
+    consumed = 0
+    deadline = time.monotonic() + 60
+    while consumed < 600 and time.monotonic() < deadline:
+        messages = consumer.consume(100, 1.0)
+        if not messages:
+            continue
+        producer.begin_transaction()
+        for message in messages:
+            assert message.error() is None, message.error()
+            producer.produce("output", value=message.value(), partition=message.partition())
+        producer.send_offsets_to_transaction(
+            consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 30
+        )
+        producer.commit_transaction(30)
+        consumed += len(messages)
+    assert consumed == 600
+    committed = consumer.committed([TopicPartition("input", 0), TopicPartition("input", 1)], 30)
+    assert [partition.offset for partition in committed] == [300, 300]
+    consumer.close()
+    assert len(read_all(broker, "output", "read_committed")) == 600
+
+
+@pytest.mark.clients
+def test_a_transaction_past_its_timeout_is_aborted_by_the_broker(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--partitions", "2")
+    producer = transactional(broker, "slow", **{"transaction.timeout.ms": 1000})
+    producer.begin_transaction()
+    for index in range(10):
+        producer.produce("slow", value=b"s", partition=index % 2)
+    assert producer.flush(30) == 0
+    families = broker.scrape_until(
+        lambda families: (
+            (("outcome", "aborted"),) in samples(families, "nullbroker_transactions_total")
+        )
+    )
+    assert samples(families, "nullbroker_transactions_total")[(("outcome", "aborted"),)] == 1
+    assert "aborted 1 transaction(s) open past their timeout" in broker.stderr_text()
+    assert read_all(broker, "slow", "read_committed") == []
+    # The producer that let it expire is fenced when it tries to commit.
+    with pytest.raises(KafkaException):
+        producer.commit_transaction(30)
+
+
+def test_a_partition_serves_markers_and_leaves_aborted_records_out_when_asked() -> None:
+    log = PartitionTransactions()
+    log.wrote(7, 0, 10)  # producer 7: offsets 0-9
+    log.wrote(8, 10, 5)  # producer 8: offsets 10-14
+    assert log.last_stable_offset(15) == 0
+    log.end(15, Marker(7, 0, commit=False))
+    assert log.last_stable_offset(16) == 10
+    log.end(16, Marker(8, 0, commit=True))
+    assert log.last_stable_offset(17) == 17
+    assert list(log.segments(0, 17, committed_only=False)) == [
+        Segment(0, 15),
+        Segment(15, 16, Marker(7, 0, False)),
+        Segment(16, 17, Marker(8, 0, True)),
+    ]
+    assert list(log.segments(3, 17, committed_only=True)) == [
+        Segment(10, 15),
+        Segment(15, 16, Marker(7, 0, False)),
+        Segment(16, 17, Marker(8, 0, True)),
+    ]
+
+
+def test_a_marker_is_a_transactional_control_batch_of_one_record() -> None:
+    batch = control_batch(42, 1000, 3, True, 1_700_000_000_000)
+    header = read_batch_header(batch)
+    assert header.base_offset == 42 and header.length == len(batch)
+    assert header.is_control and header.is_transactional
+    assert (header.producer_id, header.producer_epoch, header.record_count) == (1000, 3, 1)
+    # The control record's key: version 0, type 1 (commit); an abort's type is 0.
+    assert batch[-12:-8] == b"\x00\x00\x00\x01"
+    assert control_batch(42, 1000, 3, False, 0)[-12:-8] == b"\x00\x00\x00\x00"
