@@ -64,6 +64,9 @@ KAFKA_4_RANGES: dict[int, ApiRange] = _ranges(
     (44, "IncrementalAlterConfigs", 0, 1),
     (47, "OffsetDelete", 0, 0),
     (60, "DescribeCluster", 0, 2),
+    (61, "DescribeProducers", 0, 0),
+    (65, "DescribeTransactions", 0, 0),
+    (66, "ListTransactions", 0, 1),
     (75, "DescribeTopicPartitions", 0, 0),
 )
 """Every API nullbroker may serve; the broker advertises the subset it has handlers for."""

@@ -121,6 +121,14 @@ class ProducerRegistry:
         state.last_sequence = last_sequence
         state.recent.append(_RecentBatch(first_sequence, last_sequence, base_offset))
 
+    def on_partition(self, topic: str, partition: int) -> list[tuple[int, PartitionSequences]]:
+        """Every producer's sequence state on a partition, by producer id (DescribeProducers)."""
+        return [
+            (key[0], state)
+            for key, state in self._sequences.items()
+            if key[1] == topic and key[2] == partition
+        ]
+
     def take_partition(self, topic: str, partition: int) -> list[tuple[int, PartitionSequences]]:
         """Every producer's sequence state on a partition, by producer id, leaving none: the
         partition's leader is moving to another process (`--processes`)."""

@@ -55,6 +55,8 @@ class Transaction:
     """TxnOffsetCommit's offsets by group, committed with the transaction."""
     started: float = 0.0
     """When the transaction began (time.monotonic), for its timeout."""
+    started_ms: int = -1
+    """When it began, in ms since the epoch (DescribeTransactions); -1 while none is open."""
 
 
 class Segment(NamedTuple):
@@ -272,6 +274,7 @@ class TransactionCoordinator:
             transaction.groups = set()
             transaction.offsets = {}
             transaction.started = time.monotonic()
+            transaction.started_ms = int(time.time() * 1000)
 
     def _end(self, transaction: Transaction, commit: bool) -> None:
         marker = Marker(transaction.producer_id, transaction.epoch, commit)
@@ -281,6 +284,7 @@ class TransactionCoordinator:
             for group, offsets in transaction.offsets.items():
                 self._commit_offsets(group, offsets)
         transaction.state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        transaction.started_ms = -1
         self._ended(commit)
 
 

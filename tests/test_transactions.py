@@ -21,6 +21,7 @@ from codec.record_batch import read_batch_header
 from nullbroker.transactions import Marker, PartitionTransactions, Segment
 from tests.broker_process import BrokerProcess, samples
 from tests.conftest import StartBroker
+from tests.kafka_tools import requires_kafka_tools, run_tool
 
 
 def transactional(broker: BrokerProcess, transactional_id: str, **settings: Any) -> Producer:
@@ -211,3 +212,33 @@ def test_a_marker_is_a_transactional_control_batch_of_one_record() -> None:
     # The control record's key: version 0, type 1 (commit); an abort's type is 0.
     assert batch[-12:-8] == b"\x00\x00\x00\x01"
     assert control_batch(42, 1000, 3, False, 0)[-12:-8] == b"\x00\x00\x00\x00"
+
+
+@pytest.mark.clients
+@requires_kafka_tools
+def test_kafka_transactions_lists_and_describes_an_open_transaction_and_its_producers(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--partitions", "2")
+    producer = transactional(broker, "open-txn")
+    producer.begin_transaction()
+    for index in range(10):
+        producer.produce("watched", value=b"w", partition=index % 2)
+    assert producer.flush(30) == 0
+
+    def rows(*arguments: str) -> list[list[str]]:
+        output = run_tool("kafka-transactions", "--bootstrap-server", broker.bootstrap, *arguments)
+        return [line.split() for line in output.strip().splitlines()[1:]]
+
+    [listed] = rows("list")
+    assert listed[0] == "open-txn" and listed[3] == "Ongoing"
+    producer_id = listed[2]
+    [described] = rows("describe", "--transactional-id", "open-txn")
+    assert described[1:5] == ["open-txn", producer_id, "0", "Ongoing"]
+    assert sorted(described[-1].split(",")) == ["watched-0", "watched-1"]
+    # Five records on partition 0 (sequences 0-4), in a transaction that began at offset 0.
+    [state] = rows("describe-producers", "--topic", "watched", "--partition", "0")
+    assert state[0] == producer_id and state[3] == "4" and state[5] == "0"
+    producer.commit_transaction(30)
+    [state] = rows("describe-producers", "--topic", "watched", "--partition", "0")
+    assert state[5] == "None"  # none open now (the tool prints -1 so)

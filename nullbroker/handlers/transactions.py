@@ -4,6 +4,8 @@ change is nullbroker.transactions'."""
 
 from __future__ import annotations
 
+import datetime
+import time
 from collections.abc import Callable
 from functools import partial
 from types import SimpleNamespace
@@ -15,16 +17,20 @@ from codec import Request
 from codec.entities import make, response_module
 
 from ..groups import NO_LEADER_EPOCH, CommittedOffset
-from ..transactions import TransactionError
-from .common import NO_THROTTLE, counted
+from ..transactions import TransactionError, TxnState
+from .common import NO_THROTTLE, counted, led_elsewhere
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
+    from ..topics import Partition
 
 ADD_PARTITIONS_TO_TXN = 24
 ADD_OFFSETS_TO_TXN = 25
 END_TXN = 26
 TXN_OFFSET_COMMIT = 28
+DESCRIBE_PRODUCERS = 61
+DESCRIBE_TRANSACTIONS = 65
+LIST_TRANSACTIONS = 66
 FIRST_BATCHED_ADD_PARTITIONS_VERSION = 4
 """AddPartitionsToTxn v4+ (KIP-890) carries a list of transactions; brokers send it."""
 FIRST_PRODUCER_FENCED_VERSION = 2
@@ -245,7 +251,143 @@ def handle_txn_offset_commit(broker: Broker, request: Request, session: Session)
     )
 
 
+def handle_describe_transactions(broker: Broker, request: Request, session: Session) -> Any:
+    """What `kafka-transactions describe` shows: each id's producer, state and partitions."""
+    types = response_module(DESCRIBE_TRANSACTIONS, request.header.api_version)
+    states = []
+    for transactional_id in request.body.transactional_ids:
+        transaction = broker.transactions.transactions.get(transactional_id)
+        error = _refused(broker, session, transactional_id)
+        if error is None and transaction is None:
+            error = ErrorCode.transactional_id_not_found
+        fields: dict[str, Any] = {
+            "transaction_state": "", "transaction_timeout": datetime.timedelta(0),
+            "transaction_start_time": _datetime(-1), "producer_id": -1, "producer_epoch": -1,
+            "topics": (),
+        }  # fmt: skip
+        if error is None and transaction is not None:
+            error = ErrorCode.none
+            by_topic: dict[str, list[int]] = {}
+            for topic, index in sorted(transaction.partitions):
+                by_topic.setdefault(topic, []).append(index)
+            fields = {
+                "transaction_state": transaction.state.value,
+                "transaction_timeout": datetime.timedelta(milliseconds=transaction.timeout_ms),
+                "transaction_start_time": _datetime(transaction.started_ms),
+                "producer_id": transaction.producer_id,
+                "producer_epoch": transaction.epoch,
+                "topics": tuple(
+                    make(types.TopicData, topic=topic, partitions=tuple(indexes))
+                    for topic, indexes in by_topic.items()
+                )
+                if transaction.state is TxnState.ONGOING
+                else (),
+            }
+        states.append(
+            make(
+                types.TransactionState,
+                error_code=counted(broker, error),
+                transactional_id=transactional_id,
+                **fields,
+            )
+        )
+    return make(
+        types.DescribeTransactionsResponse,
+        throttle_time=NO_THROTTLE,
+        transaction_states=tuple(states),
+    )
+
+
+def _datetime(ms: int) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
+
+
+def handle_list_transactions(broker: Broker, request: Request, session: Session) -> Any:
+    """What `kafka-transactions list` shows: the ids this node coordinates, filtered by
+    state, producer id and (v1) how long their transaction has been open."""
+    types = response_module(LIST_TRANSACTIONS, request.header.api_version)
+    body = request.body
+    known = {state.value for state in TxnState}
+    states = set(body.state_filters)
+    producers = set(body.producer_id_filters)
+    duration_ms = getattr(body, "duration_filter", -1)
+    now_ms = int(time.time() * 1000)
+    listed = [
+        make(
+            types.TransactionState,
+            transactional_id=transaction.transactional_id,
+            producer_id=transaction.producer_id,
+            transaction_state=transaction.state.value,
+        )
+        for transaction in broker.transactions.transactions.values()
+        if _refused(broker, session, transaction.transactional_id) is None
+        and (not states or transaction.state.value in states)
+        and (not producers or transaction.producer_id in producers)
+        and (
+            duration_ms < 0
+            or (transaction.started_ms >= 0 and now_ms - transaction.started_ms >= duration_ms)
+        )
+    ]
+    return make(
+        types.ListTransactionsResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        unknown_state_filters=tuple(sorted(states - known)),
+        transaction_states=tuple(listed),
+    )
+
+
+def handle_describe_producers(broker: Broker, request: Request, session: Session) -> Any:
+    """What `kafka-transactions describe-producers` shows: each partition's idempotent and
+    transactional producers, with the first offset of the transaction each has open."""
+    types = response_module(DESCRIBE_PRODUCERS, request.header.api_version)
+    topics = []
+    for asked in request.body.topics:
+        topic = broker.topics.get(asked.name)
+        followed = led_elsewhere(broker, session.node_id, topic)
+        partitions = []
+        for index in asked.partition_indexes:
+            active: tuple[Any, ...] = ()
+            if topic is None or not 0 <= index < len(topic.partitions):
+                error = ErrorCode.unknown_topic_or_partition
+            elif index in followed:
+                error = ErrorCode.not_leader_or_follower
+            else:
+                error = ErrorCode.none
+                active = _producers_on(broker, types, topic.name, topic.partitions[index])
+            partitions.append(
+                make(
+                    types.PartitionResponse,
+                    partition_index=index,
+                    error_code=counted(broker, error),
+                    error_message=None,
+                    active_producers=active,
+                )
+            )
+        topics.append(make(types.TopicResponse, name=asked.name, partitions=tuple(partitions)))
+    return make(types.DescribeProducersResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+def _producers_on(broker: Broker, types: Any, topic: str, partition: Partition) -> tuple[Any, ...]:
+    opened = partition.transactions.open if partition.transactions is not None else {}
+    return tuple(
+        make(
+            types.ProducerState,
+            producer_id=producer_id,
+            producer_epoch=state.epoch,
+            last_sequence=state.last_sequence,
+            last_timestamp=-1,
+            coordinator_epoch=-1,
+            current_txn_start_offset=opened[producer_id][0] if producer_id in opened else -1,
+        )
+        for producer_id, state in broker.producers.on_partition(topic, partition.index)
+    )
+
+
 HANDLERS = {
+    DESCRIBE_PRODUCERS: handle_describe_producers,
+    DESCRIBE_TRANSACTIONS: handle_describe_transactions,
+    LIST_TRANSACTIONS: handle_list_transactions,
     ADD_PARTITIONS_TO_TXN: handle_add_partitions_to_txn,
     ADD_OFFSETS_TO_TXN: handle_add_offsets_to_txn,
     END_TXN: handle_end_txn,
