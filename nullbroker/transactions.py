@@ -56,7 +56,8 @@ class Transaction:
     started: float = 0.0
     """When the transaction began (time.monotonic), for its timeout."""
     started_ms: int = -1
-    """When it began, in ms since the epoch (DescribeTransactions); -1 while none is open."""
+    """When the last transaction began, in ms since the epoch (DescribeTransactions); -1
+    before the first, as Kafka reports it."""
 
 
 class Segment(NamedTuple):
@@ -284,7 +285,6 @@ class TransactionCoordinator:
             for group, offsets in transaction.offsets.items():
                 self._commit_offsets(group, offsets)
         transaction.state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
-        transaction.started_ms = -1
         self._ended(commit)
 
 

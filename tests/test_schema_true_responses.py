@@ -38,6 +38,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.serial._introspect import is_optional
+from kio.serial.errors import OutOfBoundValue
 from kio.static.primitive import i32Timedelta
 
 from codec import decode_request
@@ -58,6 +59,7 @@ from tests.vectors import Entry, frame_bytes, requests
 FETCH, METADATA, JOIN_GROUP, SYNC_GROUP = 1, 3, 11, 14
 # Mock time: held requests (JoinGroup, SyncGroup) end at their timeouts in an instant.
 PATIENCE_SECONDS = 600
+DESCRIBE_TRANSACTIONS = 65
 
 JAVA_DEREFERENCES = {
     # KafkaAdminClient.describeTopics calls .stream() on both (Kafka sends []).
@@ -154,7 +156,15 @@ async def respond(broker: Broker, frame: bytes) -> Any:
             answer = await answer
     if answer is None:
         return None
-    _, response = decode_response(header.api_key, header.api_version, answered(answer))
+    try:
+        _, response = decode_response(header.api_key, header.api_version, answered(answer))
+    except OutOfBoundValue as error:
+        # kio reads no timestamp before 1970, and DescribeTransactions says -1 for a
+        # transaction never begun, as Kafka does (the Java client reads it). The entity
+        # was checked before it was encoded (`walked`); here it is checked once.
+        if header.api_key == DESCRIBE_TRANSACTIONS and "negative timestamp" in str(error):
+            return None
+        raise
     nulls = list(nulls_the_java_client_would_trip_on(response))
     assert nulls == [], f"on the wire, {header.api_name} v{header.api_version}"
     return response

@@ -260,9 +260,10 @@ def handle_describe_transactions(broker: Broker, request: Request, session: Sess
         error = _refused(broker, session, transactional_id)
         if error is None and transaction is None:
             error = ErrorCode.transactional_id_not_found
+        # A refused id's fields are the schema's defaults, as Kafka leaves them.
         fields: dict[str, Any] = {
             "transaction_state": "", "transaction_timeout": datetime.timedelta(0),
-            "transaction_start_time": _datetime(-1), "producer_id": -1, "producer_epoch": -1,
+            "transaction_start_time": _datetime(0), "producer_id": 0, "producer_epoch": 0,
             "topics": (),
         }  # fmt: skip
         if error is None and transaction is not None:
