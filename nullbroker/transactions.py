@@ -92,6 +92,7 @@ class PartitionTransactions:
     """Each producer with a transaction open here: its first offset, and its spans."""
     spans: list[_Span] = field(default_factory=list)
     """Transactional records, in offset order."""
+    span_starts: list[int] = field(default_factory=list)
     markers: dict[int, Marker] = field(default_factory=dict)
     marker_offsets: list[int] = field(default_factory=list)
 
@@ -99,6 +100,7 @@ class PartitionTransactions:
         """A transactional batch of `count` records went in at `base_offset`."""
         span = _Span(base_offset, base_offset + count, producer_id)
         self.spans.append(span)
+        self.span_starts.append(base_offset)
         opened = self.open.get(producer_id)
         if opened is None:
             self.open[producer_id] = (base_offset, [span])
@@ -117,6 +119,11 @@ class PartitionTransactions:
             for span in opened[1]:
                 span.aborted = True
         return sum(span.end - span.start for span in opened[1])
+
+    def aborted_at(self, offset: int) -> bool:
+        """Whether an aborted transaction wrote the record at `offset`."""
+        index = bisect_right(self.span_starts, offset) - 1
+        return index >= 0 and self.spans[index].aborted and offset < self.spans[index].end
 
     def last_stable_offset(self, log_end: int) -> int:
         """The first offset of the oldest transaction still open, else the log end."""

@@ -45,15 +45,17 @@ def produce_in_transaction(producer: Producer, topic: str, records: int, commit:
         producer.abort_transaction(30)
 
 
-def read_all(broker: BrokerProcess, topic: str, isolation: str, partitions: int = 2) -> list[int]:
-    """Every record's offset a consumer with `isolation` reads from the topic's start,
-    until nothing more comes."""
+def read_records(
+    broker: BrokerProcess, topic: str, isolation: str, partitions: int = 2
+) -> list[tuple[int, bytes]]:
+    """Every record's (offset, value) a consumer with `isolation` reads from the topic's
+    start, until nothing more comes."""
     consumer = Consumer({
         "bootstrap.servers": broker.bootstrap, "group.id": f"reader-{isolation}",
         "isolation.level": isolation, "enable.auto.commit": False,
     })  # fmt: skip
     consumer.assign([TopicPartition(topic, index, 0) for index in range(partitions)])
-    offsets: list[int] = []
+    records: list[tuple[int, bytes]] = []
     quiet_since = time.monotonic()
     deadline = time.monotonic() + 30
     while time.monotonic() - quiet_since < 2 and time.monotonic() < deadline:
@@ -61,10 +63,15 @@ def read_all(broker: BrokerProcess, topic: str, isolation: str, partitions: int 
         if message is None:
             continue
         assert message.error() is None, message.error()
-        offsets.append(message.offset())
+        records.append((message.offset(), message.value()))
         quiet_since = time.monotonic()
     consumer.close()
-    return offsets
+    return records
+
+
+def read_all(broker: BrokerProcess, topic: str, isolation: str) -> list[int]:
+    """The offsets of every record read (see read_records)."""
+    return [offset for offset, _ in read_records(broker, topic, isolation)]
 
 
 @pytest.mark.clients
@@ -91,6 +98,32 @@ def test_read_committed_reads_exactly_the_committed_records_and_read_uncommitted
     records = samples(families, "nullbroker_transactional_records_total")
     assert records[(("outcome", "committed"),)] == 130
     assert records[(("outcome", "aborted"),)] == 50
+
+
+@pytest.mark.clients
+def test_with_retain_read_committed_reads_exactly_the_committed_values(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--partitions", "2", "--retain", "1000000")
+    producer = transactional(broker, "kept")
+    for round_, commit in enumerate((True, False, True)):
+        producer.begin_transaction()
+        for index in range(20):
+            producer.produce("kept", value=f"{round_}-{index}".encode(), partition=index % 2)
+        assert producer.flush(30) == 0
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    # One more, left open: read_committed stops before it.
+    producer.begin_transaction()
+    producer.produce("kept", value=b"open", partition=0)
+    assert producer.flush(30) == 0
+    committed = [value for _, value in read_records(broker, "kept", "read_committed")]
+    everything = [value for _, value in read_records(broker, "kept", "read_uncommitted")]
+    written = [[f"{round_}-{index}".encode() for index in range(20)] for round_ in range(3)]
+    assert sorted(committed) == sorted(written[0] + written[2])
+    assert sorted(everything) == sorted([*written[0], *written[1], *written[2], b"open"])
 
 
 @pytest.mark.clients

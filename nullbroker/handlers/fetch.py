@@ -13,7 +13,7 @@ kept: every response carries session id 0, and clients then send full fetch requ
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -179,8 +179,9 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
                     first = answer.bytes == 0
                     if partition.retained is not None:  # --retain: what was produced
                         records, count, size = partition.retained.read(
-                            asked.fetch_offset, limit, first
-                        )
+                            asked.fetch_offset, limit, first,
+                            *_committed_view(transactions, stable, committed_only),
+                        )  # fmt: skip
                     elif transactions is None:
                         records, count, size = _records(
                             topic, partition.index, asked.fetch_offset, log_end, limit, first
@@ -240,6 +241,16 @@ def _records(
         count += min(base + shape.batch_records, log_end) - max(base, offset)
         base += shape.batch_records
     return parts, count, size
+
+
+def _committed_view(
+    transactions: PartitionTransactions | None, stable: int, committed_only: bool
+) -> tuple[int | None, Callable[[int], bool] | None]:
+    """For retained batches: where a read_committed Fetch stops (the last stable offset),
+    and which batches it leaves out (an aborted transaction's); nothing for the rest."""
+    if not committed_only or transactions is None:
+        return None, None
+    return stable, transactions.aborted_at
 
 
 def _transactional_records(
