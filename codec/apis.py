@@ -67,6 +67,8 @@ KAFKA_4_RANGES: dict[int, ApiRange] = _ranges(
     (61, "DescribeProducers", 0, 0),
     (65, "DescribeTransactions", 0, 0),
     (66, "ListTransactions", 0, 1),
+    (68, "ConsumerGroupHeartbeat", 0, 1),
+    (69, "ConsumerGroupDescribe", 0, 1),
     (75, "DescribeTopicPartitions", 0, 0),
 )
 """Every API nullbroker may serve; the broker advertises the subset it has handlers for."""

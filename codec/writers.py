@@ -68,6 +68,9 @@ _SMALL_VARINTS = tuple(bytes([value]) for value in range(0x80))
 _NULL_MARKER = b"\xff"  # KIP-893: -1 before a null struct
 _EMPTY = b""
 
+_ZERO_UUID_BYTES = uuid_zero.bytes
+"""One object: UUID.bytes makes a new one on every call, and the generated writers share it."""
+
 
 def _refuse_null(where: str) -> None:
     raise ResponseSchemaError(f"{where} is not nullable, but the response holds None for it")
@@ -268,7 +271,7 @@ class _Emitter:
         elif kafka_type == "uuid":
             # kio writes a None UUID as the zero UUID, nullable or not.
             bound = self.bind(value)
-            zero = self.source.shared("_zero_uuid", uuid_zero.bytes)
+            zero = self.source.shared("_zero_uuid", _ZERO_UUID_BYTES)
             self.fixed("16s", f"({zero} if {bound} is None else {bound}.bytes)")
         elif kafka_type == "string":
             self.string(flexible, optional, value)

@@ -28,6 +28,7 @@ from codec.framing import Buffer
 
 from .cluster import Cluster
 from .config import Config
+from .consumer_groups import ConsumerGroups
 from .faults import Faults
 from .groups import CommittedOffset, GroupCoordinator
 from .idle import IdleConnections
@@ -142,6 +143,9 @@ class Broker:
             self.topics.create(source.name, source=source, now_ms=started_ms)
         self.producers = ProducerRegistry()
         self.groups = GroupCoordinator(self.stats, config.group_initial_rebalance_delay_ms)
+        self.consumer_groups = ConsumerGroups(self._partition_count)
+        """Consumer groups of the new protocol (KIP-848), beside the classic ones."""
+        self.groups.consumer_groups = self.consumer_groups
         self.transactions = TransactionCoordinator(
             self.producers, self._write_marker, self._commit_transaction_offsets, self._ended
         )
@@ -166,6 +170,10 @@ class Broker:
         self.handlers: dict[int, Handler] = HANDLERS
         self.served: dict[int, ApiRange] = served_ranges()
         self._api_versions = self.served[API_VERSIONS_KEY]
+
+    def _partition_count(self, name: str) -> int | None:
+        topic = self.topics.get(name)
+        return None if topic is None else len(topic.partitions)
 
     def _write_marker(self, topic_name: str, index: int, marker: Marker) -> bool:
         """A transaction's commit or abort marker, at the partition's log end."""

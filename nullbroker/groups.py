@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from itertools import count
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import trio
 from kio.schema.consumer_protocol_subscription.v0 import ConsumerProtocolSubscription
@@ -32,6 +32,9 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
 from .stats import BrokerStats
+
+if TYPE_CHECKING:
+    from .consumer_groups import ConsumerGroups
 
 log = logging.getLogger("nullbroker")
 
@@ -46,6 +49,8 @@ MAX_OFFSET_METADATA_BYTES = 4096
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 CLASSIC_GROUP_TYPE = "classic"
+CONSUMER_GROUP_TYPE = "consumer"
+"""The new protocol's groups (KIP-848): nullbroker.consumer_groups."""
 NO_GENERATION = -1
 NO_OFFSET = -1
 NO_LEADER_EPOCH = -1
@@ -410,6 +415,9 @@ class GroupCoordinator:
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
         self._clock = clock
         self._groups: dict[str, Group] = {}
+        self.consumer_groups: ConsumerGroups | None = None
+        """The new protocol's groups (KIP-848): they share the group ids, the offset APIs
+        and ListGroups with the classic ones."""
         self._timers = _Timers()
         self._active = False
         self._wake = trio.Event()
@@ -1075,6 +1083,9 @@ class GroupCoordinator:
         commits to a group with no members, which is created for it if need be."""
         if not group_id:
             return ErrorCode.invalid_group_id, None
+        consumer = self.consumer_groups
+        if consumer is not None and group_id in consumer.groups:
+            return consumer.validate_commit(group_id, member_id, generation_id)  # type: ignore[return-value]
         group = self._groups.get(group_id)
         if group is None:
             if generation_id >= 0:
@@ -1106,6 +1117,9 @@ class GroupCoordinator:
     def committed(self, group_id: str) -> dict[str, dict[int, CommittedOffset]] | None:
         """A group's committed offsets by topic and partition; None for no such group."""
         group = self._groups.get(group_id)
+        if group is None and self.consumer_groups is not None:
+            consumer = self.consumer_groups.groups.get(group_id)
+            return None if consumer is None else consumer.offsets
         return None if group is None else group.offsets
 
     def delete_offsets(
@@ -1195,13 +1209,21 @@ class GroupCoordinator:
         ignoring case, as Kafka does)."""
         wanted_states = {state.strip().lower() for state in states}
         wanted_types = {kind.strip().lower() for kind in types}
-        if wanted_types and CLASSIC_GROUP_TYPE not in wanted_types:
-            return []
-        return [
-            ListedGroup(group.group_id, group.protocol_type or "", group.state)
-            for group in self._groups.values()
-            if not wanted_states or group.state.lower() in wanted_states
-        ]
+        listed = []
+        if not wanted_types or CLASSIC_GROUP_TYPE in wanted_types:
+            listed = [
+                ListedGroup(group.group_id, group.protocol_type or "", group.state)
+                for group in self._groups.values()
+                if not wanted_states or group.state.lower() in wanted_states
+            ]
+        if self.consumer_groups is not None and (
+            not wanted_types or CONSUMER_GROUP_TYPE in wanted_types
+        ):
+            listed += [
+                ListedGroup(group.group_id, CONSUMER_GROUP_TYPE, group.state, CONSUMER_GROUP_TYPE)
+                for group in self.consumer_groups.list(wanted_states)
+            ]
+        return listed
 
     def delete_groups(self, group_ids: Iterable[str]) -> list[tuple[str, ErrorCode]]:
         """DeleteGroups: a group without members goes, with its offsets."""

@@ -34,6 +34,7 @@ from .broker import Answer, Broker, Endpoint, Session
 from .config import Config
 from .control import ControlChannel
 from .faults import FaultSpecError
+from .handlers.consumer_groups import HANDLERS as CONSUMER_GROUP_HANDLERS
 from .handlers.transactions import HANDLERS as TRANSACTION_HANDLERS
 from .producers import FIRST_PRODUCER_ID, PartitionSequences, ProducerRegistry
 from .stats import BrokerStats, peak_rss_bytes, rss_bytes
@@ -62,7 +63,7 @@ def changes_cluster(broker: Broker, request: Request) -> bool:
     )
 
 
-TRANSACTION_KEYS = frozenset(TRANSACTION_HANDLERS)
+SINGLE_PROCESS_KEYS = frozenset(TRANSACTION_HANDLERS) | frozenset(CONSUMER_GROUP_HANDLERS)
 
 
 class ReplicatingBroker(Broker):
@@ -79,10 +80,11 @@ class ReplicatingBroker(Broker):
         # by it keeps every worker's apart.
         self.producers = ProducerRegistry(FIRST_PRODUCER_ID + worker, config.brokers)
         self.topics.produce_auto_creates = False
-        # Transactions are served by one process only: their markers would have to reach
-        # partitions that other workers lead, which nothing carries yet.
+        # Transactions and the new consumer groups are served by one process only: markers
+        # would have to reach partitions that other workers lead, and groups of the new
+        # protocol move with no coordinator's handoff yet.
         self.handlers = {
-            key: handler for key, handler in self.handlers.items() if key not in TRANSACTION_KEYS
+            key: handler for key, handler in self.handlers.items() if key not in SINGLE_PROCESS_KEYS
         }
         self.served = {key: served for key, served in self.served.items() if key in self.handlers}
         self.channel: ControlChannel | None = None

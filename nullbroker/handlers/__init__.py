@@ -8,6 +8,7 @@ from . import (
     admin,
     alter_configs,
     api_versions,
+    consumer_groups,
     fetch,
     groups,
     metadata,
@@ -26,6 +27,7 @@ HANDLERS = {
     **admin.HANDLERS,
     **alter_configs.HANDLERS,
     **groups.HANDLERS,
+    **consumer_groups.HANDLERS,
     **sasl.HANDLERS,
     **transactions.HANDLERS,
 }

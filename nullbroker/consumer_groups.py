@@ -1,0 +1,300 @@
+"""Consumer groups of the new protocol (KIP-848, `group.protocol=consumer`): the broker
+assigns, members heartbeat.
+
+A member joins with epoch 0 and its subscription; a change of membership or subscriptions
+bumps the group's epoch, and the group's target assignment is computed again by a
+server-side assignor (`uniform`, the default, or `range`). Each heartbeat then moves its
+member towards its target, as Kafka's coordinator does: partitions it must give up are
+revoked first (it keeps its epoch until its heartbeat no longer lists them, then takes the
+group's), and partitions it gains are handed over only once no other member owns or is
+still revoking them, so no partition is ever owned twice. Members leave with epoch -1
+(-2: a static member, for now), or are removed when they stop heartbeating for the session
+timeout. Offsets are committed with member epochs.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from kio.schema.errors import ErrorCode
+
+from .groups import CommittedOffset
+
+HEARTBEAT_INTERVAL_MS = 5000
+"""Kafka's group.consumer.heartbeat.interval.ms default."""
+SESSION_TIMEOUT_MS = 45000
+"""Kafka's group.consumer.session.timeout.ms default."""
+UNIFORM = "uniform"
+RANGE = "range"
+ASSIGNORS = (UNIFORM, RANGE)
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+
+Assignment = dict[str, frozenset[int]]
+"""Partitions by topic name."""
+
+
+class HeartbeatError(Exception):
+    """A heartbeat refused with `code`."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(slots=True)
+class ConsumerMember:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    subscribed: tuple[str, ...] = ()
+    assignor: str | None = None
+    epoch: int = 0
+    previous_epoch: int = -1
+    owned: Assignment = field(default_factory=dict)
+    """What the member owns, as far as the coordinator knows."""
+    revoking: Assignment = field(default_factory=dict)
+    """Partitions it was told to give up and has not yet said it gave up."""
+    last_heartbeat: float = 0.0
+
+
+@dataclass(slots=True)
+class ConsumerGroup:
+    group_id: str
+    epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    target: dict[str, Assignment] = field(default_factory=dict)
+    offsets: dict[str, dict[int, CommittedOffset]] = field(default_factory=dict)
+    """Committed offsets by topic and partition, as a classic group keeps them."""
+
+    @property
+    def state(self) -> str:
+        """As Kafka names a consumer group's state."""
+        if not self.members:
+            return "Empty"
+        if self.assignment_epoch < self.epoch:
+            return "Assigning"
+        if any(
+            member.epoch != self.epoch
+            or member.revoking
+            or member.owned != self.target.get(member_id, {})
+            for member_id, member in self.members.items()
+        ):
+            return "Reconciling"
+        return "Stable"
+
+    def owner_of(self, topic: str, partition: int, other_than: str) -> bool:
+        """Whether a member other than `other_than` owns or is still revoking it."""
+        return any(
+            partition in member.owned.get(topic, ()) or partition in member.revoking.get(topic, ())
+            for member_id, member in self.members.items()
+            if member_id != other_than
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """What a member sent, as the coordinator needs it."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rebalance_timeout_ms: int
+    subscribed: tuple[str, ...] | None
+    assignor: str | None
+    owned: Assignment | None
+    client_id: str
+    client_host: str
+
+
+class ConsumerGroups:
+    """Every consumer group of this coordinator."""
+
+    def __init__(
+        self,
+        partitions_of: Callable[[str], int | None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._partitions_of = partitions_of
+        """A topic's partition count, or None for no such topic."""
+        self._clock = clock
+        self.groups: dict[str, ConsumerGroup] = {}
+
+    def heartbeat(self, beat: Heartbeat) -> tuple[ConsumerMember, Assignment | None]:
+        """Apply one heartbeat: the member after it, and its assignment (None: none to
+        send, the member leaving). Raises HeartbeatError."""
+        if not beat.group_id:
+            raise HeartbeatError(ErrorCode.invalid_group_id, "the group id is empty")
+        group = self.groups.get(beat.group_id)
+        if group is None:
+            if beat.member_epoch != 0:
+                raise HeartbeatError(ErrorCode.unknown_member_id, "no such group")
+            group = self.groups[beat.group_id] = ConsumerGroup(beat.group_id)
+        self._expire(group)
+        if beat.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            member = group.members.pop(beat.member_id, None)
+            if member is None:
+                raise HeartbeatError(ErrorCode.unknown_member_id, "not a member")
+            group.epoch += 1
+            member.epoch = beat.member_epoch
+            return member, None
+        member = self._member(group, beat)
+        member.last_heartbeat = self._clock()
+        if beat.owned is not None:
+            self._acknowledge(member, beat.owned)
+        if group.assignment_epoch < group.epoch:
+            group.target = self._assign(group)
+            group.assignment_epoch = group.epoch
+        return member, self._reconcile(group, member)
+
+    def _member(self, group: ConsumerGroup, beat: Heartbeat) -> ConsumerMember:
+        member = group.members.get(beat.member_id)
+        changed = False  # the group's epoch moves once for whatever this heartbeat changed
+        if beat.member_epoch == 0:
+            if beat.assignor is not None and beat.assignor not in ASSIGNORS:
+                raise HeartbeatError(
+                    ErrorCode.unsupported_assignor, f"assignors served: {', '.join(ASSIGNORS)}"
+                )
+            if member is None:
+                member_id = beat.member_id or str(uuid.uuid4())
+                member = group.members[member_id] = ConsumerMember(
+                    member_id,
+                    beat.instance_id,
+                    beat.client_id,
+                    beat.client_host,
+                    beat.rebalance_timeout_ms,
+                )
+            else:  # rejoining: it owns nothing now
+                member.owned, member.revoking = {}, {}
+            member.epoch = 0
+            changed = True
+        elif member is None:
+            raise HeartbeatError(ErrorCode.unknown_member_id, "not a member of the group")
+        elif beat.member_epoch not in (member.epoch, member.previous_epoch):
+            raise HeartbeatError(
+                ErrorCode.fenced_member_epoch,
+                f"epoch {beat.member_epoch}; the member's is {member.epoch}",
+            )
+        if beat.subscribed is not None and tuple(sorted(beat.subscribed)) != member.subscribed:
+            member.subscribed = tuple(sorted(beat.subscribed))
+            changed = True
+        if beat.assignor is not None:
+            member.assignor = beat.assignor
+        if changed:
+            group.epoch += 1
+        return member
+
+    @staticmethod
+    def _acknowledge(member: ConsumerMember, owned: Assignment) -> None:
+        """The member says what it owns: revocations it no longer lists are done."""
+        for topic, revoking in list(member.revoking.items()):
+            still = revoking & owned.get(topic, frozenset())
+            if still:
+                member.revoking[topic] = still
+            else:
+                del member.revoking[topic]
+
+    def _reconcile(self, group: ConsumerGroup, member: ConsumerMember) -> Assignment:
+        target = group.target.get(member.member_id, {})
+        to_revoke = {
+            topic: revoked
+            for topic, partitions in member.owned.items()
+            if (revoked := partitions - target.get(topic, frozenset()))
+        }
+        if to_revoke:
+            for topic, revoked in to_revoke.items():
+                member.revoking[topic] = member.revoking.get(topic, frozenset()) | revoked
+                kept = member.owned[topic] - revoked
+                if kept:
+                    member.owned[topic] = kept
+                else:
+                    del member.owned[topic]
+            return dict(member.owned)
+        if member.revoking:
+            return dict(member.owned)  # still waiting for it to give them up
+        # Nothing left to revoke: the member is at the group's epoch, and gets what no
+        # one else holds of its target (the rest once their owners have let go).
+        for topic, partitions in target.items():
+            owned = member.owned.get(topic, frozenset())
+            free = frozenset(
+                partition
+                for partition in partitions - owned
+                if not group.owner_of(topic, partition, member.member_id)
+            )
+            if free:
+                member.owned[topic] = owned | free
+        if member.epoch != group.epoch:
+            member.previous_epoch, member.epoch = member.epoch, group.epoch
+        return dict(member.owned)
+
+    def _assign(self, group: ConsumerGroup) -> dict[str, Assignment]:
+        """The group's target assignment: each subscribed topic's partitions spread over
+        its subscribers, range-wise (`range`) or round robin over all of them (`uniform`)."""
+        members = sorted(group.members.values(), key=lambda member: member.member_id)
+        target: dict[str, dict[str, set[int]]] = {member.member_id: {} for member in members}
+        topics = sorted({topic for member in members for topic in member.subscribed})
+        uses_range = any(member.assignor == RANGE for member in members)
+        turn = 0
+        for topic in topics:
+            count = self._partitions_of(topic)
+            if not count:
+                continue
+            subscribers = [member.member_id for member in members if topic in member.subscribed]
+            if uses_range:
+                share, extra = divmod(count, len(subscribers))
+                start = 0
+                for index, member_id in enumerate(subscribers):
+                    size = share + (1 if index < extra else 0)
+                    target[member_id][topic] = set(range(start, start + size))
+                    start += size
+            else:
+                for partition in range(count):
+                    member_id = subscribers[turn % len(subscribers)]
+                    target[member_id].setdefault(topic, set()).add(partition)
+                    turn += 1
+        return {
+            member_id: {topic: frozenset(parts) for topic, parts in assigned.items() if parts}
+            for member_id, assigned in target.items()
+        }
+
+    def _expire(self, group: ConsumerGroup) -> None:
+        now = self._clock()
+        gone = [
+            member_id
+            for member_id, member in group.members.items()
+            if now - member.last_heartbeat > SESSION_TIMEOUT_MS / 1000 and member.last_heartbeat
+        ]
+        for member_id in gone:
+            del group.members[member_id]
+        if gone:
+            group.epoch += 1
+
+    def validate_commit(
+        self, group_id: str, member_id: str, member_epoch: int
+    ) -> tuple[ErrorCode, ConsumerGroup | None]:
+        """May an OffsetCommit (v9+) commit to this consumer group? A member commits with
+        its epoch; a commit without a member (epoch -1, admin tools) only to an empty group."""
+        group = self.groups[group_id]
+        if member_epoch < 0 and not member_id:
+            if group.members:
+                return ErrorCode.unknown_member_id, None
+            return ErrorCode.none, group
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.unknown_member_id, None
+        if member_epoch != member.epoch:
+            return ErrorCode.stale_member_epoch, None
+        return ErrorCode.none, group
+
+    def list(self, states: Iterable[str]) -> list[ConsumerGroup]:
+        wanted = {state.strip().lower() for state in states}
+        return [
+            group for group in self.groups.values() if not wanted or group.state.lower() in wanted
+        ]

@@ -1,0 +1,180 @@
+"""The new consumer group protocol's APIs (KIP-848): ConsumerGroupHeartbeat and
+ConsumerGroupDescribe. The groups themselves are nullbroker.consumer_groups'."""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from codec import Request
+from codec.entities import make, response_module
+
+from ..consumer_groups import (
+    HEARTBEAT_INTERVAL_MS,
+    UNIFORM,
+    Assignment,
+    ConsumerGroup,
+    Heartbeat,
+    HeartbeatError,
+)
+from .common import NO_THROTTLE, counted
+from .groups import _client_host, _elsewhere
+
+if TYPE_CHECKING:
+    from ..broker import Broker, Session
+
+CONSUMER_GROUP_HEARTBEAT = 68
+CONSUMER_GROUP_DESCRIBE = 69
+
+
+def handle_consumer_group_heartbeat(broker: Broker, request: Request, session: Session) -> Any:
+    version = request.header.api_version
+    types = response_module(CONSUMER_GROUP_HEARTBEAT, version)
+    body = request.body
+
+    def refused(error: ErrorCode, message: str | None = None) -> Any:
+        return make(
+            types.ConsumerGroupHeartbeatResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=counted(broker, error),
+            error_message=message,
+            member_id=None,
+            member_epoch=-1,
+            heartbeat_interval=datetime.timedelta(0),
+            assignment=None,
+        )
+
+    if _elsewhere(broker, session, body.group_id):
+        return refused(ErrorCode.not_coordinator)
+    if broker.groups.group(body.group_id) is not None:
+        # A classic group of that id exists: Kafka refuses members of the other protocol
+        # while it has members of its own.
+        return refused(
+            ErrorCode.group_id_not_found, f"Group {body.group_id} is not a consumer group."
+        )
+    owned = None
+    if body.topic_partitions is not None:
+        owned = {}
+        for listed in body.topic_partitions:
+            topic = broker.topics.by_id(listed.topic_id)
+            if topic is not None:
+                owned[topic.name] = frozenset(listed.partitions)
+    beat = Heartbeat(
+        group_id=body.group_id,
+        member_id=body.member_id,
+        member_epoch=body.member_epoch,
+        instance_id=body.instance_id,
+        rebalance_timeout_ms=int(body.rebalance_timeout.total_seconds() * 1000),
+        subscribed=body.subscribed_topic_names,
+        assignor=body.server_assignor,
+        owned=owned,
+        client_id=request.header.client_id or "",
+        client_host=_client_host(session),
+    )
+    try:
+        member, assignment = broker.consumer_groups.heartbeat(beat)
+    except HeartbeatError as error:
+        return refused(error.code, str(error))
+    return make(
+        types.ConsumerGroupHeartbeatResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        error_message=None,
+        member_id=member.member_id,
+        member_epoch=member.epoch,
+        heartbeat_interval=datetime.timedelta(milliseconds=HEARTBEAT_INTERVAL_MS),
+        assignment=None
+        if assignment is None
+        else make(types.Assignment, topic_partitions=_by_id(broker, types, assignment)),
+    )
+
+
+def _by_id(
+    broker: Broker, types: Any, assignment: Assignment, names: bool = False
+) -> tuple[Any, ...]:
+    """An assignment as the protocol lists it: by topic id (and name, to describe)."""
+    listed = []
+    for name, partitions in sorted(assignment.items()):
+        topic = broker.topics.get(name)
+        if topic is None:
+            continue
+        fields = {"topic_name": name} if names else {}
+        listed.append(
+            make(
+                types.TopicPartitions,
+                topic_id=topic.id,
+                partitions=tuple(sorted(partitions)),
+                **fields,
+            )
+        )
+    return tuple(listed)
+
+
+def handle_consumer_group_describe(broker: Broker, request: Request, session: Session) -> Any:
+    """What `kafka-consumer-groups --describe` shows of a consumer group: its members,
+    what each owns and what it is to own."""
+    types = response_module(CONSUMER_GROUP_DESCRIBE, request.header.api_version)
+    described = []
+    for group_id in request.body.group_ids:
+        group = broker.consumer_groups.groups.get(group_id)
+        error = ErrorCode.none
+        if _elsewhere(broker, session, group_id):
+            error = ErrorCode.not_coordinator
+        elif group is None:
+            error = ErrorCode.group_id_not_found
+        found = group is not None and error is ErrorCode.none
+        described.append(
+            make(
+                types.DescribedGroup,
+                error_code=counted(broker, error),
+                error_message=None
+                if error is not ErrorCode.group_id_not_found
+                else f"Group {group_id} not found.",
+                group_id=group_id,
+                group_state=group.state if found and group is not None else "Dead",
+                group_epoch=group.epoch if found and group is not None else -1,
+                assignment_epoch=group.assignment_epoch if found and group is not None else -1,
+                assignor_name=UNIFORM,
+                members=_members(broker, types, group) if found else (),
+                authorized_operations=-(2**31),
+            )
+        )
+    return make(
+        types.ConsumerGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=tuple(described)
+    )
+
+
+def _members(broker: Broker, types: Any, group: ConsumerGroup | None) -> tuple[Any, ...]:
+    assert group is not None
+    return tuple(
+        make(
+            types.Member,
+            member_id=member.member_id,
+            instance_id=member.instance_id,
+            rack_id=None,
+            member_epoch=member.epoch,
+            client_id=member.client_id,
+            client_host=member.client_host,
+            subscribed_topic_names=member.subscribed,
+            subscribed_topic_regex=None,
+            assignment=make(
+                types.Assignment, topic_partitions=_by_id(broker, types, member.owned, True)
+            ),
+            target_assignment=make(
+                types.Assignment,
+                topic_partitions=_by_id(
+                    broker, types, group.target.get(member.member_id, {}), True
+                ),
+            ),
+            member_type=-1,
+        )
+        for member in group.members.values()
+    )
+
+
+HANDLERS = {
+    CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
+    CONSUMER_GROUP_DESCRIBE: handle_consumer_group_describe,
+}
