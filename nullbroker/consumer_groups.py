@@ -14,10 +14,11 @@ timeout. Offsets are committed with member epochs.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kio.schema.errors import ErrorCode
 
@@ -53,6 +54,9 @@ class ConsumerMember:
     client_host: str
     rebalance_timeout_ms: int
     subscribed: tuple[str, ...] = ()
+    """The topics it subscribes to: those it named, or those its regex matches."""
+    regex: str | None = None
+    """A subscription by regular expression (KIP-848's subscribed_topic_regex)."""
     assignor: str | None = None
     epoch: int = 0
     previous_epoch: int = -1
@@ -61,6 +65,9 @@ class ConsumerMember:
     revoking: Assignment = field(default_factory=dict)
     """Partitions it was told to give up and has not yet said it gave up."""
     last_heartbeat: float = 0.0
+    left_static: bool = False
+    """A static member that left with epoch -2: it keeps its partitions until its session
+    times out, for a member of the same instance id to take them over."""
 
 
 @dataclass(slots=True)
@@ -112,6 +119,7 @@ class Heartbeat:
     owned: Assignment | None
     client_id: str
     client_host: str
+    regex: str | None = None
 
 
 class ConsumerGroups:
@@ -120,10 +128,13 @@ class ConsumerGroups:
     def __init__(
         self,
         partitions_of: Callable[[str], int | None],
+        topic_names: Callable[[], Iterable[str]] = tuple,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._partitions_of = partitions_of
         """A topic's partition count, or None for no such topic."""
+        self._topic_names = topic_names
+        """Every topic's name, for subscriptions by regex."""
         self._clock = clock
         self.groups: dict[str, ConsumerGroup] = {}
 
@@ -139,11 +150,16 @@ class ConsumerGroups:
             group = self.groups[beat.group_id] = ConsumerGroup(beat.group_id)
         self._expire(group)
         if beat.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-            member = group.members.pop(beat.member_id, None)
+            member = group.members.get(beat.member_id)
             if member is None:
                 raise HeartbeatError(ErrorCode.unknown_member_id, "not a member")
+            if beat.member_epoch == STATIC_LEAVE_EPOCH and member.instance_id is not None:
+                # Gone for a while: its partitions (and epoch) wait for its instance.
+                member.left_static = True
+                return replace(member, epoch=STATIC_LEAVE_EPOCH), None
+            del group.members[beat.member_id]
             group.epoch += 1
-            member.epoch = beat.member_epoch
+            member.epoch = LEAVE_EPOCH
             return member, None
         member = self._member(group, beat)
         member.last_heartbeat = self._clock()
@@ -162,6 +178,7 @@ class ConsumerGroups:
                 raise HeartbeatError(
                     ErrorCode.unsupported_assignor, f"assignors served: {', '.join(ASSIGNORS)}"
                 )
+            previous = self._static_member(group, beat)
             if member is None:
                 member_id = beat.member_id or str(uuid.uuid4())
                 member = group.members[member_id] = ConsumerMember(
@@ -173,8 +190,18 @@ class ConsumerGroups:
                 )
             else:  # rejoining: it owns nothing now
                 member.owned, member.revoking = {}, {}
-            member.epoch = 0
-            changed = True
+            if previous is not None:
+                # The same instance, back: it takes over what it had, with no rebalance.
+                del group.members[previous.member_id]
+                member.subscribed, member.regex = previous.subscribed, previous.regex
+                member.owned, member.revoking = previous.owned, previous.revoking
+                member.epoch = previous.epoch
+                member.assignor = previous.assignor
+                if previous.member_id in group.target:
+                    group.target[member.member_id] = group.target.pop(previous.member_id)
+            else:
+                member.epoch = 0
+                changed = True
         elif member is None:
             raise HeartbeatError(ErrorCode.unknown_member_id, "not a member of the group")
         elif beat.member_epoch not in (member.epoch, member.previous_epoch):
@@ -182,14 +209,51 @@ class ConsumerGroups:
                 ErrorCode.fenced_member_epoch,
                 f"epoch {beat.member_epoch}; the member's is {member.epoch}",
             )
-        if beat.subscribed is not None and tuple(sorted(beat.subscribed)) != member.subscribed:
-            member.subscribed = tuple(sorted(beat.subscribed))
+        if beat.regex is not None and beat.regex != member.regex:
+            try:
+                re.compile(beat.regex)
+            except re.error as error:
+                raise HeartbeatError(
+                    ErrorCode.invalid_regular_expression, f"{beat.regex!r}: {error}"
+                ) from None
+            member.regex = beat.regex or None
+        elif beat.subscribed is not None:
+            member.regex = None
+        subscribed = self._subscription(member, beat)
+        if subscribed != member.subscribed:
+            member.subscribed = subscribed
             changed = True
         if beat.assignor is not None:
             member.assignor = beat.assignor
         if changed:
             group.epoch += 1
         return member
+
+    @staticmethod
+    def _static_member(group: ConsumerGroup, beat: Heartbeat) -> ConsumerMember | None:
+        """The member of the same instance id that left for a while (epoch -2), whose
+        place a joining static member takes; raises if that instance is still active."""
+        if beat.instance_id is None:
+            return None
+        for member in group.members.values():
+            if member.instance_id == beat.instance_id and member.member_id != beat.member_id:
+                if not member.left_static:
+                    raise HeartbeatError(
+                        ErrorCode.unreleased_instance_id,
+                        f"instance {beat.instance_id} is still a member",
+                    )
+                return member
+        return None
+
+    def _subscription(self, member: ConsumerMember, beat: Heartbeat) -> tuple[str, ...]:
+        """The member's topics now: those it named, or those its regex matches (a topic
+        created since joins the subscription at the next heartbeat)."""
+        if member.regex is not None:
+            pattern = re.compile(member.regex)
+            return tuple(sorted(name for name in self._topic_names() if pattern.fullmatch(name)))
+        if beat.subscribed is not None:
+            return tuple(sorted(beat.subscribed))
+        return member.subscribed
 
     @staticmethod
     def _acknowledge(member: ConsumerMember, owned: Assignment) -> None:
@@ -276,11 +340,37 @@ class ConsumerGroups:
         if gone:
             group.epoch += 1
 
+    def take_if_empty(self, group_id: str) -> dict[str, dict[int, CommittedOffset]] | None:
+        """The offsets of a consumer group with no members, which goes, so that a classic
+        group takes its place ({} for no such group); None while it has members."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return {}
+        if group.members:
+            return None
+        del self.groups[group_id]
+        return group.offsets
+
+    def adopt(self, group_id: str, offsets: dict[str, dict[int, CommittedOffset]]) -> None:
+        """Start a consumer group with a classic group's committed offsets."""
+        if offsets and group_id not in self.groups:
+            self.groups[group_id] = ConsumerGroup(group_id, offsets=offsets)
+
     def validate_commit(
-        self, group_id: str, member_id: str, member_epoch: int
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        partitions: Iterable[tuple[str, int]] = (),
     ) -> tuple[ErrorCode, ConsumerGroup | None]:
         """May an OffsetCommit (v9+) commit to this consumer group? A member commits with
-        its epoch; a commit without a member (epoch -1, admin tools) only to an empty group."""
+        its epoch; a commit without a member (epoch -1, admin tools) only to an empty group.
+
+        A commit at the member's previous epoch is taken too when every partition in it is
+        still the member's (as KIP-1251 proposes): a member that commits what it read while
+        the heartbeat moving it to its new epoch is in flight would otherwise get
+        STALE_MEMBER_EPOCH, and a client that does not retry (Kafka's verifiable consumer)
+        would have the records read again by the next owner."""
         group = self.groups[group_id]
         if member_epoch < 0 and not member_id:
             if group.members:
@@ -289,9 +379,14 @@ class ConsumerGroups:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.unknown_member_id, None
-        if member_epoch != member.epoch:
-            return ErrorCode.stale_member_epoch, None
-        return ErrorCode.none, group
+        if member_epoch == member.epoch:
+            return ErrorCode.none, group
+        if member_epoch == member.previous_epoch and all(
+            partition in member.owned.get(topic, ()) or partition in member.revoking.get(topic, ())
+            for topic, partition in partitions
+        ):
+            return ErrorCode.none, group
+        return ErrorCode.stale_member_epoch, None
 
     def list(self, states: Iterable[str]) -> list[ConsumerGroup]:
         wanted = {state.strip().lower() for state in states}

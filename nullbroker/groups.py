@@ -557,7 +557,12 @@ class GroupCoordinator:
         if group is None:
             if member_id:
                 return Reply.now(JoinResult(ErrorCode.unknown_member_id, member_id))
+            consumer = self.consumer_groups
+            offsets = consumer.take_if_empty(group_id) if consumer is not None else {}
+            if offsets is None:  # a consumer group with members: not for this protocol
+                return Reply.now(JoinResult(ErrorCode.inconsistent_group_protocol, member_id))
             group = self._create(group_id)
+            group.offsets = offsets  # an empty consumer group becomes a classic one
         request = _JoinRequest(
             member_id,
             group_instance_id,
@@ -1077,6 +1082,7 @@ class GroupCoordinator:
         member_id: str,
         group_instance_id: str | None,
         api_version: int,
+        partitions: Iterable[tuple[str, int]] = (),
     ) -> tuple[ErrorCode, Group | None]:
         """May this OffsetCommit commit? Members commit in their generation; a consumer
         outside group management (generation -1, no member id: assign() consumers, Spark)
@@ -1085,7 +1091,9 @@ class GroupCoordinator:
             return ErrorCode.invalid_group_id, None
         consumer = self.consumer_groups
         if consumer is not None and group_id in consumer.groups:
-            return consumer.validate_commit(group_id, member_id, generation_id)  # type: ignore[return-value]
+            return consumer.validate_commit(  # type: ignore[return-value]
+                group_id, member_id, generation_id, partitions
+            )
         group = self._groups.get(group_id)
         if group is None:
             if generation_id >= 0:
@@ -1109,6 +1117,19 @@ class GroupCoordinator:
             # The member knows the new generation but not its assignment yet.
             return ErrorCode.rebalance_in_progress, None
         return ErrorCode.none, group
+
+    def take_if_empty(self, group_id: str) -> dict[str, dict[int, CommittedOffset]] | None:
+        """The committed offsets of a classic group with no members, which goes, so that
+        a consumer group of the new protocol takes its place ({} for no such group);
+        None while it has members."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return {}
+        if group.members:
+            return None
+        del self._groups[group_id]
+        self.stats.groups[group.state.value] -= 1
+        return group.offsets
 
     @staticmethod
     def commit(group: Group, topic: str, partition: int, committed: CommittedOffset) -> None:

@@ -141,6 +141,9 @@ class TopicRegistry:
     def __iter__(self) -> Iterator[Topic]:
         return iter(list(self._by_name.values()))
 
+    def names(self) -> list[str]:
+        return list(self._by_name)
+
     def get(self, name: str) -> Topic | None:
         return self._by_name.get(name)
 

@@ -37,17 +37,8 @@ from tests.vectors import (
 SERVED = codec.KAFKA_4_RANGES
 
 UNSERVED_APIS: dict[int, str] = {
-    24: "AddPartitionsToTxn",
-    25: "AddOffsetsToTxn",
-    26: "EndTxn",
-    28: "TxnOffsetCommit",
     29: "DescribeAcls",
     35: "DescribeLogDirs",
-    61: "DescribeProducers",
-    65: "DescribeTransactions",
-    66: "ListTransactions",
-    68: "ConsumerGroupHeartbeat",
-    69: "ConsumerGroupDescribe",
     71: "GetTelemetrySubscriptions",
     72: "PushTelemetry",
 }

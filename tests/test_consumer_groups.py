@@ -6,13 +6,23 @@ group beside a classic one."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from kio.schema.errors import ErrorCode
 
-from nullbroker.consumer_groups import ConsumerGroups, Heartbeat
+from nullbroker.consumer_groups import (
+    STATIC_LEAVE_EPOCH,
+    ConsumerGroups,
+    Heartbeat,
+    HeartbeatError,
+)
+from perf.java_perf import BIN
 from tests.broker_process import BrokerProcess
 from tests.conftest import StartBroker
 from tests.kafka_tools import requires_kafka_tools, run_tool
@@ -184,3 +194,154 @@ def test_a_partition_is_revoked_before_another_member_gets_it() -> None:
     b, assigned = groups.heartbeat(beat("b", 2, {}))
     assert assigned == {"t": frozenset({0, 1, 2, 3}) - kept} and b.epoch == 2
     assert groups.groups["g"].state == "Stable"
+
+
+def test_a_static_member_that_comes_back_takes_over_its_partitions_without_a_rebalance() -> None:
+    groups = ConsumerGroups(lambda topic: 4)
+    first, assigned = groups.heartbeat(replace(beat("a", 0, None), instance_id="i1"))
+    epoch = groups.groups["g"].epoch
+    # Leaving with -2: gone for a while, its partitions kept for its instance.
+    groups.heartbeat(replace(beat("a", STATIC_LEAVE_EPOCH, None), instance_id="i1"))
+    assert groups.groups["g"].members["a"].left_static
+    back, again = groups.heartbeat(replace(beat("a2", 0, None), instance_id="i1"))
+    assert again == assigned and back.epoch == first.epoch
+    assert groups.groups["g"].epoch == epoch and list(groups.groups["g"].members) == ["a2"]
+    # While an instance is a member, another member of that instance id is refused.
+    with pytest.raises(HeartbeatError) as refused:
+        groups.heartbeat(replace(beat("a3", 0, None), instance_id="i1"))
+    assert refused.value.code is ErrorCode.unreleased_instance_id
+
+
+def test_a_regex_subscription_takes_in_topics_created_later() -> None:
+    topics = {"orders-1": 2, "orders-2": 1, "other": 3}
+    groups = ConsumerGroups(topics.get, lambda: list(topics))
+    subscribing = replace(beat("a", 0, None), subscribed=None, regex="orders-.*")
+    _, assigned = groups.heartbeat(subscribing)
+    assert assigned == {"orders-1": frozenset({0, 1}), "orders-2": frozenset({0})}
+    topics["orders-3"] = 2
+    member = groups.groups["g"].members["a"]
+    _, assigned = groups.heartbeat(beat("a", member.epoch, assigned))
+    assert assigned is not None and assigned["orders-3"] == frozenset({0, 1})
+    with pytest.raises(HeartbeatError) as refused:
+        groups.heartbeat(replace(beat("b", 0, None), subscribed=None, regex="("))
+    assert refused.value.code is ErrorCode.invalid_regular_expression
+
+
+@pytest.mark.clients
+def test_an_empty_classic_group_becomes_a_consumer_group_with_its_offsets(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--source", f"fixed:partitions={PARTITIONS},records=100,size=10")
+    classic = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "moving"})
+    committed = [TopicPartition("fixed", partition, 10 * (partition + 1)) for partition in range(4)]
+    classic.commit(offsets=committed, asynchronous=False)
+    classic.close()
+    consumer = Consumer({
+        "bootstrap.servers": broker.bootstrap, "group.id": "moving",
+        "group.protocol": "consumer", "auto.offset.reset": "earliest",
+    })  # fmt: skip
+    consumer.subscribe(["fixed"])
+    firsts: dict[int, int] = {}
+    deadline = time.monotonic() + 30
+    while len(firsts) < PARTITIONS and time.monotonic() < deadline:
+        message = consumer.poll(0.2)
+        if message is not None and message.error() is None:
+            firsts.setdefault(message.partition(), message.offset())
+    positions = sorted((p.partition, p.offset) for p in consumer.position(consumer.assignment()))
+    consumer.close()  # commits its positions
+    assert firsts == {0: 10, 1: 20, 2: 30, 3: 40}
+    # Empty again, it becomes a classic group for a classic member, offsets and all.
+    back = Consumer({
+        "bootstrap.servers": broker.bootstrap, "group.id": "moving",
+        "enable.auto.commit": False,
+    })  # fmt: skip
+    back.subscribe(["fixed"])
+    deadline = time.monotonic() + 30
+    while len(back.assignment()) < PARTITIONS and time.monotonic() < deadline:
+        back.poll(0.2)
+    wanted = [TopicPartition("fixed", partition) for partition in range(PARTITIONS)]
+    assert [(p.partition, p.offset) for p in back.committed(wanted, 10)] == positions
+    back.close()
+
+
+@pytest.mark.clients
+@requires_kafka_tools
+def test_java_members_joining_and_leaving_read_every_offset_once(
+    start_broker: StartBroker,
+) -> None:
+    """Kafka's verifiable consumer (which commits what it read after every poll), three
+    of them with `--group-protocol consumer`: one that leaves after 1,500 records, two
+    that join later and are stopped once the group has read the whole growing topic."""
+    broker = start_broker("--source", GROWING)
+    ranges: list[tuple[int, int, int, int]] = []  # partition, first, last, count
+    events: list[dict[str, object]] = []  # the others: commits, assignments
+    lock = threading.Lock()
+
+    def verifier(*options: str) -> subprocess.Popen[str]:
+        process = subprocess.Popen(
+            [str(BIN / "kafka-verifiable-consumer"), "--bootstrap-server", broker.bootstrap,
+             "--topic", "growing", "--group-id", "java-joining", "--group-protocol", "consumer",
+             *options],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+
+        def collect() -> None:
+            assert process.stdout is not None
+            for line in process.stdout:
+                if not line.startswith("{"):
+                    continue
+                event = json.loads(line)
+                if event["name"] != "records_consumed":
+                    events.append(event)
+                else:
+                    with lock:
+                        ranges.extend(
+                            (part["partition"], part["minOffset"], part["maxOffset"], part["count"])
+                            for part in event["partitions"]
+                        )
+
+        threading.Thread(target=collect, daemon=True).start()
+        return process
+
+    def consumed() -> int:
+        with lock:
+            return sum(count for *_, count in ranges)
+
+    leaving = verifier("--max-messages", "1500")
+    time.sleep(1)
+    joining = [verifier()]
+    time.sleep(1.5)
+    joining.append(verifier())
+    deadline = time.monotonic() + 60
+    while consumed() < PARTITIONS * RECORDS and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for process in [leaving, *joining]:
+        process.terminate()  # the verifiable consumer closes, and leaves the group
+        process.wait(30)
+    failed_commits = [e for e in events if e["name"] == "offsets_committed" and not e["success"]]
+    assert failed_commits == []
+    assert consumed() == PARTITIONS * RECORDS, sorted(ranges)
+    for partition in range(PARTITIONS):
+        spans = sorted((first, last, count) for p, first, last, count in ranges if p == partition)
+        assert all(last - first + 1 == count for first, last, count in spans), spans
+        covered = [offset for first, last, _ in spans for offset in range(first, last + 1)]
+        assert covered == list(range(RECORDS)), partition  # each offset once, none missed
+
+
+def test_a_commit_at_the_previous_epoch_is_taken_only_for_partitions_still_owned() -> None:
+    """The heartbeat that moves a member to its new epoch may cross a commit it sent at
+    the old one; that commit is taken for the partitions the member still owns."""
+    groups = ConsumerGroups(lambda topic: 4)
+    a, _ = groups.heartbeat(beat("a", 0, None))
+    groups.heartbeat(beat("b", 0, None))
+    a, assigned = groups.heartbeat(beat("a", a.epoch, {"t": frozenset(range(4))}))
+    kept = assigned["t"]
+    old_epoch = a.epoch
+    a, _ = groups.heartbeat(beat("a", old_epoch, {"t": kept}))  # revoked: the new epoch
+    assert a.previous_epoch == old_epoch != a.epoch
+    given_up = next(iter(frozenset(range(4)) - kept))
+    still_owned = next(iter(kept))
+    assert groups.validate_commit("g", "a", old_epoch, [("t", still_owned)])[0] is ErrorCode.none
+    stale = groups.validate_commit("g", "a", old_epoch, [("t", given_up)])[0]
+    assert stale is ErrorCode.stale_member_epoch
+    assert groups.validate_commit("g", "a", a.epoch, [("t", still_owned)])[0] is ErrorCode.none

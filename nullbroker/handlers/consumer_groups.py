@@ -48,12 +48,15 @@ def handle_consumer_group_heartbeat(broker: Broker, request: Request, session: S
 
     if _elsewhere(broker, session, body.group_id):
         return refused(ErrorCode.not_coordinator)
-    if broker.groups.group(body.group_id) is not None:
-        # A classic group of that id exists: Kafka refuses members of the other protocol
-        # while it has members of its own.
-        return refused(
-            ErrorCode.group_id_not_found, f"Group {body.group_id} is not a consumer group."
-        )
+    if body.member_epoch == 0 and body.group_id not in broker.consumer_groups.groups:
+        # A classic group of that id becomes a consumer group if it has no members (its
+        # offsets kept); while it has, members of the new protocol are refused.
+        offsets = broker.groups.take_if_empty(body.group_id)
+        if offsets is None:
+            return refused(
+                ErrorCode.group_id_not_found, f"Group {body.group_id} is not a consumer group."
+            )
+        broker.consumer_groups.adopt(body.group_id, offsets)
     owned = None
     if body.topic_partitions is not None:
         owned = {}
@@ -72,6 +75,7 @@ def handle_consumer_group_heartbeat(broker: Broker, request: Request, session: S
         owned=owned,
         client_id=request.header.client_id or "",
         client_host=_client_host(session),
+        regex=getattr(body, "subscribed_topic_regex", None),
     )
     try:
         member, assignment = broker.consumer_groups.heartbeat(beat)
@@ -158,7 +162,7 @@ def _members(broker: Broker, types: Any, group: ConsumerGroup | None) -> tuple[A
             client_id=member.client_id,
             client_host=member.client_host,
             subscribed_topic_names=member.subscribed,
-            subscribed_topic_regex=None,
+            subscribed_topic_regex=member.regex,
             assignment=make(
                 types.Assignment, topic_partitions=_by_id(broker, types, member.owned, True)
             ),
