@@ -1,4 +1,5 @@
-"""Transaction markers as Kafka writes them: a control batch of one control record.
+"""Transactions in record batches: the markers Kafka writes (a control batch of one control
+record), and batches stamped as a transactional producer's.
 
 The record's key is (version 0, type: 0 abort, 1 commit), its value (version 0, the
 coordinator's epoch); the batch is transactional and a control batch (attributes 0x30),
@@ -11,6 +12,7 @@ from __future__ import annotations
 import struct
 
 from .crc import crc32c
+from .framing import Buffer
 from .record_batch import ATTRIBUTES_OFFSET, CRC_OFFSET, LOG_OVERHEAD
 
 ABORT = 0
@@ -47,3 +49,22 @@ def control_batch(
     batch = bytearray(header + record)
     struct.pack_into(">I", batch, CRC_OFFSET, crc32c(bytes(batch[ATTRIBUTES_OFFSET:])))
     return bytes(batch)
+
+
+_PRODUCER = struct.Struct(">qhi")  # producer id, epoch, base sequence: bytes 43 to 53
+_PRODUCER_OFFSET = 43
+_TRANSACTIONAL = 0x10
+
+
+def as_transactional(
+    header: bytearray, records: Buffer, producer_id: int, producer_epoch: int
+) -> bytearray:
+    """`header` (a batch header rendered from a template, records apart) stamped as the
+    given transactional producer's batch, its CRC-32C taken again over the records: what a
+    read_committed consumer checks against the aborted transactions of a Fetch response."""
+    attributes = struct.unpack_from(">h", header, ATTRIBUTES_OFFSET)[0]
+    struct.pack_into(">h", header, ATTRIBUTES_OFFSET, attributes | _TRANSACTIONAL)
+    _PRODUCER.pack_into(header, _PRODUCER_OFFSET, producer_id, producer_epoch, 0)
+    crc = crc32c(records, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
+    struct.pack_into(">I", header, CRC_OFFSET, crc)
+    return header

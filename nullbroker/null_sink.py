@@ -93,7 +93,7 @@ def append(
         transactions = partition.transactions
         if transactions is None:
             transactions = partition.transactions = PartitionTransactions()
-        transactions.wrote(batch.producer_id, base_offset, batch.record_count)
+        transactions.wrote(batch.producer_id, batch.producer_epoch, base_offset, batch.record_count)
     produced = partition.produced
     produced.records += batch.record_count
     produced.bytes += batch.length

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable
 
 from codec.framing import Buffer
 from codec.record_batch import rebased
@@ -75,13 +74,11 @@ class RetainedBatches:
         limit: int,
         first: bool,
         end: int | None = None,
-        skip: Callable[[int], bool] | None = None,
     ) -> tuple[list[Buffer], int, int]:
         """Whole batches from the one holding `offset`, within `limit` bytes (the first of a
         response even if larger, as Kafka sends it), the records in them at or after
-        `offset`, and their size. For a read_committed Fetch: none from `end` (the last
-        stable offset) on, and none whose base offset `skip` says an aborted transaction
-        wrote."""
+        `offset`, and their size; none from `end` on (a read_committed Fetch's last stable
+        offset)."""
         parts: list[Buffer] = []
         index = max(bisect_right(self._bases, offset) - 1, 0)
         size = count = 0
@@ -91,8 +88,6 @@ class RetainedBatches:
             base = self._bases[position]
             if end is not None and base >= end:
                 break
-            if skip is not None and skip(base):
-                continue
             batch = self._batches[position]
             if size + len(batch) > limit and (parts or not first):
                 break

@@ -7,10 +7,12 @@ commits, and ends it: a commit or abort marker takes one offset in every partiti
 transaction wrote, as in Kafka, and staged offsets are committed to their groups only on a
 commit. A transaction left open past its timeout is aborted by the broker.
 
-A partition keeps, for Fetch, the spans of offsets written transactionally, its markers,
-and the first offset of each transaction still open: the last stable offset, up to which a
-read_committed consumer may read. Nothing else is stored: the records themselves stay
-synthetic, and a read_committed Fetch skips the aborted spans.
+A partition keeps, for Fetch, the spans of offsets written transactionally (by whom), its
+markers, its aborted transactions, and the first offset of each transaction still open: the
+last stable offset, up to which a read_committed consumer may read. Nothing else is stored:
+the records stay synthetic, served as their producer's transactional batches, and a
+read_committed consumer leaves out the aborted ones from the Fetch response's list, as it
+does with Kafka's.
 """
 
 from __future__ import annotations
@@ -61,11 +63,14 @@ class Transaction:
 
 
 class Segment(NamedTuple):
-    """A stretch of a partition's offsets as a Fetch serves it: records, or a marker."""
+    """A stretch of a partition's offsets as a Fetch serves it: records (a transactional
+    producer's, or not), or a marker."""
 
     start: int
     end: int
     marker: Marker | None = None
+    producer: tuple[int, int] | None = None
+    """The transactional producer (id, epoch) that wrote these records."""
 
 
 class Marker(NamedTuple):
@@ -81,6 +86,7 @@ class _Span:
     start: int
     end: int
     producer_id: int
+    epoch: int
     aborted: bool = False
 
 
@@ -95,10 +101,12 @@ class PartitionTransactions:
     span_starts: list[int] = field(default_factory=list)
     markers: dict[int, Marker] = field(default_factory=dict)
     marker_offsets: list[int] = field(default_factory=list)
+    aborted: list[tuple[int, int, int]] = field(default_factory=list)
+    """Each aborted transaction: producer id, its first offset here, its marker's offset."""
 
-    def wrote(self, producer_id: int, base_offset: int, count: int) -> None:
+    def wrote(self, producer_id: int, epoch: int, base_offset: int, count: int) -> None:
         """A transactional batch of `count` records went in at `base_offset`."""
-        span = _Span(base_offset, base_offset + count, producer_id)
+        span = _Span(base_offset, base_offset + count, producer_id, epoch)
         self.spans.append(span)
         self.span_starts.append(base_offset)
         opened = self.open.get(producer_id)
@@ -118,12 +126,18 @@ class PartitionTransactions:
         if not marker.commit:
             for span in opened[1]:
                 span.aborted = True
+            self.aborted.append((marker.producer_id, opened[0], marker_offset))
         return sum(span.end - span.start for span in opened[1])
 
-    def aborted_at(self, offset: int) -> bool:
-        """Whether an aborted transaction wrote the record at `offset`."""
-        index = bisect_right(self.span_starts, offset) - 1
-        return index >= 0 and self.spans[index].aborted and offset < self.spans[index].end
+    def aborted_between(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The aborted transactions a Fetch of offsets `start` to `end` must list for a
+        read_committed consumer, as Kafka lists them: (producer id, first offset) of each
+        that ends at or after `start` and begins before `end`."""
+        return [
+            (producer_id, first)
+            for producer_id, first, last in self.aborted
+            if last >= start and first < end
+        ]
 
     def last_stable_offset(self, log_end: int) -> int:
         """The first offset of the oldest transaction still open, else the log end."""
@@ -131,29 +145,29 @@ class PartitionTransactions:
             return log_end
         return min(first for first, _ in self.open.values())
 
-    def segments(self, start: int, end: int, committed_only: bool) -> Iterator[Segment]:
-        """The offsets from `start` to `end` as records and markers, in order; records of
-        aborted transactions left out when `committed_only` (a read_committed Fetch)."""
-        skipped: list[tuple[int, int]] = []
-        if committed_only:
-            skipped = [
-                (span.start, span.end)
-                for span in self.spans
-                if span.aborted and span.end > start and span.start < end
-            ]
+    def segments(self, start: int, end: int) -> Iterator[Segment]:
+        """The offsets from `start` to `end` as a Fetch serves them, in order: records,
+        each transactional producer's apart (a batch never holds two producers' records),
+        and markers. A read_committed consumer drops the aborted ones itself, from the
+        response's aborted transactions, as it does with Kafka's."""
+        index = max(bisect_right(self.span_starts, start) - 1, 0)
+        pieces: list[Segment] = []
+        for span in self.spans[index:]:
+            if span.start >= end:
+                break
+            if span.end > start:
+                pieces.append(Segment(span.start, span.end, None, (span.producer_id, span.epoch)))
         markers = self.marker_offsets
-        index = bisect_right(markers, start - 1)
-        stops = sorted(
-            [(offset, offset + 1) for offset in markers[index:] if offset < end] + skipped
-        )
+        for offset in markers[bisect_right(markers, start - 1) :]:
+            if offset >= end:
+                break
+            pieces.append(Segment(offset, offset + 1, self.markers[offset]))
         position = start
-        for stop_start, stop_end in stops:
-            if stop_start > position:
-                yield Segment(position, stop_start)
-            marker = self.markers.get(stop_start) if stop_end == stop_start + 1 else None
-            if marker is not None and stop_start >= position:
-                yield Segment(stop_start, stop_end, marker)
-            position = max(position, stop_end)
+        for piece in sorted(pieces, key=lambda piece: piece.start):
+            if piece.start > position:
+                yield Segment(position, piece.start)
+            yield piece._replace(start=max(piece.start, position), end=min(piece.end, end))
+            position = min(piece.end, end)
         if position < end:
             yield Segment(position, end)
 

@@ -35,6 +35,7 @@ partitions = st.builds(
     last_stable_offset=INT64,
     log_start_offset=INT64,
     records=BATCHES,
+    aborted=st.lists(st.tuples(INT64, INT64), max_size=3),
 )
 
 
@@ -69,7 +70,16 @@ def kio_encoding(
                         high_watermark=partition.high_watermark,
                         last_stable_offset=partition.last_stable_offset,
                         log_start_offset=partition.log_start_offset,
-                        aborted_transactions=() if read_committed else None,
+                        aborted_transactions=tuple(
+                            make(
+                                types.AbortedTransaction,
+                                producer_id=producer_id,
+                                first_offset=first_offset,
+                            )
+                            for producer_id, first_offset in partition.aborted
+                        )
+                        if read_committed
+                        else None,
                         preferred_read_replica=-1,
                         records=b"".join(partition.records),
                     )

@@ -10,13 +10,16 @@ keeps nothing): the tests count them, by partition, and read their offsets."""
 
 from __future__ import annotations
 
+import struct
 import time
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from codec.control_batch import control_batch
+from codec import crc_matches
+from codec.control_batch import as_transactional, control_batch
+from codec.crc import crc32c
 from codec.record_batch import read_batch_header
 from nullbroker.transactions import Marker, PartitionTransactions, Segment
 from tests.broker_process import BrokerProcess, samples
@@ -215,25 +218,38 @@ def test_a_transaction_past_its_timeout_is_aborted_by_the_broker(
         producer.commit_transaction(30)
 
 
-def test_a_partition_serves_markers_and_leaves_aborted_records_out_when_asked() -> None:
+def test_a_partition_serves_each_producers_records_apart_with_markers_and_aborted_lists() -> None:
     log = PartitionTransactions()
-    log.wrote(7, 0, 10)  # producer 7: offsets 0-9
-    log.wrote(8, 10, 5)  # producer 8: offsets 10-14
+    log.wrote(7, 0, 0, 10)  # producer 7, epoch 0: offsets 0-9
+    log.wrote(8, 2, 10, 5)  # producer 8, epoch 2: offsets 10-14
     assert log.last_stable_offset(15) == 0
     log.end(15, Marker(7, 0, commit=False))
     assert log.last_stable_offset(16) == 10
-    log.end(16, Marker(8, 0, commit=True))
+    log.end(16, Marker(8, 2, commit=True))
     assert log.last_stable_offset(17) == 17
-    assert list(log.segments(0, 17, committed_only=False)) == [
-        Segment(0, 15),
+    assert list(log.segments(3, 20)) == [
+        Segment(3, 10, None, (7, 0)),
+        Segment(10, 15, None, (8, 2)),
         Segment(15, 16, Marker(7, 0, False)),
-        Segment(16, 17, Marker(8, 0, True)),
+        Segment(16, 17, Marker(8, 2, True)),
+        Segment(17, 20),  # written outside any transaction
     ]
-    assert list(log.segments(3, 17, committed_only=True)) == [
-        Segment(10, 15),
-        Segment(15, 16, Marker(7, 0, False)),
-        Segment(16, 17, Marker(8, 0, True)),
-    ]
+    # A read_committed consumer is told which to drop: producer 7's, from offset 0.
+    assert log.aborted_between(3, 17) == [(7, 0)]
+    assert log.aborted_between(16, 17) == []
+
+
+def test_a_transactional_batch_is_stamped_with_its_producer_and_a_valid_crc() -> None:
+    header = bytearray(control_batch(5, -1, -1, True, 0))  # any valid batch
+    header[21:23] = b"\x00\x00"  # not transactional, not control
+    records = bytes(header[61:])
+    del header[61:]
+    struct.pack_into(">I", header, 17, crc32c(records, crc32c(bytes(header[21:]))))
+    stamped = bytes(as_transactional(header, records, 4242, 7)) + records
+    parsed = read_batch_header(stamped)
+    assert parsed.is_transactional and not parsed.is_control
+    assert (parsed.producer_id, parsed.producer_epoch) == (4242, 7)
+    assert crc_matches(stamped, parsed)
 
 
 def test_a_marker_is_a_transactional_control_batch_of_one_record() -> None:
@@ -275,3 +291,24 @@ def test_kafka_transactions_lists_and_describes_an_open_transaction_and_its_prod
     producer.commit_transaction(30)
     [state] = rows("describe-producers", "--topic", "watched", "--partition", "0")
     assert state[5] == "None"  # none open now (the tool prints -1 so)
+
+
+@pytest.mark.clients
+@requires_kafka_tools
+def test_kafkas_console_consumer_reads_only_the_committed_records_when_read_committed(
+    start_broker: StartBroker,
+) -> None:
+    """The Java consumer checks each batch's CRC (check.crcs) and drops an aborted
+    transaction's batches by the Fetch response's list, as it does with Kafka."""
+    broker = start_broker("--partitions", "2")
+    producer = transactional(broker, "java-read")
+    produce_in_transaction(producer, "java-read", 100, commit=True)
+    produce_in_transaction(producer, "java-read", 50, commit=False)
+    produce_in_transaction(producer, "java-read", 30, commit=True)
+    for isolation, expected in (("read_committed", 130), ("read_uncommitted", 180)):
+        output = run_tool(
+            "kafka-console-consumer", "--bootstrap-server", broker.bootstrap,
+            "--topic", "java-read", "--from-beginning", "--isolation-level", isolation,
+            "--timeout-ms", "5000",
+        )  # fmt: skip
+        assert len(output.splitlines()) == expected, isolation

@@ -13,7 +13,7 @@ kept: every response carries session id 0, and clients then send full fetch requ
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from codec import Request
-from codec.control_batch import control_batch
+from codec.control_batch import as_transactional, control_batch
 from codec.fetch_response import FetchPartition, FetchTopic, fetch_response_parts, with_throttle
 from codec.framing import Buffer
 
@@ -166,6 +166,7 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
             error, log_start, log_end = fetch.missing, -1, -1
             records: Sequence[Buffer] = NO_RECORDS
             stable = -1
+            aborted: Sequence[tuple[int, int]] = ()
             if topic is not None and partition is not None:
                 topic.advance(now)
                 log_start, log_end = partition.log_start_offset, partition.log_end_offset
@@ -178,22 +179,28 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
                     limit = min(asked.partition_max_bytes, budget)
                     first = answer.bytes == 0
                     if partition.retained is not None:  # --retain: what was produced
+                        # As Kafka: read_committed up to the last stable offset, the
+                        # batches of aborted transactions listed for the consumer to drop.
                         records, count, size = partition.retained.read(
                             asked.fetch_offset, limit, first,
-                            *_committed_view(transactions, stable, committed_only),
+                            stable if committed_only else None,
                         )  # fmt: skip
+                        if committed_only and transactions is not None:
+                            aborted = transactions.aborted_between(asked.fetch_offset, stable)
                     elif transactions is None:
                         records, count, size = _records(
                             topic, partition.index, asked.fetch_offset, log_end, limit, first
                         )
                     else:
-                        # read_committed reads up to the last stable offset, and no record
-                        # of an aborted transaction.
+                        # read_committed reads up to the last stable offset, and drops
+                        # the aborted transactions' records itself.
+                        upper = stable if committed_only else log_end
                         records, count, size = _transactional_records(
-                            topic, partition.index, asked.fetch_offset,
-                            stable if committed_only else log_end, limit, first,
-                            transactions, committed_only,
+                            topic, partition.index, asked.fetch_offset, upper, limit, first,
+                            transactions,
                         )  # fmt: skip
+                        if committed_only:
+                            aborted = transactions.aborted_between(asked.fetch_offset, upper)
                     if size:
                         answer.served.append((partition, count, size))
                         answer.bytes += size
@@ -204,7 +211,7 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
                 answer.errors.append(error)
             # Records are never null: librdkafka rejects a flexible response with null records.
             partitions.append(
-                FetchPartition(asked.partition, error, log_end, stable, log_start, records)
+                FetchPartition(asked.partition, error, log_end, stable, log_start, records, aborted)
             )
         asked_topic = wanted_topic.asked
         topics.append((asked_topic.topic_id if by_id else asked_topic.topic, partitions))
@@ -243,16 +250,6 @@ def _records(
     return parts, count, size
 
 
-def _committed_view(
-    transactions: PartitionTransactions | None, stable: int, committed_only: bool
-) -> tuple[int | None, Callable[[int], bool] | None]:
-    """For retained batches: where a read_committed Fetch stops (the last stable offset),
-    and which batches it leaves out (an aborted transaction's); nothing for the rest."""
-    if not committed_only or transactions is None:
-        return None, None
-    return stable, transactions.aborted_at
-
-
 def _transactional_records(
     topic: Topic,
     index: int,
@@ -261,17 +258,16 @@ def _transactional_records(
     limit: int,
     first: bool,
     transactions: PartitionTransactions,
-    committed_only: bool,
 ) -> tuple[list[Buffer], int, int]:
-    """`_records` for a partition that transactions wrote to: batches cut where markers
-    stand, each marker served as the control batch Kafka writes, and (`committed_only`)
-    the records of aborted transactions left out, as a read_committed consumer would
-    drop them. Consumers take the gaps as they take a compacted topic's."""
+    """`_records` for a partition that transactions wrote to: batches cut where a
+    transaction's records begin and end, each transactional producer's records served as
+    its batches (transactional, its id and epoch), and each marker as the control batch
+    Kafka writes."""
     shape = topic.records
     whole = shape.batch_records
     parts: list[Buffer] = []
     size = count = 0
-    for segment in transactions.segments(offset, end, committed_only):
+    for segment in transactions.segments(offset, end):
         base = segment.start
         while base < segment.end:
             marker = segment.marker
@@ -286,11 +282,12 @@ def _transactional_records(
                 aligned = shape.batch_base(base)
                 stop = min(aligned + whole, segment.end)
                 slot = aligned // whole % shape.pool if shape.pool > 1 else 0
-                batch = tuple(
-                    shape.template(stop - base, slot).render_parts(
-                        base, shape.timestamp_ms(topic.created_ms, base)
-                    )
+                header, records = shape.template(stop - base, slot).render_parts(
+                    base, shape.timestamp_ms(topic.created_ms, base)
                 )
+                if segment.producer is not None:
+                    header = as_transactional(header, records, *segment.producer)
+                batch = (header, records)
                 served = stop - max(base, offset)
             batch_size = sum(len(part) for part in batch)
             if size + batch_size > limit and (parts or not first):
