@@ -163,6 +163,13 @@ def test_kafka_tools_read_list_and_describe_consumer_groups(start_broker: StartB
         )  # fmt: skip
         [state_row] = [line for line in state.splitlines() if line.startswith("live-848")]
         assert state_row.split()[-3:] == ["uniform", "Stable", "1"], state
+        # The classic group beside it, described by the same tool: its commit.
+        classic_rows = run_tool(
+            "kafka-consumer-groups", "--bootstrap-server", broker.bootstrap, "--describe",
+            "--group", "classic",
+        )  # fmt: skip
+        [row] = [line.split() for line in classic_rows.splitlines() if line.startswith("classic")]
+        assert row[1:4] == ["fixed", "0", "7"], classic_rows
     finally:
         consumer.close()
         classic.close()
