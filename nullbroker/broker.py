@@ -143,7 +143,12 @@ class Broker:
             self.topics.create(source.name, source=source, now_ms=started_ms)
         self.producers = ProducerRegistry()
         self.groups = GroupCoordinator(self.stats, config.group_initial_rebalance_delay_ms)
-        self.consumer_groups = ConsumerGroups(self._partition_count, self.topics.names)
+        self.consumer_groups = ConsumerGroups(
+            self._partition_count,
+            self.topics.names,
+            heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+            session_timeout_ms=config.group_consumer_session_timeout_ms,
+        )
         """Consumer groups of the new protocol (KIP-848), beside the classic ones."""
         self.groups.consumer_groups = self.consumer_groups
         self.transactions = TransactionCoordinator(

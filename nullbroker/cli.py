@@ -292,6 +292,23 @@ def build_parser() -> argparse.ArgumentParser:
         "Kafka's group.initial.rebalance.delay.ms; 0 for tests)",
     )
     serve.add_argument(
+        "--group-consumer-heartbeat-interval-ms",
+        type=int,
+        metavar="MS",
+        help="how often members of groups of the new protocol (KIP-848, "
+        "group.protocol=consumer) are told to heartbeat: partitions move between members "
+        f"at heartbeats (default {defaults.group_consumer_heartbeat_interval_ms}, as "
+        "Kafka's group.consumer.heartbeat.interval.ms)",
+    )
+    serve.add_argument(
+        "--group-consumer-session-timeout-ms",
+        type=int,
+        metavar="MS",
+        help="how long such a member may go without a heartbeat before it is removed and "
+        f"its partitions reassigned (default {defaults.group_consumer_session_timeout_ms}, "
+        "as Kafka's group.consumer.session.timeout.ms)",
+    )
+    serve.add_argument(
         "--connection-loop",
         choices=CONNECTION_LOOPS,
         help="what serves plain TCP connections: epoll (the default), a loop in the main "

@@ -95,6 +95,10 @@ class Config:
     """Fault SPECs applied at start (nullbroker.faults)."""
     cluster_id: str = "nullbroker-cluster-0001"
     group_initial_rebalance_delay_ms: int = 3000
+    group_consumer_heartbeat_interval_ms: int = 5000
+    """How often members of the new protocol's groups (KIP-848) heartbeat."""
+    group_consumer_session_timeout_ms: int = 45000
+    """How long such a member may go without a heartbeat before it is removed."""
     connection_loop: str = "epoll"
     """What serves plain TCP connections: "epoll", a loop hosting trio as its guest, or
     "trio" alone (slower: kept to compare, and as the path every other stream takes)."""
@@ -174,6 +178,17 @@ class Config:
             raise ConfigError(
                 f"{named('group_initial_rebalance_delay_ms')}: must not be negative, "
                 f"got {self.group_initial_rebalance_delay_ms}"
+            )
+        if (
+            not 0
+            < self.group_consumer_heartbeat_interval_ms
+            < (self.group_consumer_session_timeout_ms)
+        ):
+            raise ConfigError(
+                f"{named('group_consumer_heartbeat_interval_ms')}: must be above 0 and below "
+                f"{named('group_consumer_session_timeout_ms')} "
+                f"({self.group_consumer_session_timeout_ms}), "
+                f"got {self.group_consumer_heartbeat_interval_ms}"
             )
         if self.connection_loop not in CONNECTION_LOOPS:
             raise ConfigError(

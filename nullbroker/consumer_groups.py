@@ -8,8 +8,8 @@ member towards its target, as Kafka's coordinator does: partitions it must give 
 revoked first (it keeps its epoch until its heartbeat no longer lists them, then takes the
 group's), and partitions it gains are handed over only once no other member owns or is
 still revoking them, so no partition is ever owned twice. Members leave with epoch -1
-(-2: a static member, for now), or are removed when they stop heartbeating for the session
-timeout. Offsets are committed with member epochs.
+(-2: a static member, for a while), or are removed when they stop heartbeating for the
+session timeout. Offsets are committed with member epochs.
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ from kio.schema.errors import ErrorCode
 from .groups import CommittedOffset
 
 HEARTBEAT_INTERVAL_MS = 5000
-"""Kafka's group.consumer.heartbeat.interval.ms default."""
+"""Kafka's group.consumer.heartbeat.interval.ms default (the broker's
+--group-consumer-heartbeat-interval-ms sets it)."""
 SESSION_TIMEOUT_MS = 45000
-"""Kafka's group.consumer.session.timeout.ms default."""
+"""Kafka's group.consumer.session.timeout.ms default (--group-consumer-session-timeout-ms)."""
 UNIFORM = "uniform"
 RANGE = "range"
 ASSIGNORS = (UNIFORM, RANGE)
@@ -130,7 +131,11 @@ class ConsumerGroups:
         partitions_of: Callable[[str], int | None],
         topic_names: Callable[[], Iterable[str]] = tuple,
         clock: Callable[[], float] = time.monotonic,
+        heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS,
+        session_timeout_ms: int = SESSION_TIMEOUT_MS,
     ) -> None:
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.session_timeout_ms = session_timeout_ms
         self._partitions_of = partitions_of
         """A topic's partition count, or None for no such topic."""
         self._topic_names = topic_names
@@ -333,7 +338,8 @@ class ConsumerGroups:
         gone = [
             member_id
             for member_id, member in group.members.items()
-            if now - member.last_heartbeat > SESSION_TIMEOUT_MS / 1000 and member.last_heartbeat
+            if now - member.last_heartbeat > self.session_timeout_ms / 1000
+            and member.last_heartbeat
         ]
         for member_id in gone:
             del group.members[member_id]

@@ -62,6 +62,11 @@ def test_the_config_file_variable_is_not_taken_for_a_setting() -> None:
         ({"verify_crc": "maybe"}, "--verify-crc: 'maybe' is not a valid boolean"),
         ({"report_interval": 0}, "--report-interval: "),
         ({"group_initial_rebalance_delay_ms": -1}, "--group-initial-rebalance-delay-ms: "),
+        (
+            {"group_consumer_heartbeat_interval_ms": 50000},
+            "--group-consumer-heartbeat-interval-ms: must be above 0 and below "
+            "--group-consumer-session-timeout-ms",
+        ),
         ({"colour": "blue"}, "--colour: unknown setting"),
     ],
 )

@@ -30,6 +30,8 @@ from tests.kafka_tools import requires_kafka_tools, run_tool
 PARTITIONS = 4
 RECORDS = 1500  # a partition
 GROWING = f"growing:partitions={PARTITIONS},records={RECORDS},rate=300,size=10"
+# Partitions move between members at heartbeats: 1 s rather than Kafka's 5 s.
+FAST_HEARTBEATS = ("--group-consumer-heartbeat-interval-ms", "1000")
 
 
 def member(broker: BrokerProcess, group: str, **settings: str) -> Consumer:
@@ -43,7 +45,7 @@ def member(broker: BrokerProcess, group: str, **settings: str) -> Consumer:
 
 @pytest.mark.clients
 def test_members_joining_and_leaving_read_every_offset_once(start_broker: StartBroker) -> None:
-    broker = start_broker("--source", GROWING)
+    broker = start_broker("--source", GROWING, *FAST_HEARTBEATS)
     seen: dict[tuple[int, int], int] = {}
     lock = threading.Lock()
     errors: list[object] = []
@@ -279,7 +281,7 @@ def test_java_members_joining_and_leaving_read_every_offset_once(
     """Kafka's verifiable consumer (which commits what it read after every poll), three
     of them with `--group-protocol consumer`: one that leaves after 1,500 records, two
     that join later and are stopped once the group has read the whole growing topic."""
-    broker = start_broker("--source", GROWING)
+    broker = start_broker("--source", GROWING, *FAST_HEARTBEATS)
     ranges: list[tuple[int, int, int, int]] = []  # partition, first, last, count
     events: list[dict[str, object]] = []  # the others: commits, assignments
     lock = threading.Lock()

@@ -12,7 +12,6 @@ from codec import Request
 from codec.entities import make, response_module
 
 from ..consumer_groups import (
-    HEARTBEAT_INTERVAL_MS,
     UNIFORM,
     Assignment,
     ConsumerGroup,
@@ -88,7 +87,9 @@ def handle_consumer_group_heartbeat(broker: Broker, request: Request, session: S
         error_message=None,
         member_id=member.member_id,
         member_epoch=member.epoch,
-        heartbeat_interval=datetime.timedelta(milliseconds=HEARTBEAT_INTERVAL_MS),
+        heartbeat_interval=datetime.timedelta(
+            milliseconds=broker.consumer_groups.heartbeat_interval_ms
+        ),
         assignment=None
         if assignment is None
         else make(types.Assignment, topic_partitions=_by_id(broker, types, assignment)),
