@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from ..broker import Broker, Session
     from ..topics import Topic
 
 NO_THROTTLE = datetime.timedelta(0)
@@ -60,6 +60,18 @@ class Refusal(Exception):
         super().__init__(message)
         self.error = error
         self.message = message
+
+
+def coordinated_elsewhere(broker: Broker, session: Session, key: str) -> bool:
+    """Whether another node of the cluster coordinates the group or transactional id
+    `key`: Kafka then answers NOT_COORDINATOR, and the client asks FindCoordinator again."""
+    cluster = broker.cluster
+    return cluster.size > 1 and cluster.coordinator(key) != session.node_id
+
+
+def client_host(session: Session) -> str:
+    """A member's host as Kafka reports it, as Java's InetAddress.toString() prints it."""
+    return "/" + session.peer.rpartition(":")[0]
 
 
 def led_elsewhere(broker: Broker, node: int, topic: Topic | None) -> frozenset[int]:

@@ -18,8 +18,7 @@ from ..consumer_groups import (
     Heartbeat,
     HeartbeatError,
 )
-from .common import NO_THROTTLE, counted
-from .groups import _client_host, _elsewhere
+from .common import NO_THROTTLE, client_host, coordinated_elsewhere, counted
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
@@ -45,7 +44,7 @@ def handle_consumer_group_heartbeat(broker: Broker, request: Request, session: S
             assignment=None,
         )
 
-    if _elsewhere(broker, session, body.group_id):
+    if coordinated_elsewhere(broker, session, body.group_id):
         return refused(ErrorCode.not_coordinator)
     if body.member_epoch == 0 and body.group_id not in broker.consumer_groups.groups:
         # A classic group of that id becomes a consumer group if it has no members (its
@@ -73,7 +72,7 @@ def handle_consumer_group_heartbeat(broker: Broker, request: Request, session: S
         assignor=body.server_assignor,
         owned=owned,
         client_id=request.header.client_id or "",
-        client_host=_client_host(session),
+        client_host=client_host(session),
         regex=getattr(body, "subscribed_topic_regex", None),
     )
     try:
@@ -125,7 +124,7 @@ def handle_consumer_group_describe(broker: Broker, request: Request, session: Se
     for group_id in request.body.group_ids:
         group = broker.consumer_groups.groups.get(group_id)
         error = ErrorCode.none
-        if _elsewhere(broker, session, group_id):
+        if coordinated_elsewhere(broker, session, group_id):
             error = ErrorCode.not_coordinator
         elif group is None:
             error = ErrorCode.group_id_not_found

@@ -30,7 +30,13 @@ from ..groups import (
     SyncResult,
 )
 from ..topics import Topic
-from .common import NO_THROTTLE, authorized_operations, counted
+from .common import (
+    NO_THROTTLE,
+    authorized_operations,
+    client_host,
+    coordinated_elsewhere,
+    counted,
+)
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
@@ -88,20 +94,8 @@ def handle_find_coordinator(broker: Broker, request: Request, session: Session) 
     )
 
 
-def _elsewhere(broker: Broker, session: Session, group_id: str) -> bool:
-    """Whether another node of the cluster coordinates `group_id`: Kafka then answers
-    NOT_COORDINATOR, and the client asks FindCoordinator again."""
-    cluster = broker.cluster
-    return cluster.size > 1 and cluster.coordinator(group_id) != session.node_id
-
-
 def _ms(duration: datetime.timedelta) -> int:
     return int(duration / datetime.timedelta(milliseconds=1))
-
-
-def _client_host(session: Session) -> str:
-    # Kafka reports a member's host as Java's InetAddress.toString() prints it: "/host".
-    return "/" + session.peer.rpartition(":")[0]
 
 
 # JoinGroup, SyncGroup, Heartbeat, LeaveGroup.
@@ -110,7 +104,7 @@ def _client_host(session: Session) -> str:
 def handle_join_group(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     body = request.body
-    if _elsewhere(broker, session, body.group_id):
+    if coordinated_elsewhere(broker, session, body.group_id):
         return _join_response(
             broker, version, JoinResult(ErrorCode.not_coordinator, body.member_id)
         )
@@ -124,7 +118,7 @@ def handle_join_group(broker: Broker, request: Request, session: Session) -> Any
         # v0 has no rebalance timeout: Kafka takes the session timeout for it.
         _ms(getattr(body, "rebalance_timeout", body.session_timeout)),
         request.header.client_id or "",
-        _client_host(session),
+        client_host(session),
         require_known_member_id=version >= FIRST_JOIN_REQUIRING_MEMBER_ID,
         supports_skip_assignment=version >= FIRST_JOIN_WITH_SKIP_ASSIGNMENT,
     )
@@ -167,7 +161,7 @@ def _join_response(broker: Broker, version: int, result: JoinResult) -> Any:
 def handle_sync_group(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     body = request.body
-    if _elsewhere(broker, session, body.group_id):
+    if coordinated_elsewhere(broker, session, body.group_id):
         return _sync_response(broker, version, SyncResult(ErrorCode.not_coordinator))
     reply = broker.groups.sync(
         body.group_id,
@@ -200,7 +194,7 @@ def _sync_response(broker: Broker, version: int, result: SyncResult) -> Any:
 
 def handle_heartbeat(broker: Broker, request: Request, session: Session) -> Any:
     body = request.body
-    if _elsewhere(broker, session, body.group_id):
+    if coordinated_elsewhere(broker, session, body.group_id):
         error = ErrorCode.not_coordinator
     else:
         error = broker.groups.heartbeat(
@@ -219,7 +213,7 @@ def handle_heartbeat(broker: Broker, request: Request, session: Session) -> Any:
 def handle_leave_group(broker: Broker, request: Request, session: Session) -> Any:
     types = response_module(LEAVE_GROUP, request.header.api_version)
     body = request.body
-    if _elsewhere(broker, session, body.group_id):
+    if coordinated_elsewhere(broker, session, body.group_id):
         return make(
             types.LeaveGroupResponse,
             throttle_time=NO_THROTTLE,
@@ -277,7 +271,7 @@ def handle_offset_commit(broker: Broker, request: Request, session: Session) -> 
     # As Kafka: unknown topics and partitions are answered without asking the coordinator,
     # so a request with nothing valid in it creates no group.
     group_error, group = ErrorCode.none, None
-    if _elsewhere(broker, session, body.group_id):
+    if coordinated_elsewhere(broker, session, body.group_id):
         group_error = ErrorCode.not_coordinator
     elif any(
         topic is not None and _has_partition(topic, partition.partition_index)
@@ -391,7 +385,7 @@ def _fetched_offsets(
     -1 where nothing is committed."""
     if not group_id:
         return ErrorCode.invalid_group_id, ()
-    if _elsewhere(broker, session, group_id):
+    if coordinated_elsewhere(broker, session, group_id):
         return ErrorCode.not_coordinator, ()
     committed = broker.groups.committed(group_id) or {}
     topic_type = getattr(types, "OffsetFetchResponseTopics", None) or types.OffsetFetchResponseTopic
@@ -479,7 +473,7 @@ def handle_offset_delete(broker: Broker, request: Request, session: Session) -> 
             unknown[asked.name] = missing
         known.append((asked.name, valid))
     results: list[tuple[str, list[tuple[int, ErrorCode]]]] = []
-    if _elsewhere(broker, session, body.group_id):
+    if coordinated_elsewhere(broker, session, body.group_id):
         error = ErrorCode.not_coordinator
     else:
         error, results = broker.groups.delete_offsets(body.group_id, known)
@@ -534,7 +528,7 @@ def handle_describe_groups(broker: Broker, request: Request, session: Session) -
                 types,
                 version,
                 DescribedGroup(group_id, ErrorCode.not_coordinator, "")
-                if _elsewhere(broker, session, group_id)
+                if coordinated_elsewhere(broker, session, group_id)
                 else broker.groups.describe(group_id),
                 operations,
             )
@@ -586,7 +580,7 @@ def handle_list_groups(broker: Broker, request: Request, session: Session) -> An
         )
         # Each node lists the groups it coordinates, as Kafka's brokers do: the admin
         # client asks every node and puts the lists together.
-        if not _elsewhere(broker, session, group.group_id)
+        if not coordinated_elsewhere(broker, session, group.group_id)
     ]
     return make(
         types.ListGroupsResponse,
@@ -623,7 +617,7 @@ def _deleted(
     """Each group's DeleteGroups result, in the order asked: NOT_COORDINATOR for a group
     another node coordinates."""
     asked = list(group_ids)
-    here = [group_id for group_id in asked if not _elsewhere(broker, session, group_id)]
+    here = [group_id for group_id in asked if not coordinated_elsewhere(broker, session, group_id)]
     deleted = iter(broker.groups.delete_groups(here))
     return [
         next(deleted) if group_id in here else (group_id, ErrorCode.not_coordinator)

@@ -18,7 +18,7 @@ from codec.entities import make, response_module
 
 from ..groups import NO_LEADER_EPOCH, CommittedOffset
 from ..transactions import TransactionError, TxnState
-from .common import NO_THROTTLE, counted, led_elsewhere
+from .common import NO_THROTTLE, coordinated_elsewhere, counted, led_elsewhere
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
@@ -39,8 +39,7 @@ FIRST_PRODUCER_FENCED_VERSION = 2
 
 def _refused(broker: Broker, session: Session, transactional_id: str) -> ErrorCode | None:
     """NOT_COORDINATOR when another node coordinates the id, as for groups."""
-    cluster = broker.cluster
-    if cluster.size > 1 and cluster.coordinator(transactional_id) != session.node_id:
+    if coordinated_elsewhere(broker, session, transactional_id):
         return ErrorCode.not_coordinator
     return None
 
