@@ -387,11 +387,11 @@ async def serve_connection(
 async def run_connection(
     wire: Wire, broker: Broker, session: Session, step: Awaitable[bool]
 ) -> bool:
-    """Run `step`, a stretch of a connection's life in a task; close the connection unless
-    the step says it goes on without a task. A failure is counted and logged here."""
+    """Run `step`, a stretch of a connection's life in a task, inside `wire.scope` (a new
+    one each stretch); close the connection unless the step says it goes on without a
+    task. A failure is counted and logged here."""
     goes_on = False
     stats = broker.stats
-    wire.scope = trio.CancelScope()
     try:
         with wire.scope:
             goes_on = await step

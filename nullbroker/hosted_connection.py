@@ -139,6 +139,7 @@ class HostedConnection:
     def _to_trio(self, result: outcome.Outcome[Handoff]) -> None:
         """Take the step in a new task of the server's connections."""
         self._unpark()
+        self._wire.scope = trio.CancelScope()  # a scope is entered once: one per task
         connections = self._drain.connections
         assert connections is not None
         connections.start_soon(

@@ -380,6 +380,16 @@ class RecordShape:
             for index, value in enumerate(values)
         ]
 
+    def batch_part(self, base: int, stop: int, start_ms: int) -> tuple[bytearray, Buffer]:
+        """A batch of the records from `base` to `stop`, within one aligned batch but not
+        necessarily from its start (a produced topic's batches cut where transactions
+        begin and end): its header and records, as `batch` gives them."""
+        whole = self.batch_records
+        slot = base // whole % self.pool if self.pool > 1 else 0
+        return self.template(stop - base, slot).render_parts(
+            base, self.timestamp_ms(start_ms, base)
+        )
+
     def batch(
         self, base: int, end: int, start_ms: int, partition: int = 0
     ) -> tuple[bytearray, Buffer]:

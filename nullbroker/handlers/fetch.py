@@ -279,12 +279,8 @@ def _transactional_records(
                 )
                 served = 0  # control records are never handed to the application
             else:
-                aligned = shape.batch_base(base)
-                stop = min(aligned + whole, segment.end)
-                slot = aligned // whole % shape.pool if shape.pool > 1 else 0
-                header, records = shape.template(stop - base, slot).render_parts(
-                    base, shape.timestamp_ms(topic.created_ms, base)
-                )
+                stop = min(shape.batch_base(base) + whole, segment.end)
+                header, records = shape.batch_part(base, stop, topic.created_ms)
                 if segment.producer is not None:
                     header = as_transactional(header, records, *segment.producer)
                 batch = (header, records)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime
 import time
 from collections.abc import Callable
-from functools import partial
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -45,15 +44,22 @@ def _refused(broker: Broker, session: Session, transactional_id: str) -> ErrorCo
 
 
 def _coordinated(
-    broker: Broker, session: Session, key: str, version: int, change: Callable[[], object]
+    broker: Broker,
+    session: Session,
+    key: str,
+    body: Any,
+    version: int,
+    change: Callable[..., object],
+    *arguments: Any,
 ) -> ErrorCode:
-    """A transactional request's error: NOT_COORDINATOR on the wrong node, else what
-    `change` (a call on the transaction coordinator) refused it with, else none."""
+    """A transactional request's error: NOT_COORDINATOR on the wrong node (`key` decides
+    the node), else what `change` (a call on the transaction coordinator, given the body's
+    transactional id, producer id and epoch, then `arguments`) refused it with, else none."""
     refused = _refused(broker, session, key)
     if refused is not None:
         return refused
     try:
-        change()
+        change(body.transactional_id, body.producer_id, body.producer_epoch, *arguments)
     except TransactionError as error:
         return _for_version(error.code, version)
     return ErrorCode.none
@@ -153,18 +159,9 @@ def handle_add_offsets_to_txn(broker: Broker, request: Request, session: Session
     version = request.header.api_version
     body = request.body
     error = _coordinated(
-        broker,
-        session,
-        body.transactional_id,
-        version,
-        partial(
-            broker.transactions.add_offsets,
-            body.transactional_id,
-            body.producer_id,
-            body.producer_epoch,
-            body.group_id,
-        ),
-    )
+        broker, session, body.transactional_id, body, version,
+        broker.transactions.add_offsets, body.group_id,
+    )  # fmt: skip
     types = response_module(ADD_OFFSETS_TO_TXN, version)
     return make(
         types.AddOffsetsToTxnResponse, throttle_time=NO_THROTTLE, error_code=counted(broker, error)
@@ -175,18 +172,9 @@ def handle_end_txn(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     body = request.body
     error = _coordinated(
-        broker,
-        session,
-        body.transactional_id,
-        version,
-        partial(
-            broker.transactions.end,
-            body.transactional_id,
-            body.producer_id,
-            body.producer_epoch,
-            body.committed,
-        ),
-    )
+        broker, session, body.transactional_id, body, version,
+        broker.transactions.end, body.committed,
+    )  # fmt: skip
     types = response_module(END_TXN, version)
     fields: dict[str, Any] = {}
     if version >= 5:  # KIP-890: the producer's id and epoch after the transaction
@@ -215,20 +203,11 @@ def handle_txn_offset_commit(broker: Broker, request: Request, session: Session)
         for topic in body.topics
         for partition in topic.partitions
     }
+    # The group's coordinator answers: the group id decides the node.
     error = _coordinated(
-        broker,
-        session,
-        body.group_id,
-        version,
-        partial(
-            broker.transactions.stage_offsets,
-            body.transactional_id,
-            body.producer_id,
-            body.producer_epoch,
-            body.group_id,
-            wanted,
-        ),
-    )
+        broker, session, body.group_id, body, version,
+        broker.transactions.stage_offsets, body.group_id, wanted,
+    )  # fmt: skip
     return make(
         types.TxnOffsetCommitResponse,
         throttle_time=NO_THROTTLE,
