@@ -216,7 +216,7 @@ class HostedConnection:
             self._hand_over(buffer, Handoff(out=out))
             return
         if out:
-            self._send(buffer, out)
+            self._send(out)
 
     def _hand_over(self, buffer: host_loop.ReceiveBuffer, handoff: Handoff) -> None:
         # What was read may be referenced by what goes to trio: the loop reads on into
@@ -224,14 +224,17 @@ class HostedConnection:
         buffer.give_away()
         self._to_trio(outcome.Value(handoff))
 
-    def _send(self, buffer: host_loop.ReceiveBuffer, parts: list[Buffer]) -> None:
+    def _send(self, parts: list[Buffer]) -> None:
         """Write what the socket takes now; the rest goes to trio, which sends it as the
         client reads, reading nothing from it meanwhile."""
         try:
             while parts:
                 parts = after_sent(parts, os.writev(self._fd, parts[:IOV_MAX]))
         except BlockingIOError:
-            self._hand_over(buffer, Handoff(out=parts))
+            # Every frame of the read is answered, and answers never view the request's
+            # bytes: the loop keeps its buffer (a new one per large Fetch answer cost
+            # 0.1 s of CPU per GB served).
+            self._to_trio(outcome.Value(Handoff(out=parts)))
         except OSError as error:  # broken pipe, reset by the peer
             self._to_trio(_broken(error))
 
