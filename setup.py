@@ -1,11 +1,25 @@
-"""Builds codec/_native.c, the Produce hot path's decoders in C; everything else about the
-package is in pyproject.toml. Optional: without a C compiler the build goes on without it,
-and the pure-Python decoders serve alone (see codec/native.py)."""
+"""Builds the Produce hot path's C: codec/_native.c (its decoders and encoder) and
+nullbroker/_produce_lane.c (the common request answered whole); everything else about the
+package is in pyproject.toml. Optional: without a C compiler the build goes on without them,
+and the pure-Python path serves alone (see codec/native.py)."""
 
 from setuptools import Extension, setup
 
 setup(
     ext_modules=[
-        Extension("codec._native", ["codec/_native.c"], optional=True, extra_compile_args=["-O2"])
+        Extension(
+            "codec._native",
+            ["codec/_native.c"],
+            depends=["codec/_kafka_wire.h"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
+            "nullbroker._produce_lane",
+            ["nullbroker/_produce_lane.c"],
+            depends=["codec/_kafka_wire.h"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
     ]
 )

@@ -16,9 +16,15 @@ VARIABLE = "NULLBROKER_NATIVE"
 _OFF = frozenset({"off", "0", "no", "false"})
 
 
+def switched_on() -> bool:
+    """Whether C may serve (NULLBROKER_NATIVE is not off): for codec._native and for
+    nullbroker._produce_lane alike."""
+    return os.environ.get(VARIABLE, "on").strip().lower() not in _OFF
+
+
 def load() -> ModuleType | None:
     """The C module, or None when it is switched off or was not built."""
-    if os.environ.get(VARIABLE, "on").strip().lower() in _OFF:
+    if not switched_on():
         return None
     try:
         from . import _native
@@ -29,6 +35,6 @@ def load() -> ModuleType | None:
 
 def status() -> str:
     """One phrase for the broker's start-up line: which decoders serve Produce."""
-    if os.environ.get(VARIABLE, "on").strip().lower() in _OFF:
+    if not switched_on():
         return f"pure Python ({VARIABLE}=off)"
     return "C" if load() is not None else "pure Python (the C module was not built)"

@@ -26,6 +26,7 @@ from codec import (
 from codec.control_batch import control_batch
 from codec.framing import Buffer
 
+from . import produce_lane
 from .cluster import Cluster
 from .config import Config
 from .consumer_groups import ConsumerGroups
@@ -44,6 +45,7 @@ from .transactions import Marker, PartitionTransactions, TransactionCoordinator
 log = logging.getLogger("nullbroker")
 
 NODE_ID = 0
+PRODUCE_KEY = 0
 _KEY_VERSION = struct.Struct(">hh")
 
 
@@ -87,20 +89,26 @@ class LogGrowth:
     """Where Fetch requests held at a log end wait for it to grow.
 
     Every Produce request notifies it, so notifying with no one waiting must cost next to
-    nothing: a parking lot's length is one check, where trio.Event needed a statistics
-    object and a new Event per wake-up.
+    nothing: `waiting` is a plain int, which the Produce lane (C) reads before it calls
+    `notify`, where trio.Event needed a statistics object and a new Event per wake-up.
     """
 
-    __slots__ = ("_waiters",)
+    __slots__ = ("_waiters", "waiting")
 
     def __init__(self) -> None:
         self._waiters = trio.lowlevel.ParkingLot()
+        self.waiting = 0
+        """Requests parked here, or woken and not yet resumed."""
 
     async def wait(self) -> None:
-        await self._waiters.park()
+        self.waiting += 1
+        try:
+            await self._waiters.park()
+        finally:
+            self.waiting -= 1
 
     def notify(self) -> None:
-        if self._waiters:
+        if self.waiting:
             self._waiters.unpark_all()
 
 
@@ -175,6 +183,9 @@ class Broker:
         self.handlers: dict[int, Handler] = HANDLERS
         self.served: dict[int, ApiRange] = served_ranges()
         self._api_versions = self.served[API_VERSIONS_KEY]
+        self.produce_lane = produce_lane.for_broker(self)
+        """The common Produce request answered whole in C, for the connections the host
+        loop reads; None: the Python path answers every request."""
 
     def _partition_count(self, name: str) -> int | None:
         topic = self.topics.get(name)
@@ -229,6 +240,10 @@ class Broker:
         key, version = _KEY_VERSION.unpack_from(frame) if len(frame) >= 4 else (-1, -1)
         if session.sasl is not None:
             session.sasl.admit(key)  # raises NotAuthenticated: the connection closes
+        if key == PRODUCE_KEY and self.produce_lane is not None:
+            response = self.produce_lane.answer(frame, session.node_id)
+            if response is not None:  # answered whole in C, and accounted
+                return response
         self.stats.node_requests[session.node_id] += 1
         if key == API_VERSIONS_KEY and version > self._api_versions.max_version:
             peeked = peek_header(frame)

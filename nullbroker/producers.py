@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import NamedTuple
 
 # Kafka remembers the metadata of the last five batches per producer and partition: the
 # most a producer has in flight (max.in.flight.requests.per.connection <= 5 with idempotence).
@@ -21,8 +22,10 @@ class SequenceVerdict(Enum):
     FENCED = "fenced"
 
 
-@dataclass(slots=True)
-class _RecentBatch:
+class RecentBatch(NamedTuple):
+    """An accepted batch's sequences and offset. A NamedTuple: made once per idempotent
+    batch, and by nullbroker/_produce_lane.c as well, as a tuple."""
+
     first_sequence: int
     last_sequence: int
     base_offset: int
@@ -34,7 +37,7 @@ class PartitionSequences:
 
     epoch: int
     last_sequence: int = -1
-    recent: deque[_RecentBatch] = field(default_factory=lambda: deque(maxlen=RECENT_BATCHES))
+    recent: deque[RecentBatch] = field(default_factory=lambda: deque(maxlen=RECENT_BATCHES))
 
 
 @dataclass(slots=True)
@@ -119,7 +122,12 @@ class ProducerRegistry:
         if state is None or state.epoch != epoch:
             state = self._sequences[key] = PartitionSequences(epoch)
         state.last_sequence = last_sequence
-        state.recent.append(_RecentBatch(first_sequence, last_sequence, base_offset))
+        state.recent.append(RecentBatch(first_sequence, last_sequence, base_offset))
+
+    def sequences_table(self) -> dict[tuple[int, str, int], PartitionSequences]:
+        """The sequence state by (producer id, topic, partition), itself, not a copy: the
+        Produce lane (nullbroker/produce_lane.py) checks and moves it in C."""
+        return self._sequences
 
     def on_partition(self, topic: str, partition: int) -> list[tuple[int, PartitionSequences]]:
         """Every producer's sequence state on a partition, by producer id (DescribeProducers)."""

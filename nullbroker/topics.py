@@ -147,6 +147,11 @@ class TopicRegistry:
     def get(self, name: str) -> Topic | None:
         return self._by_name.get(name)
 
+    def name_table(self) -> dict[str, Topic]:
+        """The topics by name, the registry's own dict, not a copy: the Produce lane
+        (nullbroker/produce_lane.py) looks topics up in it from C."""
+        return self._by_name
+
     def by_id(self, topic_id: uuid.UUID) -> Topic | None:
         return self._by_id.get(topic_id)
 

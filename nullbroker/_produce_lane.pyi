@@ -1,0 +1,21 @@
+from collections.abc import Callable, Sequence
+from typing import Any
+
+class Lane:
+    def __init__(
+        self,
+        topics: dict[str, Any],
+        sequences: dict[tuple[int, str, int], Any],
+        recent_type: type,
+        node_requests: dict[int, int],
+        api: Any,
+        faults: Any,
+        log_growth: Any,
+        crc32c: Callable[[Any], int] | None,
+        min_version: int,
+        max_version: int,
+        max_frame_bytes: int,
+        latency_bounds: Sequence[int],
+    ) -> None: ...
+    def answer_prefix(self, view: memoryview, node_id: int) -> tuple[int, bytes | None]: ...
+    def answer(self, frame: memoryview | bytes, node_id: int) -> bytes | None: ...

@@ -1,0 +1,67 @@
+"""The Produce lane: the common Produce request answered whole in C.
+
+A producer sends the same request over and over: a known topic, one batch per partition,
+the next sequence numbers, acks. nullbroker/_produce_lane.c answers such a request from
+the bytes of a read (decode, the null sink's checks, offsets, counters, sequences, the
+latency histogram, the response) without running Python, which cost more than the rest
+of the request's way through the broker (perf/README.md, "The request path"). It takes a
+request only when handlers/produce.py would take it down its common path, decides so
+before it changes anything, and otherwise leaves the request to the Python path, which
+answers it as it answers everything else: an error, a fault, a first batch, a duplicate,
+a transaction, --retain, a topic named by id. Both act on one broker state.
+
+The lane serves the plain-TCP connections the host loop reads (nullbroker/
+hosted_connection.py), on a one-node broker, without SASL (whose checks are Python's);
+NULLBROKER_NATIVE=off or a build without a compiler leaves it out, as the C decoders.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from codec import native
+from codec.crc import crc32c
+
+from .producers import RecentBatch
+from .stats import LATENCY_BOUNDS_NS
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+
+class Lane(Protocol):
+    def answer_prefix(self, view: memoryview, node_id: int) -> tuple[int, bytes | None]:
+        """The read's leading request frames (size prefixes included) the lane answers:
+        how many bytes they take, and their response frames, one after the other."""
+
+    def answer(self, frame: memoryview | bytes, node_id: int) -> bytes | None:
+        """One request frame's response frame, or None: the Python path's request."""
+
+
+def for_broker(broker: Broker) -> Lane | None:
+    """The broker's lane, or None where the Python path serves every request: C switched
+    off or not built, several nodes (which partitions a node leads is Python's)."""
+    if not native.switched_on() or broker.cluster.size != 1:
+        return None
+    try:
+        from . import _produce_lane
+    except ImportError:
+        return None
+    from .handlers.produce import PRODUCE  # the handlers import the broker's modules
+
+    served = broker.served[PRODUCE]
+    lane: Lane = _produce_lane.Lane(
+        broker.topics.name_table(),
+        broker.producers.sequences_table(),
+        RecentBatch,
+        broker.stats.node_requests,
+        broker.stats.api("Produce"),
+        broker.faults,
+        broker.log_growth,
+        crc32c if broker.config.verify_crc else None,
+        served.min_version,
+        served.max_version,
+        broker.max_request_bytes,
+        LATENCY_BOUNDS_NS,
+    )
+    return lane
