@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -503,6 +502,8 @@ def _apply(
 
 def from_toml(path: str | Path) -> tuple[Settings, Origins]:
     """Settings from a TOML file's top-level keys."""
+    import tomllib  # here: most brokers read no file
+
     try:
         with open(path, "rb") as file:
             document = tomllib.load(file)

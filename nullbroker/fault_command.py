@@ -4,7 +4,6 @@ the `/faults` paths of its metrics listener (nullbroker.faults)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -45,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     """Send the action; print the broker's answer. Exit 0, or 1 with the reason."""
     # Here, not at the top: `nullbroker serve` builds this parser too, and urllib brings
     # email and http.client, megabytes a broker never uses.
+    import json
     import urllib.error
     import urllib.request
 

@@ -28,18 +28,20 @@ be applied is refused with the reason, and changes nothing.
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from .cluster import Cluster
-from .http import Handler, HttpRequest, HttpResponse
+
+if TYPE_CHECKING:
+    from .http import Handler, HttpRequest, HttpResponse
 
 KINDS = ("latency", "error", "down", "move", "throttle")
 MB = 1 << 20
@@ -386,6 +388,8 @@ def faults_handler(faults: Faults, otherwise: Handler) -> Handler:
       the reason for a SPEC that cannot be applied, which changes nothing);
     - `DELETE /faults`: end them all (nodes come back, moved partitions return).
     """
+    # The HTTP layer (h11) is loaded with the metrics listener, not by every broker.
+    from .http import HttpResponse
 
     def handle(request: HttpRequest) -> HttpResponse:
         if request.path.rstrip("/") != "/faults":
@@ -407,4 +411,8 @@ def faults_handler(faults: Faults, otherwise: Handler) -> Handler:
 
 
 def _json(status: int, value: object) -> HttpResponse:
+    import json
+
+    from .http import HttpResponse
+
     return HttpResponse(status, json.dumps(value).encode() + b"\n", b"application/json")

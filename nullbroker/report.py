@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import json
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -136,6 +135,8 @@ def check_summary_writable(path: str) -> None:
 
 def write_summary(stats: BrokerStats, path: str) -> None:
     """Write the summary atomically: a reader never sees half a file."""
+    import json  # here, at shutdown: a broker without --summary-json never needs it
+
     with _temporary_beside(path) as file:
         json.dump(summary(stats), file, indent=2)
         file.write("\n")

@@ -20,7 +20,6 @@ from .broker import Broker, Endpoint, Session
 from .config import Config
 from .connection import RESET, Drain, serve_connection
 from .hosted_connection import serve_hosted
-from .http import metrics_handler, serve_http_connection
 from .listeners import Listener, server_context
 from .report import ConsoleReporter, check_summary_writable, write_summary
 from .sasl import SaslSession
@@ -364,9 +363,11 @@ class BrokerServer:
                             partial(self._serve_kafka, node, listener),
                         )
                 if metrics_listeners:
-                    # Imported only when asked for: prometheus_client brings asyncio, http
-                    # and email with it, megabytes a broker without --metrics never needs.
+                    # Imported only when asked for: the HTTP endpoint (h11), and
+                    # prometheus_client, which brings http.server, urllib and email with it:
+                    # megabytes a broker without --metrics never needs.
                     from .faults import faults_handler
+                    from .http import metrics_handler, serve_http_connection
                     from .metrics import exposition, make_registry
 
                     registry = make_registry(self.broker.stats)
@@ -381,6 +382,8 @@ class BrokerServer:
                         metrics_listeners,
                     )
                 if self._registry_listeners and self.schema_registry is not None:
+                    from .http import serve_http_connection
+
                     services.start_soon(
                         trio.serve_listeners,
                         partial(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,8 @@ def read_table(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The file's document and its non-empty `[table]`; `error`, with a message that names
     the file and says what is wrong (`shape`: what an entry looks like), otherwise."""
+    import tomllib  # here: most brokers read no file
+
     try:
         document = tomllib.loads(Path(path).read_text())
     except OSError as failure:

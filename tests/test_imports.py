@@ -1,0 +1,59 @@
+"""What `nullbroker serve` imports before it listens: every module costs resident memory
+for the broker's whole life, so what only some options or requests use is imported when
+they are used (perf/README.md, Memory)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+TIMEOUT = 30.0
+
+
+def modules_imported_by_serve(*flags: str) -> set[str]:
+    """The modules a broker started with `flags` has imported once it prints that it
+    listens, as `python -X importtime` lists them."""
+    command = [sys.executable, "-X", "importtime", "-m", "nullbroker", "serve"]
+    process = subprocess.Popen(
+        [*command, "--listen", "127.0.0.1:0", *flags],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("nullbroker listening on"):
+                break
+        else:
+            pytest.fail("the broker stopped before it listened")
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=TIMEOUT)
+    finally:
+        process.kill()
+        process.wait()
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in stderr.splitlines()
+        if line.startswith("import time:") and not line.endswith("| imported package")
+    }
+
+
+def test_default_serve_imports_no_http_json_toml_or_prometheus() -> None:
+    imported = modules_imported_by_serve()
+    assert "nullbroker.server" in imported  # the listing is the broker's
+    unused = {
+        "h11",  # the HTTP endpoint: --metrics, --schema-registry
+        "nullbroker.http",
+        "json",  # faults' HTTP answers, the summary at shutdown, JSON sources
+        "tomllib",  # --config, --users, --node-map
+        "prometheus_client",  # --metrics
+        "http.server",
+        "urllib.request",
+        "email",
+    }
+    assert imported & unused == set()
