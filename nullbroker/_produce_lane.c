@@ -35,7 +35,8 @@
 /* Attribute names, interned once. */
 static PyObject *s_source, *s_partitions, *s_retained, *s_log_end_offset, *s_log_start_offset,
     *s_produced, *s_records, *s_bytes, *s_batches, *s_epoch, *s_last_sequence, *s_recent,
-    *s_append, *s_active, *s_latency, *s_counts, *s_sum_ns, *s_requests, *s_waiting, *s_notify;
+    *s_append, *s_active, *s_latency, *s_counts, *s_sum_ns, *s_requests, *s_waiting, *s_notify,
+    *s_Produce;
 static PyObject *one; /* the int 1 */
 
 typedef struct {
@@ -44,7 +45,8 @@ typedef struct {
     PyObject *sequences;     /* dict: (producer id, topic, partition) -> PartitionSequences */
     PyObject *recent_type;   /* producers.RecentBatch, a NamedTuple */
     PyObject *node_requests; /* Counter: node id -> requests */
-    PyObject *api;           /* stats.ApiStats of Produce */
+    PyObject *apis;          /* stats.BrokerStats.apis: API name -> ApiStats */
+    PyObject *api_stats;     /* stats.BrokerStats.api: makes an API's ApiStats on its first request */
     PyObject *faults;        /* faults.Faults: the lane steps aside while `active` is not empty */
     PyObject *log_growth;    /* broker.LogGrowth: where Fetch requests wait for a log to grow */
     PyObject *crc32c;        /* the CRC-32C function, or None when CRCs are not verified */
@@ -441,8 +443,16 @@ static int account(Lane *lane, PyObject *node, int64_t started) {
     if (more == NULL) return -1;
     int failed = PyDict_SetItem(lane->node_requests, node, more) < 0;
     Py_DECREF(more);
-    if (failed || add_to_attribute(lane->api, s_requests, 1) < 0) return -1;
-    PyObject *latency = PyObject_GetAttr(lane->api, s_latency);
+    if (failed) return -1;
+    /* Produce's ApiStats, made by the broker's accounts on the first Produce request, as
+     * the Python path makes it (until then no Produce shows in the summary). */
+    PyObject *api = PyDict_GetItemWithError(lane->apis, s_Produce);
+    if (api != NULL) Py_INCREF(api);
+    else if (!PyErr_Occurred()) api = PyObject_CallOneArg(lane->api_stats, s_Produce);
+    if (api == NULL) return -1;
+    failed = add_to_attribute(api, s_requests, 1) < 0;
+    PyObject *latency = failed ? NULL : PyObject_GetAttr(api, s_latency);
+    Py_DECREF(api);
     if (latency == NULL) return -1;
     PyObject *counts = PyObject_GetAttr(latency, s_counts);
     Py_ssize_t low = 0, high = lane->bound_count;
@@ -551,15 +561,17 @@ static PyObject *answer(Lane *lane, PyObject *const *args, Py_ssize_t nargs) {
     return result;
 }
 
-/* Lane(topics, sequences, recent_type, node_requests, api, faults, log_growth, crc32c,
+/* Lane(topics, sequences, recent_type, node_requests, apis, api_stats, faults, log_growth, crc32c,
  *      min_version, max_version, max_frame_bytes, latency_bounds) */
 static PyObject *lane_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *topics, *sequences, *recent_type, *node_requests, *api, *faults, *log_growth, *crc32c,
+    PyObject *topics, *sequences, *recent_type, *node_requests, *apis, *api_stats, *faults,
+        *log_growth, *crc32c,
         *bounds;
     int min_version, max_version;
     Py_ssize_t max_frame_bytes;
-    if (!PyArg_ParseTuple(args, "O!O!OO!OOOOiinO:Lane", &PyDict_Type, &topics, &PyDict_Type,
-                          &sequences, &recent_type, &PyDict_Type, &node_requests, &api, &faults,
+    if (!PyArg_ParseTuple(args, "O!O!OO!O!OOOOiinO:Lane", &PyDict_Type, &topics, &PyDict_Type,
+                          &sequences, &recent_type, &PyDict_Type, &node_requests, &PyDict_Type,
+                          &apis, &api_stats, &faults,
                           &log_growth, &crc32c, &min_version, &max_version, &max_frame_bytes,
                           &bounds))
         return NULL;
@@ -595,7 +607,8 @@ static PyObject *lane_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     lane->sequences = Py_NewRef(sequences);
     lane->recent_type = Py_NewRef(recent_type);
     lane->node_requests = Py_NewRef(node_requests);
-    lane->api = Py_NewRef(api);
+    lane->apis = Py_NewRef(apis);
+    lane->api_stats = Py_NewRef(api_stats);
     lane->faults = Py_NewRef(faults);
     lane->log_growth = Py_NewRef(log_growth);
     lane->crc32c = Py_NewRef(crc32c);
@@ -610,7 +623,8 @@ static int lane_traverse(Lane *lane, visitproc visit, void *arg) {
     Py_VISIT(lane->sequences);
     Py_VISIT(lane->recent_type);
     Py_VISIT(lane->node_requests);
-    Py_VISIT(lane->api);
+    Py_VISIT(lane->apis);
+    Py_VISIT(lane->api_stats);
     Py_VISIT(lane->faults);
     Py_VISIT(lane->log_growth);
     Py_VISIT(lane->crc32c);
@@ -622,7 +636,8 @@ static int lane_clear(Lane *lane) {
     Py_CLEAR(lane->sequences);
     Py_CLEAR(lane->recent_type);
     Py_CLEAR(lane->node_requests);
-    Py_CLEAR(lane->api);
+    Py_CLEAR(lane->apis);
+    Py_CLEAR(lane->api_stats);
     Py_CLEAR(lane->faults);
     Py_CLEAR(lane->log_growth);
     Py_CLEAR(lane->crc32c);
@@ -680,7 +695,7 @@ PyMODINIT_FUNC PyInit__produce_lane(void) {
         {&s_active, "active"},           {&s_latency, "latency"},
         {&s_counts, "counts"},           {&s_sum_ns, "sum_ns"},
         {&s_requests, "requests"},       {&s_waiting, "waiting"},
-        {&s_notify, "notify"},
+        {&s_notify, "notify"},          {&s_Produce, "Produce"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (*names[i].name == NULL) *names[i].name = PyUnicode_InternFromString(names[i].text);
