@@ -15,16 +15,12 @@ from codec import FrameReader, ProtocolError
 from codec.framing import Buffer
 
 from .broker import Broker, Session
-from .host_loop import RECEIVE_BYTES
+from .host_loop import FIRST_RECEIVE_BYTES, RECEIVE_BYTES, SHRINK_AFTER_READS
 from .read_budget import ReadBudget, Reservation
 from .sasl import SaslAuthenticationFailed
 
 log = logging.getLogger("nullbroker")
 
-FIRST_RECEIVE_BYTES = 4 * 1024
-"""A new or quiet connection's receive buffer: a thousand idle clients cost 4 MiB, not 256."""
-SHRINK_AFTER_READS = 64
-"""Reads of under a sixteenth of the buffer in a row after which it is halved."""
 IOV_MAX = os.sysconf("SC_IOV_MAX")  # buffers one writev takes (1024 on Linux)
 # While a request is held, what the client sends meanwhile is read (to see it close) and
 # kept until the request is answered; past this much, reading stops and TCP pushes back.

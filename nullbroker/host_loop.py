@@ -36,6 +36,10 @@ def current() -> HostLoop | None:
 
 RECEIVE_BYTES = 256 * 1024
 """The most one read of a connection takes (its receive buffer grows to this under load)."""
+FIRST_RECEIVE_BYTES = 4 * 1024
+"""A new or quiet connection's receive buffer: a thousand idle clients cost 4 MiB, not 256."""
+SHRINK_AFTER_READS = 64
+"""Reads of under a sixteenth of the buffer in a row after which it is halved."""
 
 
 class ReceiveBuffer:

@@ -25,7 +25,7 @@ import trio
 from codec import FrameReader
 from codec.framing import Buffer
 
-from . import host_loop
+from . import host_loop, produce_lane
 from .broker import Broker, Session
 from .connection import (
     FIRST_RECEIVE_BYTES,
@@ -88,9 +88,9 @@ class HostedConnection:
     __slots__ = (
         "_broker",
         "_drain",
+        "_fast",
         "_fd",
         "_host",
-        "_lane",
         "_read_size",
         "_session",
         "_small_reads",
@@ -113,15 +113,34 @@ class HostedConnection:
         self._session = session
         self._drain = drain
         self.reader = FrameReader(broker.max_request_bytes)
-        # SASL's checks of each request are Python's.
-        self._lane = broker.produce_lane if session.sasl is None else None
         self._read_size = FIRST_RECEIVE_BYTES
         self._small_reads = 0
+        lane = broker.produce_lane
+        # The loop's handler: the C reader, which reads, answers the common Produce
+        # requests and writes without Python, going the Python way for anything else;
+        # or the Python way alone (no lane; SASL, whose checks of each request are Python's).
+        self._fast = (
+            None
+            if lane is None or session.sasl is not None
+            else produce_lane.reader(
+                lane,
+                self._fd,
+                host.receive_buffer,
+                wire,
+                session.node_id,
+                self._on_readable,
+                self._after_read,
+            )
+        )
 
     def park(self) -> bool:
         """Give the connection to the host loop, until trio must take a step. True, for
         the task that parks it: the connection goes on without it."""
-        self._host.register(self._fd, select.EPOLLIN, self._on_readable)
+        fast = self._fast
+        if fast is not None:
+            reader = self.reader
+            fast.ready = not (reader.buffered_bytes or self._wire.reservation.reserved)
+        self._host.register(self._fd, select.EPOLLIN, fast or self._on_readable)
         self._drain.watch(self)
         wire = self._wire
         wire.parked = self
@@ -184,6 +203,7 @@ class HostedConnection:
         return False
 
     def _on_readable(self, events: int) -> None:
+        """Read and answer the Python way (a frame is unfinished, or there is no lane)."""
         buffer = self._host.receive_buffer
         try:
             size = os.readv(self._fd, buffer.into(self._read_size))
@@ -195,25 +215,43 @@ class HostedConnection:
         if not size:
             self._to_trio(outcome.Value(Handoff(ended=True)))
             return
-        wire = self._wire
-        wire.reads += 1
+        self._wire.reads += 1
         self._read_size, self._small_reads = next_read_size(
             self._read_size, size, self._small_reads
         )
+        self._answer_read(buffer, buffer.view[:size], [])
+
+    def _after_read(
+        self, size: int, answered: int, answers: bytes | None, error: Exception | None
+    ) -> None:
+        """Go on from a read the C reader made (`size` bytes into the receive buffer; 0:
+        the end of the stream; below 0: minus the errno of a failed read), whose first
+        `answered` bytes of requests the lane answered with `answers`."""
+        if size <= 0:
+            if size:
+                self._to_trio(_broken(OSError(-size, os.strerror(-size))))
+            else:
+                self._to_trio(outcome.Value(Handoff(ended=True)))
+            return
+        buffer = self._host.receive_buffer
+        out: list[Buffer] = [] if answers is None else [answers]
+        if error is not None:
+            try:
+                raise error
+            except Exception as raised:  # logged with its traceback, as the Python way's
+                failure = fail(raised, self._broker, self._session)
+            self._hand_over(buffer, Handoff(out=out, failure=failure))
+            return
+        self._answer_read(buffer, buffer.view[answered:size], out)
+
+    def _answer_read(
+        self, buffer: host_loop.ReceiveBuffer, read: memoryview, out: list[Buffer]
+    ) -> None:
+        """Answer the requests of `read` after `out` (answers already made) and send them."""
         # Frames are views of the loop's receive buffer: every one is answered here, or
         # the buffer goes with them to trio, before the loop reads into it again.
-        read = buffer.view[:size]
         reader = self.reader
-        out: list[Buffer] = []
         try:
-            lane = self._lane
-            if lane is not None and not reader.buffered_bytes:
-                # The common Produce requests first, in C; the rest of the read as ever.
-                answered, answers = lane.answer_prefix(read, self._session.node_id)
-                if answers is not None:
-                    out.append(answers)
-                if answered:
-                    read = read[answered:]
             frames = reader.frames_in(read) if read else _NO_FRAMES
             held = answer_until_held(self._broker, self._session, frames, out) if read else None
         except Exception as error:
@@ -223,13 +261,15 @@ class HostedConnection:
         if held is not None:
             self._hand_over(buffer, Handoff(frames, out, held))
             return
-        reservation = wire.reservation
+        reservation = self._wire.reservation
         if (reader.buffered_bytes or reservation.reserved) and not reservation.try_fit(
             Reservation.needed(reader.pending_frame_size)
         ):
             # A large request began and the budget has no room: stop reading until it has.
             self._hand_over(buffer, Handoff(out=out))
             return
+        if self._fast is not None:
+            self._fast.ready = not (reader.buffered_bytes or reservation.reserved)
         if out:
             self._send(out)
 

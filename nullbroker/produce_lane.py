@@ -17,16 +17,20 @@ NULLBROKER_NATIVE=off or a build without a compiler leaves it out, as the C deco
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from codec import native
 from codec.crc import crc32c
 
+from .host_loop import FIRST_RECEIVE_BYTES, RECEIVE_BYTES, SHRINK_AFTER_READS
 from .producers import RecentBatch
 from .stats import LATENCY_BOUNDS_NS
 
 if TYPE_CHECKING:
     from .broker import Broker
+    from .connection import Wire
+    from .host_loop import ReceiveBuffer
 
 
 class Lane(Protocol):
@@ -36,6 +40,49 @@ class Lane(Protocol):
 
     def answer(self, frame: memoryview | bytes, node_id: int) -> bytes | None:
         """One request frame's response frame, or None: the Python path's request."""
+
+
+class Reader(Protocol):
+    """A hosted connection's handler on the host loop's epoll (`reader` makes one)."""
+
+    ready: int
+    """Set by the connection: whether the next read is the reader's (nothing of a frame
+    buffered, no read budget held), or the connection's own `on_readable`'s."""
+
+    def __call__(self, events: int) -> None: ...
+
+
+def reader(
+    lane: Lane,
+    fd: int,
+    receive_buffer: ReceiveBuffer,
+    wire: Wire,
+    node_id: int,
+    on_readable: Callable[[int], None],
+    after_read: Callable[[int, int, bytes | None, Exception | None], None],
+) -> Reader:
+    """The C reader of a plain-TCP connection the host loop serves: on each readable event it
+    reads into the loop's receive buffer, answers the read's requests through the lane and
+    writes the answers, without Python, when the read holds whole Produce requests the lane
+    takes and the socket takes the answers at once (the common case, a wake-up per request
+    for a producer waiting on its acks). Anything else goes to the connection's Python:
+    `on_readable(events)` while `ready` is false, `after_read(size, answered, answers,
+    error)` to take a read on from its first request the lane did not answer."""
+    from . import _produce_lane
+
+    made: Reader = _produce_lane.Reader(
+        lane,
+        fd,
+        receive_buffer,
+        wire,
+        node_id,
+        on_readable,
+        after_read,
+        FIRST_RECEIVE_BYTES,
+        RECEIVE_BYTES,
+        SHRINK_AFTER_READS,
+    )
+    return made
 
 
 def for_broker(broker: Broker) -> Lane | None:

@@ -9,7 +9,10 @@ the common request itself, or it would be proven equal by never answering.
 from __future__ import annotations
 
 import datetime
+import socket
 import struct
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +25,7 @@ from nullbroker.broker import Broker
 from nullbroker.config import Config
 from nullbroker.source import SourceSpec
 
+from .broker_process import metric_total
 from .kafka_wire import record_batch
 from .kio_calls import SESSION, call, request_frame, types
 
@@ -301,3 +305,47 @@ def test_answer_prefix_answers_the_leading_produce_frames_and_stops_at_any_other
     assert consumed == 4 + len(common[0])
     assert answers == answer(python, common[0])
     assert state(lane) == state(python)
+
+
+@pytest.mark.clients
+def test_a_client_that_reads_its_acks_late_gets_every_one_in_order(start_broker: Any) -> None:
+    """Over a socket: the C reader answers Produce requests as they come; while the client
+    reads nothing its answers back up until the socket takes no more, and the rest go by
+    the Python way and trio, in order, none lost, none twice."""
+    broker = start_broker("--partitions", "1")
+    count = 150_000  # 7.5 MiB of answers: more than the sockets hold (tcp_wmem at most 4 MiB)
+    records = record_batch(1)
+    frames = [
+        produce_frame(Broker(Config()), 9, [(TOPIC, 0, records)], correlation_id=n)
+        for n in range(2)
+    ]
+    # The same request but for its correlation id (bytes 4-7): the first is written whole.
+    head, tail = frames[0][:4], frames[0][8:]
+    stream = b"".join(
+        struct.pack(">i", len(frames[0])) + head + struct.pack(">i", n) + tail for n in range(count)
+    )
+    host, port = broker.bootstrap.rsplit(":", 1)
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.settimeout(60)
+        sock.connect((host, int(port)))
+        sender = threading.Thread(target=sock.sendall, args=(stream,))
+        sender.start()
+        time.sleep(1.0)  # the broker answers meanwhile, and its answers back up
+        for expected in range(count):
+            (size,) = struct.unpack(">i", receive_exactly(sock, 4))
+            answer = receive_exactly(sock, size)
+            (correlation_id,) = struct.unpack_from(">i", answer)
+            assert correlation_id == expected
+        sender.join()
+    produced = metric_total(broker.scrape(), "nullbroker_produced_records_total")
+    assert produced == count
+
+
+def receive_exactly(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        assert chunk, f"closed after {len(data)} of {size} bytes"
+        data += chunk
+    return bytes(data)
