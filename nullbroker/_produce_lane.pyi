@@ -26,7 +26,7 @@ class Reader:
     read_size: int
     def __init__(
         self,
-        lane: Lane,
+        lane: Any,
         fd: int,
         receive_buffer: Any,
         wire: Any,
