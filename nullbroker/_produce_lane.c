@@ -4,9 +4,10 @@
  *
  * The lane answers a request only when handlers/produce.py would take it down its common
  * path: a name-addressed, non-transactional request with acks, every partition's one batch
- * accepted (known topic, no source, nothing retained, magic v2, counts that agree, no
- * control or transactional batch, the CRC when --verify-crc asks, the next sequence of an
- * idempotent producer already known on the partition), no fault in force. It decides that
+ * accepted (known topic, a partition this node leads, no source, nothing retained, magic
+ * v2, counts that agree, no control or transactional batch, the CRC when --verify-crc
+ * asks, the next sequence of an idempotent producer already known on the partition), no
+ * fault in force. It decides that
  * before it changes anything; for any other request it answers nothing and the Python
  * path answers it, as it answers every other API, with its own errors and messages.
  *
@@ -39,7 +40,7 @@
 static PyObject *s_source, *s_partitions, *s_retained, *s_log_end_offset, *s_log_start_offset,
     *s_produced, *s_records, *s_bytes, *s_batches, *s_epoch, *s_last_sequence, *s_recent,
     *s_append, *s_active, *s_latency, *s_counts, *s_sum_ns, *s_requests, *s_waiting, *s_notify,
-    *s_Produce;
+    *s_Produce, *s_followed;
 static PyObject *one; /* the int 1 */
 
 typedef struct {
@@ -53,6 +54,7 @@ typedef struct {
     PyObject *faults;        /* faults.Faults: the lane steps aside while `active` is not empty */
     PyObject *log_growth;    /* broker.LogGrowth: where Fetch requests wait for a log to grow */
     PyObject *crc32c;        /* the CRC-32C function, or None when CRCs are not verified */
+    PyObject *cluster;       /* cluster.Cluster of several nodes; None: one node leads all */
     int min_version, max_version;
     Py_ssize_t max_frame_bytes;
     Py_ssize_t bound_count;
@@ -82,6 +84,7 @@ typedef struct {
 typedef struct {
     int version;
     int32_t correlation_id;
+    PyObject *node; /* the node id the client connected to (borrowed) */
     Py_ssize_t topic_count, batch_count;
     PlannedTopic topics[MAX_TOPICS];
     PlannedBatch batches[MAX_PARTITIONS];
@@ -201,7 +204,7 @@ failed:
 
 /* One partition's batch at the cursor: planned (1), the Python way (0), or an error (-1). */
 static int plan_batch(Lane *lane, Cursor *c, int flexible, PlannedTopic *topic,
-                      PyObject *partitions, PlannedRequest *plan) {
+                      PyObject *partitions, PyObject *followed, PlannedRequest *plan) {
     if (plan->batch_count == MAX_PARTITIONS) return 0;
     int32_t index = read_i32(c);
     Py_ssize_t size;
@@ -218,6 +221,12 @@ static int plan_batch(Lane *lane, Cursor *c, int flexible, PlannedTopic *topic,
     c->pos += size;
     if (flexible) skip_tagged_fields(c);
     if (c->failed || index < 0 || index >= PyList_GET_SIZE(partitions)) return 0;
+    if (followed != NULL && PySet_GET_SIZE(followed)) {
+        PyObject *key = PyLong_FromLong(index);
+        int elsewhere = key == NULL ? -1 : PySet_Contains(followed, key);
+        Py_XDECREF(key);
+        if (elsewhere) return elsewhere < 0 ? -1 : 0; /* led by another node: the Python way */
+    }
     PyObject *partition = PyList_GET_ITEM(partitions, index);
     for (Py_ssize_t i = 0; i < plan->batch_count; i++)
         if (plan->batches[i].partition == partition) return 0; /* twice in one request */
@@ -292,6 +301,23 @@ static int plan_topic(Lane *lane, Cursor *c, int flexible, PlannedRequest *plan)
     PyObject *partitions = PyObject_GetAttr(found, s_partitions);
     if (partitions == NULL) return -1;
     int result = PyList_CheckExact(partitions);
+    PyObject *followed = NULL; /* the partitions this node does not lead, on a cluster */
+    if (result && lane->cluster != Py_None) {
+        PyObject *count = PyLong_FromSsize_t(PyList_GET_SIZE(partitions));
+        followed = count == NULL ? NULL
+                                 : PyObject_CallMethodObjArgs(lane->cluster, s_followed,
+                                                              plan->node, topic->name, count,
+                                                              NULL);
+        Py_XDECREF(count);
+        if (followed != NULL && !PyAnySet_Check(followed)) {
+            Py_CLEAR(followed);
+            PyErr_SetString(PyExc_TypeError, "Cluster.followed must return a set");
+        }
+        if (followed == NULL) {
+            Py_DECREF(partitions);
+            return -1;
+        }
+    }
     uint64_t count = 0;
     if (result && flexible) {
         count = read_uvarint(c);
@@ -303,9 +329,10 @@ static int plan_topic(Lane *lane, Cursor *c, int flexible, PlannedRequest *plan)
         count = (uint64_t)signed_count;
     }
     for (uint64_t i = 0; result == 1 && i < count; i++) {
-        result = plan_batch(lane, c, flexible, topic, partitions, plan);
+        result = plan_batch(lane, c, flexible, topic, partitions, followed, plan);
         topic->count = plan->batch_count - topic->first;
     }
+    Py_XDECREF(followed);
     Py_DECREF(partitions);
     if (result == 1 && flexible) skip_tagged_fields(c);
     return result == 1 && c->failed ? 0 : result;
@@ -485,6 +512,7 @@ static int answer_frame(Lane *lane, const uint8_t *data, Py_ssize_t size, PyObje
     int64_t started = now_ns();
     PlannedRequest plan;
     plan.topic_count = plan.batch_count = 0;
+    plan.node = node;
     int planned = plan_request(lane, data, size, &plan);
     if (planned == 1) {
         PyObject *active = PyObject_GetAttr(lane->faults, s_active);
@@ -576,19 +604,18 @@ static PyObject *answer(Lane *lane, PyObject *const *args, Py_ssize_t nargs) {
     return result;
 }
 
-/* Lane(topics, sequences, recent_type, node_requests, apis, api_stats, faults, log_growth, crc32c,
- *      min_version, max_version, max_frame_bytes, latency_bounds) */
+/* Lane(topics, sequences, recent_type, node_requests, apis, api_stats, faults, log_growth,
+ *      crc32c, cluster, min_version, max_version, max_frame_bytes, latency_bounds) */
 static PyObject *lane_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     PyObject *topics, *sequences, *recent_type, *node_requests, *apis, *api_stats, *faults,
-        *log_growth, *crc32c,
-        *bounds;
+        *log_growth, *crc32c, *cluster, *bounds;
     int min_version, max_version;
     Py_ssize_t max_frame_bytes;
-    if (!PyArg_ParseTuple(args, "O!O!OO!O!OOOOiinO:Lane", &PyDict_Type, &topics, &PyDict_Type,
+    if (!PyArg_ParseTuple(args, "O!O!OO!O!OOOOOiinO:Lane", &PyDict_Type, &topics, &PyDict_Type,
                           &sequences, &recent_type, &PyDict_Type, &node_requests, &PyDict_Type,
                           &apis, &api_stats, &faults,
-                          &log_growth, &crc32c, &min_version, &max_version, &max_frame_bytes,
-                          &bounds))
+                          &log_growth, &crc32c, &cluster, &min_version, &max_version,
+                          &max_frame_bytes, &bounds))
         return NULL;
     if (!PyType_Check(recent_type) ||
         !PyType_IsSubtype((PyTypeObject *)recent_type, &PyTuple_Type)) {
@@ -627,6 +654,7 @@ static PyObject *lane_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     lane->faults = Py_NewRef(faults);
     lane->log_growth = Py_NewRef(log_growth);
     lane->crc32c = Py_NewRef(crc32c);
+    lane->cluster = Py_NewRef(cluster);
     lane->min_version = min_version;
     lane->max_version = max_version;
     lane->max_frame_bytes = max_frame_bytes;
@@ -643,6 +671,7 @@ static int lane_traverse(Lane *lane, visitproc visit, void *arg) {
     Py_VISIT(lane->faults);
     Py_VISIT(lane->log_growth);
     Py_VISIT(lane->crc32c);
+    Py_VISIT(lane->cluster);
     return 0;
 }
 
@@ -656,6 +685,7 @@ static int lane_clear(Lane *lane) {
     Py_CLEAR(lane->faults);
     Py_CLEAR(lane->log_growth);
     Py_CLEAR(lane->crc32c);
+    Py_CLEAR(lane->cluster);
     return 0;
 }
 
@@ -923,6 +953,7 @@ PyMODINIT_FUNC PyInit__produce_lane(void) {
         {&s_counts, "counts"},           {&s_sum_ns, "sum_ns"},
         {&s_requests, "requests"},       {&s_waiting, "waiting"},
         {&s_notify, "notify"},          {&s_Produce, "Produce"},
+        {&s_followed, "followed"},
         {&s_view, "view"},               {&s_reads, "reads"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

@@ -13,6 +13,7 @@ class Lane:
         faults: Any,
         log_growth: Any,
         crc32c: Callable[[Any], int] | None,
+        cluster: Any,
         min_version: int,
         max_version: int,
         max_frame_bytes: int,

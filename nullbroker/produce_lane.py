@@ -11,7 +11,8 @@ answers it as it answers everything else: an error, a fault, a first batch, a du
 a transaction, --retain, a topic named by id. Both act on one broker state.
 
 The lane serves the plain-TCP connections the host loop reads (nullbroker/
-hosted_connection.py), on a one-node broker, without SASL (whose checks are Python's);
+hosted_connection.py) and Broker.answer, on one node or several (it asks the cluster which
+partitions a node leads, as the handler does), without SASL (whose checks are Python's);
 NULLBROKER_NATIVE=off or a build without a compiler leaves it out, as the C decoders.
 """
 
@@ -87,8 +88,8 @@ def reader(
 
 def for_broker(broker: Broker) -> Lane | None:
     """The broker's lane, or None where the Python path serves every request: C switched
-    off or not built, several nodes (which partitions a node leads is Python's)."""
-    if not native.switched_on() or broker.cluster.size != 1:
+    off or not built."""
+    if not native.switched_on():
         return None
     try:
         from . import _produce_lane
@@ -107,6 +108,7 @@ def for_broker(broker: Broker) -> Lane | None:
         broker.faults,
         broker.log_growth,
         crc32c if broker.config.verify_crc else None,
+        broker.cluster if broker.cluster.size > 1 else None,
         served.min_version,
         served.max_version,
         broker.max_request_bytes,

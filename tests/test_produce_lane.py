@@ -8,6 +8,7 @@ the common request itself, or it would be proven equal by never answering.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import socket
 import struct
@@ -21,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nullbroker.broker import Broker
+from nullbroker.broker import Broker, Session
 from nullbroker.config import Config
 from nullbroker.source import SourceSpec
 
@@ -41,7 +42,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def twin_brokers(verify_crc: bool = False, warm: bool = True) -> tuple[Broker, Broker]:
+def twin_brokers(
+    verify_crc: bool = False, warm: bool = True, nodes: int = 1
+) -> tuple[Broker, Broker]:
     """A broker answering through the lane, and one whose Python path answers everything;
     each with the same topics and the same producers (`warm`: who have written a first
     batch to every partition)."""
@@ -51,6 +54,7 @@ def twin_brokers(verify_crc: bool = False, warm: bool = True) -> tuple[Broker, B
             Config(
                 partitions=PARTITIONS,
                 verify_crc=verify_crc,
+                brokers=nodes,
                 sources=(SourceSpec(SOURCE, partitions=1, records=10),),
             )
         )
@@ -66,7 +70,8 @@ def twin_brokers(verify_crc: bool = False, warm: bool = True) -> tuple[Broker, B
                 for index in range(PARTITIONS):
                     batch = record_batch(1, producer_id=1000 + producer, producer_epoch=0,
                                          base_sequence=0)  # fmt: skip
-                    broker.answer(produce_frame(broker, 9, [(name, index, batch)]), SESSION)
+                    frame = produce_frame(broker, 9, [(name, index, batch)])
+                    broker.answer(frame, session(broker.cluster.leader(name, index)))
         if not lane:
             broker.produce_lane = None
         pair.append(broker)
@@ -133,8 +138,13 @@ def state(broker: Broker) -> dict[str, Any]:
     }
 
 
-def answer(broker: Broker, frame: bytes) -> Any:
-    return broker.answer(frame, SESSION)
+def answer(broker: Broker, frame: bytes, node: int = 0) -> Any:
+    return broker.answer(frame, session(node))
+
+
+def session(node: int) -> Session:
+    """A connection to `node` of the cluster."""
+    return dataclasses.replace(SESSION, node_id=node)
 
 
 def next_sequence(broker: Broker, producer_id: int, topic: str, partition: int) -> int:
@@ -230,11 +240,11 @@ def build_batch(broker: Broker, spec: dict[str, Any], sent: dict[Any, bytes]) ->
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), verify_crc=st.booleans())
+@given(data=st.data(), verify_crc=st.booleans(), nodes=st.sampled_from([1, 1, 3]))
 def test_the_lane_answers_as_the_python_path_and_leaves_the_same_state(
-    data: st.DataObject, verify_crc: bool
+    data: st.DataObject, verify_crc: bool, nodes: int
 ) -> None:
-    lane, python = twin_brokers(verify_crc)
+    lane, python = twin_brokers(verify_crc, nodes=nodes)
     sent: dict[Any, bytes] = {}
     for step in range(data.draw(st.integers(1, 12), label="requests")):
         version = data.draw(st.sampled_from([3, 5, 7, 8, 9, 10, 11, 12, 13]))
@@ -262,7 +272,8 @@ def test_the_lane_answers_as_the_python_path_and_leaves_the_same_state(
             for broker in (lane, python)
         ]
         assert frames[0] == frames[1]
-        assert answer(lane, frames[0]) == answer(python, frames[1])
+        node = data.draw(st.integers(0, nodes - 1), label="node")
+        assert answer(lane, frames[0], node) == answer(python, frames[1], node)
         assert state(lane) == state(python)
 
 
