@@ -140,7 +140,7 @@ class HostedConnection:
         if fast is not None:
             reader = self.reader
             fast.ready = not (reader.buffered_bytes or self._wire.reservation.reserved)
-        self._host.register(self._fd, select.EPOLLIN, fast or self._on_readable)
+        self._host.register(self._fd, select.EPOLLIN, self._on_readable if fast is None else fast)
         self._drain.watch(self)
         wire = self._wire
         wire.parked = self
