@@ -16,6 +16,10 @@ time-millis/micros, timestamp-millis/micros, local-timestamp-millis/micros. A re
 schema is cut off after MAX_DEPTH levels, where unions take their null branch and arrays
 and maps are empty. A schema fastavro does not parse stops the broker at start with
 fastavro's reason.
+
+The broker makes its pool in a child interpreter (pool_from_file): fastavro's modules, the
+compression libraries it loads and what generating leaves behind would otherwise stay in
+the broker's RSS for as long as it runs (about 4 MiB, perf/README.md).
 """
 
 from __future__ import annotations
@@ -24,9 +28,13 @@ import datetime
 import decimal
 import io
 import json
+import os
 import random
 import string
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 from .json_values import POOL_VALUES, SchemaError
@@ -38,6 +46,7 @@ YEAR_S = 365 * 24 * 3600
 LETTERS = string.ascii_lowercase
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
 CONFLUENT_MAGIC = b"\x00"
+_SCHEMA_ERROR_EXIT = 3
 
 
 def load_schema(path: str) -> Any:
@@ -71,6 +80,46 @@ def pool(schema: Any, prefix: bytes = b"", count: int = POOL_VALUES) -> tuple[by
         fastavro.schemaless_writer(buffer, parsed, generate(schema, index, named))
         values.append(buffer.getvalue())
     return tuple(values)
+
+
+def pool_from_file(path: str, prefix: bytes = b"") -> tuple[bytes, ...]:
+    """`pool(load_schema(path), prefix)`, made by a child interpreter (`python -m
+    nullbroker.avro_values`), so that the caller never imports fastavro; SchemaError with
+    load_schema's reason for a schema it refuses."""
+    # The child imports this copy of the package, whatever the caller's installed one is.
+    here = str(Path(__file__).resolve().parent.parent)
+    search = os.pathsep.join(filter(None, (here, os.environ.get("PYTHONPATH"))))
+    child = subprocess.run(
+        [sys.executable, "-m", __name__, path, prefix.hex()],
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": search},
+        check=False,
+    )
+    reason = child.stderr.decode(errors="replace").strip()
+    if child.returncode == _SCHEMA_ERROR_EXIT:
+        raise SchemaError(reason)
+    if child.returncode:
+        last = reason.splitlines()[-1] if reason else f"exit status {child.returncode}"
+        raise SchemaError(f"generating the values failed: {last}")
+    values, data, at = [], child.stdout, 0
+    while at < len(data):
+        size = int.from_bytes(data[at : at + 4], "big")
+        values.append(data[at + 4 : at + 4 + size])
+        at += 4 + size
+    return tuple(values)
+
+
+def _write_pool(argv: list[str]) -> int:
+    """The child of pool_from_file: PATH and PREFIX (hex) in, each value out on stdout
+    after its length (4 bytes, big-endian)."""
+    path, prefix = argv
+    try:
+        values = pool(load_schema(path), bytes.fromhex(prefix))
+    except SchemaError as error:
+        print(error, file=sys.stderr)
+        return _SCHEMA_ERROR_EXIT
+    sys.stdout.buffer.write(b"".join(len(value).to_bytes(4, "big") + value for value in values))
+    return 0
 
 
 def confluent_prefix(schema_id: int) -> bytes:
@@ -217,3 +266,7 @@ def _namespace_inside(schema: dict[str, Any], namespace: str | None) -> str | No
 
 
 _NOT_LOGICAL = object()
+
+
+if __name__ == "__main__":
+    raise SystemExit(_write_pool(sys.argv[1:]))

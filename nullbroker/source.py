@@ -258,7 +258,7 @@ def schema_values(
             from . import avro_values
 
             prefix = avro_values.confluent_prefix(schema_id) if wire == "confluent" else b""
-            return avro_values.pool(avro_values.load_schema(path), prefix)
+            return avro_values.pool_from_file(path, prefix)
         from . import json_values
 
         return json_values.pool(json_values.load_schema(path))

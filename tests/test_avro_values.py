@@ -13,7 +13,7 @@ import fastavro
 import pytest
 from fastavro.validation import validate
 
-from nullbroker.avro_values import POOL_VALUES, generate, pool
+from nullbroker.avro_values import POOL_VALUES, generate, load_schema, pool, pool_from_file
 from nullbroker.source import SourceSpec, SourceSpecError
 from tests.conftest import StartBroker
 from tests.test_clients_consume import read_whole_topic
@@ -120,6 +120,12 @@ def test_confluent_wire_puts_the_magic_byte_and_schema_id_first(tmp_path: Path) 
     for bare, framed in zip(plain, confluent, strict=True):
         assert framed == b"\x00\x00\x00\x01\x02" + bare
     assert decode(ORDER, plain[5]) == decode(ORDER, confluent[5][5:])
+
+
+def test_the_pool_made_in_a_child_interpreter_is_the_pool(tmp_path: Path) -> None:
+    path = write_schema(tmp_path, ORDER)
+    prefix = b"\x00\x00\x00\x00\x07"
+    assert pool_from_file(path, prefix) == pool(load_schema(path), prefix)
 
 
 def test_bad_avro_sources_stop_the_start_naming_the_source_and_the_problem(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +58,15 @@ def test_default_serve_imports_no_http_json_toml_or_prometheus() -> None:
         "email",
     }
     assert imported & unused == set()
+
+
+def test_an_avro_source_is_served_without_importing_fastavro_or_http(tmp_path: Path) -> None:
+    schema = tmp_path / "click.avsc"
+    schema.write_text(
+        '{"type": "record", "name": "Click", "fields": [{"name": "user", "type": "string"}]}'
+    )
+    source = f"clicks:partitions=1,records=10,format=avro,schema={schema},wire=confluent"
+    imported = modules_imported_by_serve("--source", source)
+    assert "nullbroker.avro_values" in imported  # the listing is an Avro source's
+    assert not {name for name in imported if name.split(".")[0] in ("fastavro", "cramjam")}
+    assert imported & {"h11", "nullbroker.http"} == set()  # the schema's text, read without

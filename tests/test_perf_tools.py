@@ -707,3 +707,19 @@ def test_soak_with_connections_holds_them_and_counts_the_producers_exactly(
     assert document["records_acked"] == document["records_counted"] > 0
     assert document["records_consumed"] > 0 and document["p99_request_latency_us"] > 0
     assert len(document["samples"]) >= 4
+
+
+@pytest.mark.clients
+def test_source_formats_reads_each_kind_whole_and_reports_its_memory() -> None:
+    done = run_tool(
+        "source_formats", "--rounds", "1",
+        "--kind", "letters=src:partitions=2,records=2000,size=100",
+        "--kind", "json=src:partitions=2,records=2000,format=json,"
+        "schema=perf/schemas/order_event.json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    runs = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [run["kind"] for run in runs] == ["letters", "json"]
+    for run in runs:
+        assert run["peak_rss_mib"] >= run["idle_rss_mib"] > 0
+        assert run["consumer_records_per_s"] > 0 and run["replay_records_per_s"] > 0
