@@ -188,9 +188,10 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
                         if committed_only and transactions is not None:
                             aborted = transactions.aborted_between(asked.fetch_offset, stable)
                     elif transactions is None:
-                        records, count, size = _records(
-                            topic, partition.index, asked.fetch_offset, log_end, limit, first
-                        )
+                        records, count, size = topic.records.read(
+                            asked.fetch_offset, log_end, limit, first, topic.created_ms,
+                            partition.index,
+                        )  # fmt: skip
                     else:
                         # read_committed reads up to the last stable offset, and drops
                         # the aborted transactions' records itself.
@@ -218,36 +219,6 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
     # Encoded here, around the batches, so they are copied once: into the response frame.
     answer.body = fetch_response_parts(version, topics, read_committed=committed_only)
     return answer
-
-
-def _records(
-    topic: Topic, index: int, offset: int, log_end: int, limit: int, first: bool
-) -> tuple[list[Buffer], int, int]:
-    """Whole batches from the one holding `offset`, within `limit` bytes (each as its
-    header and its template's records, never copied), the number of records in them at or
-    after `offset`, and their size.
-
-    As in Kafka (KIP-74), the first batch of a response is sent even if it exceeds the
-    limits, so a consumer always progresses.
-    """
-    shape = topic.records
-    parts: list[Buffer] = []
-    if offset >= log_end:
-        # No batch holds the log end. The one before it holds only records the consumer
-        # has: sending it would answer at once, and an idle consumer would spin the broker.
-        return parts, 0, 0
-    base = shape.batch_base(offset)
-    size = count = 0
-    while base < log_end:
-        header, records = shape.batch(base, log_end, topic.created_ms, index)
-        batch_size = len(header) + len(records)
-        if size + batch_size > limit and (parts or not first):
-            break
-        parts += (header, records)
-        size += batch_size
-        count += min(base + shape.batch_records, log_end) - max(base, offset)
-        base += shape.batch_records
-    return parts, count, size
 
 
 def _transactional_records(
