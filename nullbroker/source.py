@@ -438,11 +438,14 @@ class RecordShape:
             template = self._templates.get(whole) or self.template(whole)
             batch_size = len(template)
             fit = max(limit // batch_size, 1 if first else 0)
-            wanted = min((end - base) // whole, fit)
+            whole_batches = (end - base) // whole
+            wanted = min(whole_batches, fit)
             if wanted:
                 parts = self._whole_batches(template, base, wanted, start_ms)
                 size = wanted * batch_size
                 base += wanted * whole
+            if wanted < whole_batches:  # the next batch is whole too: it does not fit
+                return parts, (base - offset if parts else 0), size
         rest: list[Buffer] = []
         while base < end:  # the batch the log end cuts, or those of a pool's templates
             header, records = self.batch(base, end, start_ms, partition)

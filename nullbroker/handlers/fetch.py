@@ -165,6 +165,7 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
             asked, topic, partition = fetch.asked, fetch.topic, fetch.partition
             error, log_start, log_end = fetch.missing, -1, -1
             records: Sequence[Buffer] = NO_RECORDS
+            size = 0
             stable = -1
             aborted: Sequence[tuple[int, int]] = ()
             if topic is not None and partition is not None:
@@ -212,7 +213,9 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
                 answer.errors.append(error)
             # Records are never null: librdkafka rejects a flexible response with null records.
             partitions.append(
-                FetchPartition(asked.partition, error, log_end, stable, log_start, records, aborted)
+                FetchPartition(
+                    asked.partition, error, log_end, stable, log_start, records, aborted, size
+                )
             )
         asked_topic = wanted_topic.asked
         topics.append((asked_topic.topic_id if by_id else asked_topic.topic, partitions))
