@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from . import native
-from .crc import crc32c
+from .crc import crc32c, crc32c_before
 from .framing import Buffer
 from .record_batch import ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_BYTES, LOG_OVERHEAD
 
@@ -61,6 +61,12 @@ class BatchTemplate:
     leader epoch and magic; the attributes and last offset delta; the producer's id,
     epoch and base sequence, and the record count."""
 
+    _crc_after: Callable[[int], int] | None = field(
+        init=False, default=None, repr=False, compare=False
+    )
+    """From the CRC of a header's part before the records to the batch's CRC, once
+    tabled (table_crc)."""
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "records", memoryview(self.data)[HEADER_BYTES:])
         fields = _HEADER.unpack_from(self.data)
@@ -80,7 +86,15 @@ class BatchTemplate:
         framing, before, after = self._fixed
         last_timestamp_ms = base_timestamp_ms + self.max_timestamp_delta_ms
         tail = _pack_tail(*before, base_timestamp_ms, last_timestamp_ms, *after)
-        return _pack_head(base_offset, *framing, crc32c(self.records, crc32c(tail))) + tail
+        crc_after = self._crc_after
+        crc = crc32c(self.records, crc32c(tail)) if crc_after is None else crc_after(crc32c(tail))
+        return _pack_head(base_offset, *framing, crc) + tail
+
+    def table_crc(self) -> None:
+        """Have header() take its CRC from a table (4 KiB) rather than a pass over the
+        records: for the template of a topic's whole batches, rendered for every Fetch."""
+        if self._crc_after is None:
+            object.__setattr__(self, "_crc_after", crc32c_before(self.records))
 
     def render_parts(
         self, base_offset: int, base_timestamp_ms: int, records: Buffer | None = None
