@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from . import native
-from .crc import crc32c
+from .crc import crc32c, crc32c_before
 from .framing import Buffer
 from .record_batch import ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_BYTES, LOG_OVERHEAD
 
@@ -25,6 +25,11 @@ _CRC = struct.Struct(">I")
 _TIMESTAMPS = struct.Struct(">qq")
 _TIMESTAMPS_OFFSET = 27
 _HEADER = struct.Struct(">qiibIhiqqqhii")
+# A header in two: up to the CRC, and from the attributes on (what the CRC covers first).
+_HEAD = struct.Struct(">qiibI")
+_TAIL = struct.Struct(">hiqqqhii")
+_pack_head = _HEAD.pack
+_pack_tail = _TAIL.pack
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 NO_PRODUCER_ID = -1
@@ -51,9 +56,21 @@ class BatchTemplate:
     max_timestamp_delta_ms: int
     records: memoryview = field(init=False, repr=False, compare=False)
     """Everything after the 61-byte header: the same in every rendering."""
+    _fixed: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
+    """The header's fields that no rendering changes, as header() packs them: the length,
+    leader epoch and magic; the attributes and last offset delta; the producer's id,
+    epoch and base sequence, and the record count."""
+
+    _crc_after: Callable[[int], int] | None = field(
+        init=False, default=None, repr=False, compare=False
+    )
+    """From the CRC of a header's part before the records to the batch's CRC, once
+    tabled (table_crc)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "records", memoryview(self.data)[HEADER_BYTES:])
+        fields = _HEADER.unpack_from(self.data)
+        object.__setattr__(self, "_fixed", (fields[1:4], fields[5:7], fields[9:]))
 
     def __len__(self) -> int:
         return len(self.data)
@@ -62,6 +79,22 @@ class BatchTemplate:
         """A copy of the batch at `base_offset`, its first record at `base_timestamp_ms`."""
         header, records = self.render_parts(base_offset, base_timestamp_ms)
         return header + records
+
+    def header(self, base_offset: int, base_timestamp_ms: int) -> bytes:
+        """The header render_parts() makes, as bytes packed at once: what a Fetch serves
+        with the template's records behind it (they are neither copied nor patched)."""
+        framing, before, after = self._fixed
+        last_timestamp_ms = base_timestamp_ms + self.max_timestamp_delta_ms
+        tail = _pack_tail(*before, base_timestamp_ms, last_timestamp_ms, *after)
+        crc_after = self._crc_after
+        crc = crc32c(self.records, crc32c(tail)) if crc_after is None else crc_after(crc32c(tail))
+        return _pack_head(base_offset, *framing, crc) + tail
+
+    def table_crc(self) -> None:
+        """Have header() take its CRC from a table (4 KiB) rather than a pass over the
+        records: for the template of a topic's whole batches, rendered for every Fetch."""
+        if self._crc_after is None:
+            object.__setattr__(self, "_crc_after", crc32c_before(self.records))
 
     def render_parts(
         self, base_offset: int, base_timestamp_ms: int, records: Buffer | None = None

@@ -52,6 +52,8 @@ class FetchPartition(NamedTuple):
     aborted: Sequence[tuple[int, int]] = ()
     """The aborted transactions among the batches, (producer id, first offset) each, for a
     read_committed consumer to leave out (sent only to one)."""
+    size: int = -1
+    """The batches' length in bytes, when the caller has counted it; -1: counted here."""
 
 
 FetchTopic = tuple[str | uuid.UUID | None, Sequence[FetchPartition]]
@@ -132,7 +134,9 @@ def _flexible_topics(
             assert isinstance(topic, str)
             name = topic.encode()
             add(compact_length(len(name)) + name + compact_length(len(partitions)))
-        for index, error, high_watermark, last_stable, log_start, batches, txns in partitions:
+        for index, error, high_watermark, last_stable, log_start, batches, txns, size in partitions:
+            if size < 0:
+                size = sum(map(len, batches))
             if txns and read_committed:
                 fixed = (
                     _pack_ihqqq(index, error, high_watermark, last_stable, log_start)
@@ -150,7 +154,7 @@ def _flexible_topics(
                     aborted,
                     NO_PREFERRED_REPLICA,
                 )
-            add(fixed + compact_length(sum(map(len, batches))))
+            add(fixed + compact_length(size))
             extend(batches)
             add(_NO_TAGGED_FIELDS)
         add(_NO_TAGGED_FIELDS)
@@ -176,8 +180,9 @@ def _legacy_topics(
         assert isinstance(topic, str)
         name = topic.encode()
         add(struct.pack(f">h{len(name)}si", len(name), name, len(partitions)))
-        for index, error, high_watermark, last_stable, log_start, batches, txns in partitions:
-            size = sum(map(len, batches))
+        for index, error, high_watermark, last_stable, log_start, batches, txns, size in partitions:
+            if size < 0:
+                size = sum(map(len, batches))
             if txns and read_committed:
                 add(
                     _pack_ihqq(index, error, high_watermark, last_stable)

@@ -56,6 +56,9 @@ SCHEMA_FORMATS = ("json", "avro")
 WIRES = ("plain", "confluent")
 PAYLOAD_POOL_BATCHES = 256
 """Distinct batches a payload file's topic keeps at most: about 4 MiB of 16 KiB templates."""
+RUNS_KEPT = 8
+"""Runs of rendered whole batches a shape keeps for the next read at the same offset
+(RecordShape.read): a few KiB of headers each."""
 
 
 class SourceSpecError(ValueError):
@@ -299,6 +302,8 @@ class RecordShape:
     """Distinct batch contents: 1 for value_pattern's, up to PAYLOAD_POOL_BATCHES."""
     # Keyed by slot * (batch_records + 1) + count: an int, as this is looked up per batch.
     _templates: dict[int, BatchTemplate] = field(init=False, default_factory=dict)
+    # The whole batches read last, by base offset: (start_ms, headers and records).
+    _runs: dict[int, tuple[int, tuple[Buffer, ...]]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         value_bytes = self.size
@@ -359,6 +364,8 @@ class RecordShape:
             template = self._templates[key] = build_template(
                 self.records_around(values), self.compression, self.compress
             )
+            if count == whole and self.pool == 1 and self.nexmark is None:
+                template.table_crc()  # the template read() renders every whole batch from
         return template
 
     def value(self, index: int, slot: int = 0) -> bytes:
@@ -392,7 +399,7 @@ class RecordShape:
 
     def batch(
         self, base: int, end: int, start_ms: int, partition: int = 0
-    ) -> tuple[bytearray, Buffer]:
+    ) -> tuple[Buffer, Buffer]:
         """The batch starting at aligned offset `base` of `partition`, cut at log end `end`:
         its header and its records, to be sent one after the other (see
         BatchTemplate.render_parts)."""
@@ -408,7 +415,74 @@ class RecordShape:
         template = self._templates.get(slot * (whole + 1) + count)
         if template is None:
             template = self.template(count, slot)
-        return template.render_parts(base, self.timestamp_ms(start_ms, base))
+        return template.header(base, self.timestamp_ms(start_ms, base)), template.records
+
+    def read(
+        self, offset: int, end: int, limit: int, first: bool, start_ms: int, partition: int = 0
+    ) -> tuple[Sequence[Buffer], int, int]:
+        """Whole batches of `partition` from the one holding `offset`, cut at log end `end`,
+        within `limit` bytes (each as its header and its template's records, never
+        copied); the number of records in them at or after `offset`, and their size.
+
+        As in Kafka (KIP-74), the first batch of a response (`first`) is sent even if it
+        exceeds the limit, so a consumer always progresses.
+        """
+        if offset >= end:
+            # No batch holds the log end. The one before it holds only records the consumer
+            # has: sending it would answer at once, and an idle consumer would spin the broker.
+            return (), 0, 0
+        whole = self.batch_records
+        base = offset - offset % whole
+        parts: Sequence[Buffer] = ()
+        size = 0
+        if self.pool == 1 and self.nexmark is None:
+            # Whole batches of one template are all one size: how many fit is arithmetic.
+            template = self._templates.get(whole) or self.template(whole)
+            batch_size = len(template)
+            fit = max(limit // batch_size, 1 if first else 0)
+            whole_batches = (end - base) // whole
+            wanted = min(whole_batches, fit)
+            if wanted:
+                parts = self._whole_batches(template, base, wanted, start_ms)
+                size = wanted * batch_size
+                base += wanted * whole
+            if wanted < whole_batches:  # the next batch is whole too: it does not fit
+                return parts, (base - offset if parts else 0), size
+        rest: list[Buffer] = []
+        while base < end:  # the batch the log end cuts, or those of a pool's templates
+            header, records = self.batch(base, end, start_ms, partition)
+            batch_size = len(header) + len(records)
+            if size + batch_size > limit and (parts or rest or not first):
+                break
+            rest += (header, records)
+            size += batch_size
+            base += whole
+        if rest:
+            parts = (*parts, *rest)
+        return parts, (min(base, end) - offset if parts else 0), size
+
+    def _whole_batches(
+        self, template: BatchTemplate, base: int, count: int, start_ms: int
+    ) -> tuple[Buffer, ...]:
+        """`count` whole batches from `base`, as header and records each. A run is kept for
+        the next read from `base`: the partitions of a source topic hold the same batches
+        at the same offsets, and a consumer reads them side by side."""
+        runs = self._runs
+        run = runs.get(base)
+        if run is not None and run[0] == start_ms and len(run[1]) >= 2 * count:
+            return run[1][: 2 * count]
+        records = template.records
+        render = template.header
+        rate = self.rate or NOMINAL_RATE
+        parts: list[Buffer] = []
+        whole = self.batch_records
+        for batch_base in range(base, base + count * whole, whole):
+            # start_ms + _ms_for(batch_base): timestamp_ms() of a batch's first record.
+            parts += (render(batch_base, start_ms + math.floor(batch_base * 1000 / rate)), records)
+        if len(runs) >= RUNS_KEPT:
+            del runs[next(iter(runs))]
+        kept = runs[base] = (start_ms, tuple(parts))
+        return kept[1]
 
 
 @cache

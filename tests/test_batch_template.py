@@ -247,3 +247,20 @@ def test_rendered_parts_are_the_rendered_batch_and_share_the_templates_records(
     assert len(header) == HEADER_BYTES
     assert bytes(header + tail) == kio_batch(records, base_offset, base_timestamp_ms)
     assert tail.obj is template.data  # a view of the template, not a copy
+
+
+@settings(deadline=None, max_examples=50)
+@given(
+    records=batches(),
+    compression=st.sampled_from(["none", "zstd"]),
+    base_offset=st.integers(min_value=0, max_value=MAX_OFFSET - 64),
+    base_timestamp_ms=st.integers(min_value=0, max_value=MAX_TIMESTAMP_MS),
+)
+def test_a_packed_header_is_the_rendered_one_with_its_crc_passed_over_or_tabled(
+    records: list[TemplateRecord], compression: str, base_offset: int, base_timestamp_ms: int
+) -> None:
+    template = build_template(records, compression, compressor(compression))
+    rendered, _ = template.render_parts(base_offset, base_timestamp_ms)
+    assert template.header(base_offset, base_timestamp_ms) == rendered
+    template.table_crc()
+    assert template.header(base_offset, base_timestamp_ms) == rendered

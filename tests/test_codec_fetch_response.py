@@ -36,6 +36,12 @@ partitions = st.builds(
     log_start_offset=INT64,
     records=BATCHES,
     aborted=st.lists(st.tuples(INT64, INT64), max_size=3),
+    size=st.just(-1),
+).flatmap(
+    # The records' size counted by the encoder (-1) or given by the caller, as the broker does.
+    lambda partition: st.sampled_from(
+        [partition, partition._replace(size=sum(map(len, partition.records)))]
+    )
 )
 
 

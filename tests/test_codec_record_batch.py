@@ -12,6 +12,7 @@ from kio.serial import entity_reader
 
 import codec
 from codec import apis
+from codec.crc import crc32c_before
 from codec.record_batch import ATTRIBUTES_OFFSET, COMPRESSION_NAMES, CRC_OFFSET, HEADER_BYTES
 from tests.vectors import Entry, by_file, entry_id, frame_bytes, requests, responses
 
@@ -245,3 +246,14 @@ def test_last_sequence_wraps_past_int32_max_like_kafka() -> None:
     header = codec.read_batch_header(wrapped)
     assert header.last_offset_delta == 14
     assert header.last_sequence == 13
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    head=st.binary(max_size=80),
+    data=st.binary(max_size=3000) | st.binary(min_size=16_000, max_size=17_000),
+)
+def test_crc32c_before_gives_the_crc_of_a_head_and_the_data_from_the_heads_alone(
+    head: bytes, data: bytes
+) -> None:
+    assert crc32c_before(data)(crc32c(head)) == crc32c(head + data)

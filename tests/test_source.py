@@ -433,3 +433,53 @@ def test_batches_cut_by_a_growing_log_end_do_not_pile_up_a_template_per_length_a
             base = batch * per_batch
             shape.batch(base, base + cut, START_MS)
     assert len(shape._templates) <= shape.pool + per_batch
+
+
+def batches_one_by_one(
+    shape: RecordShape, offset: int, end: int, limit: int, first: bool, start_ms: int = START_MS
+) -> tuple[bytes, int, int]:
+    """What RecordShape.read serves, batch by batch: each batch from the one holding
+    `offset`, until the log end or one that exceeds the limit (the first of a response
+    excepted); the records at or after `offset`, and the size."""
+    served, count, size = b"", 0, 0
+    base = shape.batch_base(offset)
+    while offset < end and base < end:
+        batch = b"".join(shape.batch(base, end, start_ms))
+        if size + len(batch) > limit and (served or not first):
+            break
+        served += batch
+        count += min(base + shape.batch_records, end) - max(base, offset)
+        size += len(batch)
+        base += shape.batch_records
+    return served, count, size
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    size=st.integers(min_value=0, max_value=3000),
+    rate=rates,
+    offset=st.integers(min_value=0, max_value=5000),
+    records=st.integers(min_value=0, max_value=5000),
+    limit=st.integers(min_value=0, max_value=300_000),
+    first=st.booleans(),
+    payloads=st.sampled_from([(), tuple(b"v%d" % n * 40 for n in range(7))]),
+)
+def test_a_read_serves_what_batches_one_by_one_would_and_again_from_its_kept_run(
+    size: int,
+    rate: float | None,
+    offset: int,
+    records: int,
+    limit: int,
+    first: bool,
+    payloads: tuple[bytes, ...],
+) -> None:
+    """Whole batches counted by arithmetic, a cut one at the log end, the limit and the
+    first batch's exception; reads again from the same offset (another partition, a
+    lower limit, another topic's start) give the bytes batches one by one give."""
+    shape = RecordShape(size=size, rate=rate, payloads=payloads)
+    end = offset + records
+    for read_limit, start_ms in ((limit, START_MS), (limit // 2, START_MS), (limit, START_MS),
+                                 (limit, START_MS + 1)):  # fmt: skip
+        parts, count, served = shape.read(offset, end, read_limit, first, start_ms)
+        expected = batches_one_by_one(shape, offset, end, read_limit, first, start_ms)
+        assert (b"".join(parts), count, served) == expected

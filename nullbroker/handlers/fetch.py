@@ -165,6 +165,7 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
             asked, topic, partition = fetch.asked, fetch.topic, fetch.partition
             error, log_start, log_end = fetch.missing, -1, -1
             records: Sequence[Buffer] = NO_RECORDS
+            size = 0
             stable = -1
             aborted: Sequence[tuple[int, int]] = ()
             if topic is not None and partition is not None:
@@ -188,9 +189,10 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
                         if committed_only and transactions is not None:
                             aborted = transactions.aborted_between(asked.fetch_offset, stable)
                     elif transactions is None:
-                        records, count, size = _records(
-                            topic, partition.index, asked.fetch_offset, log_end, limit, first
-                        )
+                        records, count, size = topic.records.read(
+                            asked.fetch_offset, log_end, limit, first, topic.created_ms,
+                            partition.index,
+                        )  # fmt: skip
                     else:
                         # read_committed reads up to the last stable offset, and drops
                         # the aborted transactions' records itself.
@@ -211,43 +213,15 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
                 answer.errors.append(error)
             # Records are never null: librdkafka rejects a flexible response with null records.
             partitions.append(
-                FetchPartition(asked.partition, error, log_end, stable, log_start, records, aborted)
+                FetchPartition(
+                    asked.partition, error, log_end, stable, log_start, records, aborted, size
+                )
             )
         asked_topic = wanted_topic.asked
         topics.append((asked_topic.topic_id if by_id else asked_topic.topic, partitions))
     # Encoded here, around the batches, so they are copied once: into the response frame.
     answer.body = fetch_response_parts(version, topics, read_committed=committed_only)
     return answer
-
-
-def _records(
-    topic: Topic, index: int, offset: int, log_end: int, limit: int, first: bool
-) -> tuple[list[Buffer], int, int]:
-    """Whole batches from the one holding `offset`, within `limit` bytes (each as its
-    header and its template's records, never copied), the number of records in them at or
-    after `offset`, and their size.
-
-    As in Kafka (KIP-74), the first batch of a response is sent even if it exceeds the
-    limits, so a consumer always progresses.
-    """
-    shape = topic.records
-    parts: list[Buffer] = []
-    if offset >= log_end:
-        # No batch holds the log end. The one before it holds only records the consumer
-        # has: sending it would answer at once, and an idle consumer would spin the broker.
-        return parts, 0, 0
-    base = shape.batch_base(offset)
-    size = count = 0
-    while base < log_end:
-        header, records = shape.batch(base, log_end, topic.created_ms, index)
-        batch_size = len(header) + len(records)
-        if size + batch_size > limit and (parts or not first):
-            break
-        parts += (header, records)
-        size += batch_size
-        count += min(base + shape.batch_records, log_end) - max(base, offset)
-        base += shape.batch_records
-    return parts, count, size
 
 
 def _transactional_records(
