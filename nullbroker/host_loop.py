@@ -89,8 +89,10 @@ class HostLoop:
         self._epoll.register(fd, events)
         self._handlers[fd] = handler
 
-    def modify(self, fd: int, events: int) -> None:
+    def modify(self, fd: int, events: int, handler: EventHandler) -> None:
+        """Wait for other events of a registered descriptor, with another handler."""
         self._epoll.modify(fd, events)
+        self._handlers[fd] = handler
 
     def unregister(self, fd: int) -> None:
         del self._handlers[fd]

@@ -5,11 +5,11 @@ host loop, which reads it into the loop's one receive buffer, answers every comp
 request of a read and sends the answers with one writev, as `serve_wire` does. A quiet
 connection so costs its socket and a few small objects, no task and no buffer. The loop
 hands the connection to a new trio task only when trio must take a step: a request that
-waits (a Fetch held at the log end, a JoinGroup), a request that closes the connection, an
-answer the socket cannot take at once, a large request the read budget has no room for,
-the end of the stream, or a reset. The task (`run_connection`, which counts and logs the
-failures of every connection alike) finishes that step the trio way, then gives the
-connection back to the loop, or closes it.
+waits (a Fetch held at the log end, a JoinGroup), a request that closes the connection, a
+large request the read budget has no room for, the end of the stream, or a reset. The
+task (`run_connection`, which counts and logs the failures of every connection alike)
+finishes that step the trio way, then gives the connection back to the loop, or closes it.
+An answer the socket cannot take at once waits on the loop too, for room in the socket.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from codec.framing import Buffer
 from . import host_loop, produce_lane
 from .broker import Broker, Session
 from .connection import (
-    FIRST_RECEIVE_BYTES,
     IOV_MAX,
     Drain,
     SocketWire,
@@ -43,6 +42,7 @@ from .connection import (
     run_connection,
     serve_wire,
 )
+from .host_loop import FIRST_RECEIVE_BYTES
 from .read_budget import Reservation
 
 
@@ -94,6 +94,7 @@ class HostedConnection:
         "_read_size",
         "_session",
         "_small_reads",
+        "_unsent",
         "_wire",
         "reader",
     )
@@ -115,6 +116,8 @@ class HostedConnection:
         self.reader = FrameReader(broker.max_request_bytes)
         self._read_size = FIRST_RECEIVE_BYTES
         self._small_reads = 0
+        self._unsent: list[Buffer] | None = None
+        """Answers waiting for room in the socket; None: the connection reads."""
         lane = broker.produce_lane
         # The loop's handler: the C reader, which reads, answers the common Produce
         # requests and writes without Python, going the Python way for anything else;
@@ -140,7 +143,7 @@ class HostedConnection:
         if fast is not None:
             reader = self.reader
             fast.ready = not (reader.buffered_bytes or self._wire.reservation.reserved)
-        self._host.register(self._fd, select.EPOLLIN, self._on_readable if fast is None else fast)
+        self._host.register(self._fd, select.EPOLLIN, self._read_handler())
         self._drain.watch(self)
         wire = self._wire
         wire.parked = self
@@ -154,7 +157,13 @@ class HostedConnection:
 
     def cancel(self) -> None:
         """Close the connection now: draining has begun, or it has been idle too long.
-        Nothing is owed to its client (a parked connection has answered all it read)."""
+        A parked connection has answered all it read; answers still waiting for room in
+        the socket go on in trio while draining (the trio path's would be sent), and go
+        with the connection when it is idle (the trio path's send would be cancelled)."""
+        unsent, self._unsent = self._unsent, None
+        if unsent is not None and self._drain.draining:
+            self._to_trio(outcome.Value(Handoff(out=unsent)))
+            return
         self._unpark()
         close_connection(self._wire, self._broker)
         stream = self._wire.stream
@@ -280,18 +289,37 @@ class HostedConnection:
         self._to_trio(outcome.Value(handoff))
 
     def _send(self, parts: list[Buffer]) -> None:
-        """Write what the socket takes now; the rest goes to trio, which sends it as the
-        client reads, reading nothing from it meanwhile."""
+        """Write what the socket takes now; the rest waits on the loop for room (see
+        `_on_writable`), the connection reading nothing meanwhile: TCP pushes back on its
+        client, as on the trio path."""
         try:
             while parts:
                 parts = after_sent(parts, os.writev(self._fd, parts[:IOV_MAX]))
         except BlockingIOError:
             # Every frame of the read is answered, and answers never view the request's
-            # bytes: the loop keeps its buffer (a new one per large Fetch answer cost
-            # 0.1 s of CPU per GB served).
-            self._to_trio(outcome.Value(Handoff(out=parts)))
+            # bytes: the loop keeps its receive buffer. A large Fetch answer fills the
+            # socket some 20 times; a trio task for each wait (and the guest run's
+            # wake-ups) cost more than the rest of the answer's way through the broker.
+            if self._unsent is None:
+                self._host.modify(self._fd, select.EPOLLOUT, self._on_writable)
+            self._unsent = parts
+            return
         except OSError as error:  # broken pipe, reset by the peer
+            self._unsent = None
             self._to_trio(_broken(error))
+            return
+        if self._unsent is not None:  # the last of what waited for room has gone
+            self._unsent = None
+            self._host.modify(self._fd, select.EPOLLIN, self._read_handler())
+
+    def _on_writable(self, events: int) -> None:
+        unsent = self._unsent
+        assert unsent is not None, "waiting for room only with answers to send"
+        self._send(unsent)
+
+    def _read_handler(self) -> host_loop.EventHandler:
+        """The loop's handler of the connection's reads: the C reader, or the Python way."""
+        return self._on_readable if self._fast is None else self._fast
 
 
 def _broken(error: OSError) -> outcome.Error:

@@ -28,11 +28,13 @@ SOURCE = "clicks:partitions=1,records=5000,size=1000"
 FETCHES = 40  # about 40 MB of answers: far more than loopback's socket buffers hold
 
 
-def run_hosted(scenario: Callable[[BrokerServer], Awaitable[Any]], *sources: str) -> Any:
+def run_hosted(
+    scenario: Callable[[BrokerServer], Awaitable[Any]], *sources: str, **settings: Any
+) -> Any:
     """Run `scenario` against a broker served by a host loop, as `nullbroker serve` does."""
 
     async def main() -> Any:
-        server = BrokerServer(load({"listen": "127.0.0.1:0", "source": list(sources)}))
+        server = BrokerServer(load({"listen": "127.0.0.1:0", "source": list(sources), **settings}))
         async with trio.open_nursery() as nursery:
             await nursery.start(server.serve)
             try:
@@ -182,6 +184,34 @@ def test_draining_sends_the_answers_a_slow_reader_is_owed_then_closes() -> None:
         return read
 
     assert run_hosted(scenario, SOURCE) == FETCHES
+
+
+def test_an_idle_client_whose_answers_wait_for_room_is_closed_as_any_idle_one() -> None:
+    """Answers waiting on the loop for room in the socket do not keep a client that reads
+    nothing for the idle timeout: it is closed, as the trio path's cancelled send would be."""
+
+    async def scenario(server: BrokerServer) -> int:
+        client = await connect(server)
+        await client.send(
+            b"".join(
+                size_prefix(fetch_frame("clicks", 0, 0, correlation_id=number))
+                for number in range(FETCHES)
+            )
+        )
+        stats = server.broker.stats
+        with trio.fail_after(10):
+            while not stats.connections_idle_closed:
+                await trio.sleep(0.05)
+        assert stats.connections == 0
+        read = 0
+        with pytest.raises((trio.BrokenResourceError, EOFError)):
+            while True:  # what the kernel holds, then the end
+                await client.receive_frame()
+                read += 1
+        await client.aclose()
+        return read
+
+    assert run_hosted(scenario, SOURCE, idle_timeout_ms=300) < FETCHES
 
 
 def test_requests_sent_behind_a_held_one_are_answered_after_it_in_order() -> None:
