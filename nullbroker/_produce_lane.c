@@ -3,7 +3,7 @@
  * says when a connection uses it, and what it bought).
  *
  * The lane answers a request only when handlers/produce.py would take it down its common
- * path: a name-addressed, non-transactional request with acks, every partition's one batch
+ * path: a non-transactional request with acks, every partition's one batch
  * accepted (known topic, a partition this node leads, no source, nothing retained, magic
  * v2, counts that agree, no control or transactional batch, the CRC when --verify-crc
  * asks, the next sequence of an idempotent producer already known on the partition), no
@@ -26,7 +26,9 @@
 #define PRODUCE_KEY 0
 #define FIRST_VERSION 3
 #define FIRST_FLEXIBLE_VERSION 9
-#define LAST_BY_NAME_VERSION 12 /* v13 names topics by id: the Python way */
+#define LAST_VERSION 13
+#define FIRST_BY_ID_VERSION 13 /* topics named by their 16-byte id, not their name */
+#define TOPIC_ID_BYTES 16
 #define MIN_REQUEST_FRAME_BYTES 10
 #define BATCH_HEADER_BYTES 61
 #define ATTRIBUTES_AT 21
@@ -40,12 +42,13 @@
 static PyObject *s_source, *s_partitions, *s_retained, *s_log_end_offset, *s_log_start_offset,
     *s_produced, *s_records, *s_bytes, *s_batches, *s_epoch, *s_last_sequence, *s_recent,
     *s_append, *s_active, *s_latency, *s_counts, *s_sum_ns, *s_requests, *s_waiting, *s_notify,
-    *s_Produce, *s_followed;
+    *s_Produce, *s_followed, *s_name;
 static PyObject *one; /* the int 1 */
 
 typedef struct {
     PyObject_HEAD
     PyObject *topics;        /* dict: name -> topics.Topic (the registry's own) */
+    PyObject *topics_by_id;  /* dict: the id's 16 bytes -> topics.Topic (the registry's own) */
     PyObject *sequences;     /* dict: (producer id, topic, partition) -> PartitionSequences */
     PyObject *recent_type;   /* producers.RecentBatch, a NamedTuple */
     PyObject *node_requests; /* Counter: node id -> requests */
@@ -76,7 +79,7 @@ typedef struct {
 
 typedef struct {
     PyObject *name;  /* the topic's name as the request spells it */
-    const uint8_t *name_bytes;
+    const uint8_t *name_bytes; /* or, from v13, the topic id's 16 bytes */
     Py_ssize_t name_size;
     Py_ssize_t first, count; /* its batches in PlannedRequest.batches */
 } PlannedTopic;
@@ -268,10 +271,32 @@ static int plan_batch(Lane *lane, Cursor *c, int flexible, PlannedTopic *topic,
     return next_in_sequence(lane, topic->name, batch, producer_id, epoch, &batch->state);
 }
 
+static int plan_partitions(Lane *lane, Cursor *c, int flexible, PlannedTopic *topic,
+                           PyObject *found, PlannedRequest *plan);
+
 /* One topic at the cursor and its batches. */
 static int plan_topic(Lane *lane, Cursor *c, int flexible, PlannedRequest *plan) {
     if (plan->topic_count == MAX_TOPICS) return 0;
     Py_ssize_t size;
+    PyObject *found;
+    if (plan->version >= FIRST_BY_ID_VERSION) {
+        if (!need(c, TOPIC_ID_BYTES)) return 0;
+        PlannedTopic *topic = &plan->topics[plan->topic_count];
+        topic->name_bytes = c->data + c->pos;
+        topic->name_size = TOPIC_ID_BYTES;
+        topic->first = plan->batch_count;
+        topic->count = 0;
+        c->pos += TOPIC_ID_BYTES;
+        PyObject *id = PyBytes_FromStringAndSize((const char *)topic->name_bytes, TOPIC_ID_BYTES);
+        if (id == NULL) return -1;
+        found = PyDict_GetItemWithError(lane->topics_by_id, id);
+        Py_DECREF(id);
+        if (found == NULL) return PyErr_Occurred() ? -1 : 0; /* unknown: the Python way */
+        topic->name = PyObject_GetAttr(found, s_name);
+        if (topic->name == NULL) return -1;
+        plan->topic_count++;
+        return plan_partitions(lane, c, flexible, topic, found, plan);
+    }
     if (flexible) {
         uint64_t encoded = read_uvarint(c);
         if (encoded == 0 || encoded - 1 > (uint64_t)(c->end - c->pos)) return 0;
@@ -292,8 +317,14 @@ static int plan_topic(Lane *lane, Cursor *c, int flexible, PlannedRequest *plan)
     }
     plan->topic_count++;
     c->pos += size;
-    PyObject *found = PyDict_GetItemWithError(lane->topics, topic->name);
+    found = PyDict_GetItemWithError(lane->topics, topic->name);
     if (found == NULL) return PyErr_Occurred() ? -1 : 0; /* unknown, or auto-created */
+    return plan_partitions(lane, c, flexible, topic, found, plan);
+}
+
+/* The partitions of a known topic at the cursor, and their batches. */
+static int plan_partitions(Lane *lane, Cursor *c, int flexible, PlannedTopic *topic,
+                           PyObject *found, PlannedRequest *plan) {
     PyObject *source = PyObject_GetAttr(found, s_source);
     if (source == NULL) return -1;
     Py_DECREF(source);
@@ -346,7 +377,7 @@ static int plan_request(Lane *lane, const uint8_t *data, Py_ssize_t size, Planne
     plan->correlation_id = read_i32(&c);
     plan->version = version;
     if (c.failed || key != PRODUCE_KEY || version < lane->min_version ||
-        version > lane->max_version || version < FIRST_VERSION || version > LAST_BY_NAME_VERSION)
+        version > lane->max_version || version < FIRST_VERSION || version > LAST_VERSION)
         return 0;
     int flexible = version >= FIRST_FLEXIBLE_VERSION;
     int16_t client_id_size = read_i16(&c);
@@ -430,9 +461,11 @@ static void write_answer(Output *out, PlannedRequest *plan) {
     else put_be(out, (uint64_t)plan->topic_count, 4);
     for (Py_ssize_t t = 0; t < plan->topic_count; t++) {
         PlannedTopic *topic = &plan->topics[t];
-        if (flexible) put_uvarint(out, (uint64_t)topic->name_size + 1);
-        else put_be(out, (uint64_t)topic->name_size, 2);
-        put(out, topic->name_bytes, topic->name_size);
+        if (version < FIRST_BY_ID_VERSION) {
+            if (flexible) put_uvarint(out, (uint64_t)topic->name_size + 1);
+            else put_be(out, (uint64_t)topic->name_size, 2);
+        }
+        put(out, topic->name_bytes, topic->name_size); /* the name, or the topic id */
         if (flexible) put_uvarint(out, (uint64_t)topic->count + 1);
         else put_be(out, (uint64_t)topic->count, 4);
         for (Py_ssize_t i = topic->first; i < topic->first + topic->count; i++) {
@@ -604,14 +637,15 @@ static PyObject *answer(Lane *lane, PyObject *const *args, Py_ssize_t nargs) {
     return result;
 }
 
-/* Lane(topics, sequences, recent_type, node_requests, apis, api_stats, faults, log_growth,
+/* Lane(topics, topics_by_id, sequences, recent_type, node_requests, apis, api_stats, faults, log_growth,
  *      crc32c, cluster, min_version, max_version, max_frame_bytes, latency_bounds) */
 static PyObject *lane_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *topics, *sequences, *recent_type, *node_requests, *apis, *api_stats, *faults,
+    PyObject *topics, *topics_by_id, *sequences, *recent_type, *node_requests, *apis, *api_stats, *faults,
         *log_growth, *crc32c, *cluster, *bounds;
     int min_version, max_version;
     Py_ssize_t max_frame_bytes;
-    if (!PyArg_ParseTuple(args, "O!O!OO!O!OOOOOiinO:Lane", &PyDict_Type, &topics, &PyDict_Type,
+    if (!PyArg_ParseTuple(args, "O!O!O!OO!O!OOOOOiinO:Lane", &PyDict_Type, &topics,
+                          &PyDict_Type, &topics_by_id, &PyDict_Type,
                           &sequences, &recent_type, &PyDict_Type, &node_requests, &PyDict_Type,
                           &apis, &api_stats, &faults,
                           &log_growth, &crc32c, &cluster, &min_version, &max_version,
@@ -646,6 +680,7 @@ static PyObject *lane_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     Py_DECREF(sequence);
     lane->bound_count = bound_count;
     lane->topics = Py_NewRef(topics);
+    lane->topics_by_id = Py_NewRef(topics_by_id);
     lane->sequences = Py_NewRef(sequences);
     lane->recent_type = Py_NewRef(recent_type);
     lane->node_requests = Py_NewRef(node_requests);
@@ -663,6 +698,7 @@ static PyObject *lane_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
 
 static int lane_traverse(Lane *lane, visitproc visit, void *arg) {
     Py_VISIT(lane->topics);
+    Py_VISIT(lane->topics_by_id);
     Py_VISIT(lane->sequences);
     Py_VISIT(lane->recent_type);
     Py_VISIT(lane->node_requests);
@@ -677,6 +713,7 @@ static int lane_traverse(Lane *lane, visitproc visit, void *arg) {
 
 static int lane_clear(Lane *lane) {
     Py_CLEAR(lane->topics);
+    Py_CLEAR(lane->topics_by_id);
     Py_CLEAR(lane->sequences);
     Py_CLEAR(lane->recent_type);
     Py_CLEAR(lane->node_requests);
@@ -953,7 +990,7 @@ PyMODINIT_FUNC PyInit__produce_lane(void) {
         {&s_counts, "counts"},           {&s_sum_ns, "sum_ns"},
         {&s_requests, "requests"},       {&s_waiting, "waiting"},
         {&s_notify, "notify"},          {&s_Produce, "Produce"},
-        {&s_followed, "followed"},
+        {&s_followed, "followed"},       {&s_name, "name"},
         {&s_view, "view"},               {&s_reads, "reads"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

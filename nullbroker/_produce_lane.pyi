@@ -5,6 +5,7 @@ class Lane:
     def __init__(
         self,
         topics: dict[str, Any],
+        topics_by_id: dict[bytes, Any],
         sequences: dict[tuple[int, str, int], Any],
         recent_type: type,
         node_requests: dict[int, int],

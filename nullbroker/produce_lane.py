@@ -8,7 +8,7 @@ of the request's way through the broker (perf/README.md, "The request path"). It
 request only when handlers/produce.py would take it down its common path, decides so
 before it changes anything, and otherwise leaves the request to the Python path, which
 answers it as it answers everything else: an error, a fault, a first batch, a duplicate,
-a transaction, --retain, a topic named by id. Both act on one broker state.
+a transaction, --retain. Both act on one broker state.
 
 The lane serves the plain-TCP connections the host loop reads (nullbroker/
 hosted_connection.py) and Broker.answer, on one node or several (it asks the cluster which
@@ -100,6 +100,7 @@ def for_broker(broker: Broker) -> Lane | None:
     served = broker.served[PRODUCE]
     lane: Lane = _produce_lane.Lane(
         broker.topics.name_table(),
+        broker.topics.id_table(),
         broker.producers.sequences_table(),
         RecentBatch,
         broker.stats.node_requests,

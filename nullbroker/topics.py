@@ -133,6 +133,8 @@ class TopicRegistry:
         self.retain = retain
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
+        self._by_id_bytes: dict[bytes, Topic] = {}
+        """The same, by the id's 16 bytes: the Produce lane's key (it reads them from C)."""
         self._generation: dict[str, int] = {}
 
     def __len__(self) -> int:
@@ -146,6 +148,11 @@ class TopicRegistry:
 
     def get(self, name: str) -> Topic | None:
         return self._by_name.get(name)
+
+    def id_table(self) -> dict[bytes, Topic]:
+        """The topics by the 16 bytes of their id, the registry's own dict: the Produce
+        lane's (nullbroker/produce_lane.py) for requests that name topics by id (v13)."""
+        return self._by_id_bytes
 
     def name_table(self) -> dict[str, Topic]:
         """The topics by name, the registry's own dict, not a copy: the Produce lane
@@ -195,6 +202,7 @@ class TopicRegistry:
         )
         self._by_name[name] = topic
         self._by_id[topic.id] = topic
+        self._by_id_bytes[topic.id.bytes] = topic
         return topic
 
     def get_or_auto_create(self, name: str) -> Topic | None:
@@ -207,6 +215,7 @@ class TopicRegistry:
     def delete(self, topic: Topic) -> None:
         del self._by_name[topic.name]
         del self._by_id[topic.id]
+        del self._by_id_bytes[topic.id.bytes]
         for partition in topic.partitions:
             if partition.retained is not None:
                 partition.retained.clear()

@@ -281,7 +281,7 @@ def test_the_lane_takes_the_common_request_itself() -> None:
     lane, python = twin_brokers(warm=False)
     assert lane.produce_lane is not None
     sequence = 0
-    for version in (3, 3, 7, 9, 12):
+    for version in (3, 3, 7, 9, 12, 13):
         batches = [
             (TOPIC, 1, record_batch(3, producer_id=1000, producer_epoch=0,
                                     base_sequence=sequence)),
