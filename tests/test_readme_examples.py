@@ -20,6 +20,7 @@ lines after it), from a scratch copy of the checkout (the working tree's files; 
   `--records-per-step`, `--consume-records-per-topic`, `records=` in a source spec), and so
   are durations (`--minutes`), which keeps the numbers consistent with each other: 4
   partitions of 1,000,000 records read as 4,000,000 become 4 of 1,000 read as 4,000.
+  Repeats of a measurement (`--rounds`) become one: once shows that the command works.
 - Every command exits 0. Where one prints counts they add up: a producer perf test (ours or
   Kafka's) reports exactly the records it was asked to send, and the broker counted exactly
   those for that topic; a consumer perf test reports the records it was asked to read, or
@@ -68,6 +69,7 @@ COUNT_FLAG = re.compile(
 )
 COUNT_OPTION = re.compile(r"\b(records=)(\d+)")
 DURATION_FLAG = re.compile(r"(--minutes[ =])(\d+(?:\.\d+)?)")
+ROUNDS_FLAG = re.compile(r"(--rounds[ =])(\d+)")
 SERVE_ARGS = re.compile(r"make serve ARGS=(\"[^\"]*\"|'[^']*')")
 SLOW = (
     (re.compile(r"-m spark_tests\.jobs\.\w+"), "starts Spark: tens of seconds a job"),
@@ -120,7 +122,8 @@ def scaled(command: str) -> str:
     def shorter(match: re.Match[str]) -> str:
         return f"{match[1]}{float(match[2]) / SCALE:g}"
 
-    return DURATION_FLAG.sub(shorter, COUNT_OPTION.sub(down, COUNT_FLAG.sub(down, command)))
+    scaled_counts = COUNT_OPTION.sub(down, COUNT_FLAG.sub(down, command))
+    return ROUNDS_FLAG.sub(r"\g<1>1", DURATION_FLAG.sub(shorter, scaled_counts))
 
 
 def broker_flags(block: Block) -> list[str]:
@@ -347,11 +350,11 @@ def test_shell_example_runs_as_written(block: Block, tmp_path: Path, checkout: P
 def test_scaling_divides_counts_and_durations_only() -> None:
     command = (
         "x --num-records 1000000 --messages=4000 --records-per-step 50000 --minutes 10 "
-        "--record-size 1024 --source clicks:partitions=4,records=200000,size=1024"
+        "--record-size 1024 --source clicks:partitions=4,records=200000,size=1024 --rounds 5"
     )
     assert scaled(command) == (
         "x --num-records 1000 --messages=4 --records-per-step 50 --minutes 0.01 "
-        "--record-size 1024 --source clicks:partitions=4,records=200,size=1024"
+        "--record-size 1024 --source clicks:partitions=4,records=200,size=1024 --rounds 1"
     )
 
 
