@@ -8,18 +8,15 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "codec._native",
-            ["codec/_native.c"],
+            name,
+            [source],
             depends=["codec/_kafka_wire.h"],
             optional=True,
             extra_compile_args=["-O2"],
-        ),
-        Extension(
-            "nullbroker._produce_lane",
-            ["nullbroker/_produce_lane.c"],
-            depends=["codec/_kafka_wire.h"],
-            optional=True,
-            extra_compile_args=["-O2"],
-        ),
+        )
+        for name, source in (
+            ("codec._native", "codec/_native.c"),
+            ("nullbroker._produce_lane", "nullbroker/_produce_lane.c"),
+        )
     ]
 )

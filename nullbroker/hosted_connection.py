@@ -139,10 +139,7 @@ class HostedConnection:
     def park(self) -> bool:
         """Give the connection to the host loop, until trio must take a step. True, for
         the task that parks it: the connection goes on without it."""
-        fast = self._fast
-        if fast is not None:
-            reader = self.reader
-            fast.ready = not (reader.buffered_bytes or self._wire.reservation.reserved)
+        self._hand_reads_to_c()
         self._host.register(self._fd, select.EPOLLIN, self._read_handler())
         self._drain.watch(self)
         wire = self._wire
@@ -277,8 +274,7 @@ class HostedConnection:
             # A large request began and the budget has no room: stop reading until it has.
             self._hand_over(buffer, Handoff(out=out))
             return
-        if self._fast is not None:
-            self._fast.ready = not (reader.buffered_bytes or reservation.reserved)
+        self._hand_reads_to_c()
         if out:
             self._send(out)
 
@@ -316,6 +312,12 @@ class HostedConnection:
         unsent = self._unsent
         assert unsent is not None, "waiting for room only with answers to send"
         self._send(unsent)
+
+    def _hand_reads_to_c(self) -> None:
+        """Let the C reader take the next read if it can: nothing of a frame buffered here,
+        no read budget held."""
+        if self._fast is not None:
+            self._fast.ready = not (self.reader.buffered_bytes or self._wire.reservation.reserved)
 
     def _read_handler(self) -> host_loop.EventHandler:
         """The loop's handler of the connection's reads: the C reader, or the Python way."""

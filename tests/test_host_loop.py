@@ -50,6 +50,15 @@ async def connect(server: BrokerServer) -> FrameStream:
     return FrameStream(await trio.open_tcp_stream(server.address.host, server.address.port))
 
 
+def all_fetches() -> bytes:
+    """FETCHES Fetch requests of the source topic in one send, so that the broker reads them
+    all before it stops reading (requests still unread when a connection closes are not
+    answered, and the kernel resets it)."""
+    return b"".join(
+        size_prefix(fetch_frame("clicks", 0, 0, correlation_id=number)) for number in range(FETCHES)
+    )
+
+
 def produce_frame(topic: str, records: int, correlation_id: int) -> bytes:
     t = types(0, 9)
     body = make(
@@ -166,14 +175,7 @@ def test_a_held_fetch_goes_to_trio_and_its_connection_comes_back_to_the_loop() -
 def test_draining_sends_the_answers_a_slow_reader_is_owed_then_closes() -> None:
     async def scenario(server: BrokerServer) -> int:
         client = await connect(server)
-        # In one send, so that the broker reads them all before it stops reading: requests
-        # still unread when a connection closes are not answered (and the kernel resets it).
-        await client.send(
-            b"".join(
-                size_prefix(fetch_frame("clicks", 0, 0, correlation_id=number))
-                for number in range(FETCHES)
-            )
-        )
+        await client.send(all_fetches())
         await trio.sleep(0.2)
         server.stop()
         read = 0
@@ -192,12 +194,7 @@ def test_an_idle_client_whose_answers_wait_for_room_is_closed_as_any_idle_one() 
 
     async def scenario(server: BrokerServer) -> int:
         client = await connect(server)
-        await client.send(
-            b"".join(
-                size_prefix(fetch_frame("clicks", 0, 0, correlation_id=number))
-                for number in range(FETCHES)
-            )
-        )
+        await client.send(all_fetches())
         stats = server.broker.stats
         with trio.fail_after(10):
             while not stats.connections_idle_closed:
