@@ -60,6 +60,30 @@ def test_default_serve_imports_no_http_json_toml_or_prometheus() -> None:
     assert imported & unused == set()
 
 
+def test_serve_never_imports_asyncio() -> None:
+    """kio's one use of asyncio is a type alias; the entry point keeps asyncio out."""
+    imported = modules_imported_by_serve()
+    assert "kio.serial.writers" in imported  # kio was imported through the stand-in
+    assert {name for name in imported if name.split(".")[0] == "asyncio"} == set()
+
+
+def test_kio_uses_asyncio_only_in_the_alias_the_entry_point_stands_in_for() -> None:
+    """The stand-in (nullbroker.command) has only a `StreamWriter`: were kio to use asyncio
+    for anything else, a broker would fail there, so this fails first."""
+    import kio.serial.writers
+
+    source = Path(kio.serial.writers.__file__).read_text()
+    uses = [line.strip() for line in source.splitlines() if "asyncio" in line]
+    assert uses == ["import asyncio", "Writable: TypeAlias = asyncio.StreamWriter | IO[bytes]"]
+    kio_root = Path(kio.serial.writers.__file__).parents[1]
+    others = [
+        path.relative_to(kio_root)
+        for path in kio_root.rglob("*.py")
+        if path.name != "writers.py" and "asyncio" in path.read_text()
+    ]
+    assert others == []  # kio.schema's entity modules included
+
+
 def test_an_avro_source_is_served_without_importing_fastavro_or_http(tmp_path: Path) -> None:
     schema = tmp_path / "click.avsc"
     schema.write_text(
