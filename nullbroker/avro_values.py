@@ -25,7 +25,6 @@ the broker's RSS for as long as it runs (about 4 MiB, perf/README.md).
 from __future__ import annotations
 
 import datetime
-import decimal
 import io
 import json
 import os
@@ -227,6 +226,8 @@ class _Generator:
         rng = self.rng
         moment = EPOCH + datetime.timedelta(seconds=rng.randrange(YEAR_S))
         if logical == "decimal":
+            import decimal  # only the child generates values (pool_from_file): 0.3 MiB
+
             precision = int(schema.get("precision", 10))
             scale = int(schema.get("scale", 0))
             unscaled = rng.randrange(10 ** min(precision, 18))

@@ -93,4 +93,5 @@ def test_an_avro_source_is_served_without_importing_fastavro_or_http(tmp_path: P
     imported = modules_imported_by_serve("--source", source)
     assert "nullbroker.avro_values" in imported  # the listing is an Avro source's
     assert not {name for name in imported if name.split(".")[0] in ("fastavro", "cramjam")}
+    assert "decimal" not in imported  # only the child generating the values needs it
     assert imported & {"h11", "nullbroker.http"} == set()  # the schema's text, read without
