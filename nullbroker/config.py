@@ -168,7 +168,8 @@ class Config:
                 f"{named('sources')}: topic {duplicates[0]!r} is declared more than once"
             )
         _check_schema_ids(self.sources, named("sources"))
-        _check_faults(self.faults, self.brokers, named("faults"))
+        if self.faults:  # nullbroker.fault_specs is imported for faults only
+            _check_faults(self.faults, self.brokers, named("faults"))
         if self.produced_record_size < 0:
             raise ConfigError(
                 f"{named('produced_record_size')}: must not be negative, "
@@ -355,7 +356,8 @@ class Config:
 def _check_faults(specs: tuple[str, ...], brokers: int, setting: str) -> None:
     """Each fault SPEC must parse and apply to a cluster of `brokers` nodes."""
     from .cluster import Cluster
-    from .faults import Faults, FaultSpecError
+    from .fault_specs import FaultSpecError
+    from .faults import Faults
 
     faults = Faults(Cluster(brokers))
     for spec in specs:

@@ -56,6 +56,7 @@ def test_default_serve_imports_no_http_json_toml_or_prometheus() -> None:
         "nullbroker.consumer_groups",
         "nullbroker.transactions",
         "nullbroker.sasl",
+        "nullbroker.fault_specs",  # parsing faults: by the first one given
         *(f"nullbroker.handlers.{family}" for family in IMPORTED_ON_FIRST_USE),
         "h11",  # the HTTP endpoint: --metrics, --schema-registry
         "nullbroker.http",
