@@ -181,6 +181,8 @@ class Broker:
 
     # The coordinators are made by the first request that needs one: most brokers serve
     # no transactions, many no groups, and their modules cost memory for the broker's life.
+    # A cached_property is in the instance's __dict__ once made: that is how the methods
+    # below tell whether it has been.
 
     @cached_property
     def groups(self) -> GroupCoordinator:
