@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 _INDENT = "    "
+_FILE_NUMBERS = itertools.count()
 
 
 class Source:
@@ -67,15 +70,36 @@ class Source:
     def text(self) -> str:
         return "\n".join([f"def {self.name}({self.parameters}):", *self._lines, ""])
 
-    def function(self) -> Callable[..., Any]:
-        """Compile the source into a function.
+    def function(self, rebuild: Callable[[], Source]) -> Callable[..., Any]:
+        """Compile the source into a function. `rebuild` makes the same source again.
 
-        The source is registered with linecache under a unique file name, so a traceback
-        through generated code shows the generated lines.
+        A traceback through generated code shows the generated lines: the file name is
+        registered with linecache as a lazy entry, which `rebuild` fills in when something
+        (a traceback, a test) first asks for the lines. Holding every function's text for
+        the broker's life cost 76 KiB after a producer and a consumer, for lines that are
+        only read when something fails; the recipe is a closure over what the broker keeps
+        anyway (the entity class).
         """
         text = self.text
-        filename = f"<codec generated {self.name} {id(self):x}>"
-        linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+        # No <angle brackets>: linecache realises lazy entries only for names without them.
+        filename = f"codec generated {self.name} {next(_FILE_NUMBERS)}"
+        linecache.cache[filename] = (partial(_rebuilt_text, rebuild, _checksum(text)),)
         exec(compile(text, filename, "exec"), self.namespace)
         function: Callable[..., Any] = self.namespace[self.name]
         return function
+
+
+def _checksum(text: str) -> int:
+    return zlib.crc32(text.encode())
+
+
+def _rebuilt_text(rebuild: Callable[[], Source], checksum: int) -> str | None:
+    """The text of a generated function, made again; None (no lines shown) if it came out
+    different, so a traceback never shows lines that are not the ones that ran. Called
+    while a traceback is formatted, it must not raise: linecache lets only OSError and
+    ImportError from its loaders through as "no source"."""
+    try:
+        text = rebuild().text
+    except Exception:
+        return None
+    return text if _checksum(text) == checksum else None

@@ -25,7 +25,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import Field, fields
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 from kio.serial._introspect import (
@@ -334,6 +334,11 @@ def _holds_array(field: Field[Any]) -> bool:
 
 
 def _compile(name: str, emit: Callable[[_Emitter], object]) -> Step:
+    step: Step = _source(name, emit).function(partial(_source, name, emit))
+    return step
+
+
+def _source(name: str, emit: Callable[[_Emitter], object]) -> Source:
     source = Source(name, "data, offset, end")
     with source.block("if end != len(data)"):
         # Bounded by the buffer itself, a read past `end` fails like one past the frame.
@@ -349,8 +354,7 @@ def _compile(name: str, emit: Callable[[_Emitter], object]) -> Step:
     with source.block("if offset > end"):
         source.line("raise _fail(f'structure of {offset} bytes with {end} present', end)")
     source.line("return offset")
-    step: Step = source.function()
-    return step
+    return source
 
 
 @cache
@@ -371,8 +375,10 @@ def safety_check(entity_type: type) -> Step:
     )
 
 
+@cache
 def _field_check(field: Field[Any]) -> Step:
-    """The check of one tagged field's value (within its size)."""
+    """The check of one tagged field's value (within its size). Cached: making a check's
+    source again for a traceback (codegen.Source.function) compiles nothing new."""
     return _compile(
         f"check_tag_{field.name}", lambda emitter: emitter.field(field, True, is_tag=True)
     )

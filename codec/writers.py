@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import Field, fields
-from functools import cache
+from functools import cache, partial
 from itertools import chain
 from operator import attrgetter
 from typing import Any, NamedTuple
@@ -439,14 +439,20 @@ def entity_writer(entity_type: type) -> Writer:
 
     Raises NotImplementedError for a field kio's writer has no writer for either.
     """
+    writer: Writer = _entity_writer_source(entity_type).function(
+        partial(_entity_writer_source, entity_type)
+    )
+    return writer
+
+
+def _entity_writer_source(entity_type: type) -> Source:
     source = Source(f"write_{entity_type.__name__}", "entity, parts")
     source.namespace["round"] = round
     source.line("append = parts.append")
     emitter = _Emitter(source, "append")
     emitter.entity(entity_type, "entity")
     emitter.flush()
-    writer: Writer = source.function()
-    return writer
+    return source
 
 
 @cache
@@ -458,6 +464,13 @@ def response_frame_writer(entity_type: type, header_version: int) -> FrameWriter
     (Heartbeat, LeaveGroup v0-2, InitProducerId, ...) is a single pack, size included;
     otherwise the size is the sum of the parts' lengths, and the parts are joined once.
     """
+    writer: FrameWriter = _frame_writer_source(entity_type, header_version).function(
+        partial(_frame_writer_source, entity_type, header_version)
+    )
+    return writer
+
+
+def _frame_writer_source(entity_type: type, header_version: int) -> Source:
     source = Source(f"write_{entity_type.__name__}_frame", "correlation_id, entity")
     source.namespace["round"] = round
     emitter = _Emitter(source, "append")
@@ -476,8 +489,7 @@ def response_frame_writer(entity_type: type, header_version: int) -> FrameWriter
         size = source.shared("_pack_size", struct.Struct(">i").pack)
         source.line(f"parts[0] = {size}(sum(map(len, parts)))")
         source.line("return b''.join(parts)")
-    writer: FrameWriter = source.function()
-    return writer
+    return source
 
 
 def encode(entity_type: type, entity: Any) -> bytes:

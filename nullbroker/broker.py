@@ -7,8 +7,9 @@ import struct
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import cached_property
 from types import CoroutineType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -29,18 +30,20 @@ from codec.framing import Buffer
 from . import produce_lane
 from .cluster import Cluster
 from .config import Config
-from .consumer_groups import ConsumerGroups
 from .faults import Faults
-from .groups import CommittedOffset, GroupCoordinator
 from .idle import IdleConnections
 from .log_limit import RepeatLimitedLog
 from .producers import ProducerRegistry
 from .read_budget import ReadBudget
-from .sasl import SaslSession
 from .source import now_ms
 from .stats import ApiStats, BrokerStats
 from .topics import PartitionCountersFor, TopicRegistry
-from .transactions import Marker, PartitionTransactions, TransactionCoordinator
+
+if TYPE_CHECKING:
+    from .consumer_groups import ConsumerGroups
+    from .groups import CommittedOffset, GroupCoordinator
+    from .sasl import SaslSession
+    from .transactions import Marker, TransactionCoordinator
 
 log = logging.getLogger("nullbroker")
 
@@ -150,19 +153,8 @@ class Broker:
         for source in config.sources:
             self.topics.create(source.name, source=source, now_ms=started_ms)
         self.producers = ProducerRegistry()
-        self.groups = GroupCoordinator(self.stats, config.group_initial_rebalance_delay_ms)
-        self.consumer_groups = ConsumerGroups(
-            self._partition_count,
-            self.topics.names,
-            heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
-            session_timeout_ms=config.group_consumer_session_timeout_ms,
-        )
-        """Consumer groups of the new protocol (KIP-848), beside the classic ones."""
-        self.groups.consumer_groups = self.consumer_groups
-        self.transactions = TransactionCoordinator(
-            self.producers, self._write_marker, self._commit_transaction_offsets, self._ended
-        )
-        """Transactional ids, their producers and their transactions."""
+        self._group_services: trio.Nursery | None = None
+        """Where the group coordinator's timers run, once it is made (serve_groups_in)."""
         self.broker_configs: dict[str, dict[str, str]] = {}
         """Broker configs set by IncrementalAlterConfigs, by resource name: "" for every
         broker (cluster defaults), the node id for this one. Reported, not enforced."""
@@ -187,6 +179,61 @@ class Broker:
         """The common Produce request answered whole in C, for the connections the host
         loop reads; None: the Python path answers every request."""
 
+    # The coordinators are made by the first request that needs one: most brokers serve
+    # no transactions, many no groups, and their modules cost memory for the broker's life.
+    # A cached_property is in the instance's __dict__ once made: that is how the methods
+    # below tell whether it has been.
+
+    @cached_property
+    def groups(self) -> GroupCoordinator:
+        """Classic consumer groups, and the offsets committed to every group."""
+        from .groups import GroupCoordinator
+
+        groups = GroupCoordinator(self.stats, self.config.group_initial_rebalance_delay_ms)
+        if "consumer_groups" in self.__dict__:
+            groups.consumer_groups = self.consumer_groups
+        if self._group_services is not None:
+            groups.start_in(self._group_services)
+        return groups
+
+    @cached_property
+    def consumer_groups(self) -> ConsumerGroups:
+        """Consumer groups of the new protocol (KIP-848), beside the classic ones."""
+        from .consumer_groups import ConsumerGroups
+
+        consumer_groups = ConsumerGroups(
+            self._partition_count,
+            self.topics.names,
+            heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+            session_timeout_ms=self.config.group_consumer_session_timeout_ms,
+        )
+        self.groups.consumer_groups = consumer_groups
+        return consumer_groups
+
+    @cached_property
+    def transactions(self) -> TransactionCoordinator:
+        """Transactional ids, their producers and their transactions."""
+        from .transactions import TransactionCoordinator
+
+        return TransactionCoordinator(
+            self.producers, self._write_marker, self._commit_transaction_offsets, self._ended
+        )
+
+    def serve_groups_in(self, nursery: trio.Nursery | None) -> None:
+        """Run the group coordinator's timers in `nursery`: now if it is made, else when
+        the first group request makes it. None once the broker stops: a coordinator made
+        then stays unloaded, and answers NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE as
+        a stopped one does."""
+        self._group_services = nursery
+        if nursery is not None and "groups" in self.__dict__:
+            self.groups.start_in(nursery)
+
+    def expire_transactions(self) -> int:
+        """Abort the transactions open past their timeout; how many there were."""
+        if "transactions" not in self.__dict__:
+            return 0  # no transactional producer yet
+        return self.transactions.expire()
+
     def _partition_count(self, name: str) -> int | None:
         topic = self.topics.get(name)
         return None if topic is None else len(topic.partitions)
@@ -200,6 +247,8 @@ class Broker:
         offset = partition.log_end_offset
         partition.log_end_offset = offset + 1
         if partition.transactions is None:
+            from .transactions import PartitionTransactions
+
             partition.transactions = PartitionTransactions()
         records = partition.transactions.end(offset, marker)
         self.stats.transactional_records["committed" if marker.commit else "aborted"] += records

@@ -6,13 +6,14 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codec import DEFAULT_MAX_FRAME_BYTES, native
 
 from .cluster import MAX_BROKERS
 from .listeners import (
     CLIENT_AUTH,
+    MECHANISMS,
     PLAINTEXT,
     Listener,
     ListenerError,
@@ -20,8 +21,10 @@ from .listeners import (
 )
 from .node_map import NodeMap, NodeMapError
 from .read_budget import DEFAULT_MAX_BUFFERED_BYTES, SMALL_REQUEST_BYTES
-from .sasl import MECHANISMS, Users, UsersError
 from .source import SourceSpec, SourceSpecError
+
+if TYPE_CHECKING:
+    from .sasl import Users
 
 ENV_PREFIX = "NULLBROKER_"
 CONFIG_FILE_VARIABLE = "NULLBROKER_CONFIG"
@@ -165,7 +168,8 @@ class Config:
                 f"{named('sources')}: topic {duplicates[0]!r} is declared more than once"
             )
         _check_schema_ids(self.sources, named("sources"))
-        _check_faults(self.faults, self.brokers, named("faults"))
+        if self.faults:  # nullbroker.fault_specs is imported for faults only
+            _check_faults(self.faults, self.brokers, named("faults"))
         if self.produced_record_size < 0:
             raise ConfigError(
                 f"{named('produced_record_size')}: must not be negative, "
@@ -273,6 +277,8 @@ class Config:
 
     def read_users(self) -> Users:
         """The --users file, read and checked; ConfigError names the setting."""
+        from .sasl import Users, UsersError  # SASL listeners only
+
         assert self.users is not None
         try:
             return Users.read(self.users)
@@ -350,7 +356,8 @@ class Config:
 def _check_faults(specs: tuple[str, ...], brokers: int, setting: str) -> None:
     """Each fault SPEC must parse and apply to a cluster of `brokers` nodes."""
     from .cluster import Cluster
-    from .faults import Faults, FaultSpecError
+    from .fault_specs import FaultSpecError
+    from .faults import Faults
 
     faults = Faults(Cluster(brokers))
     for spec in specs:

@@ -17,7 +17,6 @@ from codec.framing import Buffer
 from .broker import Broker, Session
 from .host_loop import FIRST_RECEIVE_BYTES, RECEIVE_BYTES, SHRINK_AFTER_READS
 from .read_budget import ReadBudget, Reservation
-from .sasl import SaslAuthenticationFailed
 
 log = logging.getLogger("nullbroker")
 
@@ -485,8 +484,12 @@ def answer_until_held(
     for frame in frames:
         try:
             response = answer(frame, session)
-        except SaslAuthenticationFailed as failed:
-            out.append(failed.response)  # answered, then the connection closes
+        except ProtocolError as error:
+            # Rare (the connection closes): SASL is imported here, not by every broker.
+            from .sasl import SaslAuthenticationFailed
+
+            if isinstance(error, SaslAuthenticationFailed):
+                out.append(error.response)  # answered, then the connection closes
             raise
         if response is None:
             continue

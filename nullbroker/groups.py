@@ -447,6 +447,12 @@ class GroupCoordinator:
             self._active = False
             self._unload()
 
+    def start_in(self, nursery: trio.Nursery) -> None:
+        """Run the timers in `nursery`, taking requests from now on: a coordinator made by
+        a group request answers it, where run() would take requests from its first step."""
+        self._active = True
+        nursery.start_soon(self.run)
+
     def _unload(self) -> None:
         for group in self._groups.values():
             self._tell_members_not_coordinator(group)

@@ -14,7 +14,6 @@ from codec import InvalidRecordBatch, crc_matches, read_batch_header
 
 from .producers import ProducerRegistry, SequenceVerdict
 from .topics import Partition
-from .transactions import PartitionTransactions
 
 
 class AppendResult(NamedTuple):
@@ -91,7 +90,9 @@ def append(
         partition.log_start_offset = max(partition.log_start_offset, start)
     if batch.is_transactional:  # its records count once its transaction ends
         transactions = partition.transactions
-        if transactions is None:
+        if transactions is None:  # the partition's first: imported by the first of all
+            from .transactions import PartitionTransactions
+
             transactions = partition.transactions = PartitionTransactions()
         transactions.wrote(batch.producer_id, batch.producer_epoch, base_offset, batch.record_count)
     produced = partition.produced

@@ -33,7 +33,7 @@ from codec import Request, decode_request
 from .broker import Answer, Broker, Endpoint, Session
 from .config import Config
 from .control import ControlChannel
-from .faults import FaultSpecError
+from .fault_specs import FaultSpecError
 from .handlers.consumer_groups import HANDLERS as CONSUMER_GROUP_HANDLERS
 from .handlers.transactions import HANDLERS as TRANSACTION_HANDLERS
 from .producers import FIRST_PRODUCER_ID, PartitionSequences, ProducerRegistry

@@ -22,7 +22,6 @@ from .connection import RESET, Drain, serve_connection
 from .hosted_connection import serve_hosted
 from .listeners import Listener, server_context
 from .report import ConsoleReporter, check_summary_writable, write_summary
-from .sasl import SaslSession
 
 if TYPE_CHECKING:
     from .control import ControlChannel
@@ -403,11 +402,12 @@ class BrokerServer:
                     services.start_soon(self.broker.follow_controller, channel, self.stop)
                 services.start_soon(self._summarise_repeated_warnings)
                 services.start_soon(self.broker.idle_connections.run)
-                services.start_soon(self.broker.groups.run)
+                self.broker.serve_groups_in(services)
                 services.start_soon(self._abort_expired_transactions)
                 task_status.started(self)
                 await self._stop.wait()
                 services.cancel_scope.cancel()
+            self.broker.serve_groups_in(None)
             log.info("stopped accepting connections; answering requests in flight")
             self._drain.start()
             connections.cancel_scope.deadline = trio.current_time() + DRAIN_SECONDS
@@ -463,6 +463,8 @@ class BrokerServer:
             ports=self.listener_ports.get(listener.name),
         )
         if listener.sasl:
+            from .sasl import SaslSession  # imported by a SASL listener's first connection
+
             broker = self.broker
             assert broker.sasl_users is not None
             session.sasl = SaslSession(
@@ -558,7 +560,7 @@ class BrokerServer:
         Kafka's coordinator does: checked every TRANSACTION_CHECK_SECONDS."""
         while True:
             await trio.sleep(TRANSACTION_CHECK_SECONDS)
-            expired = self.broker.transactions.expire()
+            expired = self.broker.expire_transactions()
             if expired:
                 log.info("aborted %d transaction(s) open past their timeout", expired)
 

@@ -13,6 +13,7 @@ import datetime
 import io
 import linecache
 import re
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -249,3 +250,14 @@ def test_a_fixed_size_frame_is_one_pack_with_its_size() -> None:
     source = "".join(linecache.getlines(writer.__code__.co_filename))
     assert source.count("return") == 1
     assert "parts" not in source
+
+
+def test_a_traceback_through_a_compiled_writer_shows_the_line_that_failed() -> None:
+    writer = response_frame_writer(apis.response_schema(12, 2), 0)  # Heartbeat v2
+    filename = writer.__code__.co_filename
+    assert len(linecache.cache[filename]) == 1  # lazy: no text held until asked for
+    try:
+        writer(1, None)
+    except AttributeError as error:
+        lines = traceback.format_exception(error)
+    assert any("entity.throttle_time" in line for line in lines)

@@ -21,7 +21,8 @@ from kio.schema.errors import ErrorCode
 
 from nullbroker.cluster import Cluster
 from nullbroker.config import Config, ConfigError
-from nullbroker.faults import Fault, Faults, FaultSpecError
+from nullbroker.fault_specs import Fault, FaultSpecError
+from nullbroker.faults import Faults
 from tests.broker_process import (
     PROCESSES,
     BrokerProcess,

@@ -369,6 +369,23 @@ async def test_a_new_member_gets_member_id_required_then_leads_generation_1(
     assert member.member_assignment == assignment(TOPIC, 0, 1, 2, 3)
 
 
+async def test_the_first_join_group_makes_the_coordinator_and_is_answered(
+    nursery: trio.Nursery, autojump_clock: trio.abc.Clock
+) -> None:
+    # A served broker makes its group coordinator for the first group request, and runs
+    # its timers from then on: that request is answered as by a coordinator running all
+    # along, not COORDINATOR_NOT_AVAILABLE.
+    b = Broker(Config(partitions=PARTITIONS))
+    b.serve_groups_in(nursery)
+    assert "groups" not in vars(b)
+    consumer = Consumer(b)
+    with trio.fail_after(PATIENCE_SECONDS):
+        joined = await consumer.join()
+    assert joined.error_code is ErrorCode.none and joined.generation_id == 1
+    await trio.sleep(SESSION_MS / 1000 * 2)  # the timers run: the silent member expires
+    assert b.groups.group("group").state == "Empty"
+
+
 async def test_before_join_group_v4_a_new_member_is_given_its_id_with_the_join(
     broker: Broker, autojump_clock: trio.abc.Clock
 ) -> None:

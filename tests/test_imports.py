@@ -4,12 +4,15 @@ they are used (perf/README.md, Memory)."""
 
 from __future__ import annotations
 
+import importlib
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from nullbroker.handlers import IMPORTED_ON_FIRST_USE
 
 TIMEOUT = 30.0
 
@@ -48,6 +51,13 @@ def test_default_serve_imports_no_http_json_toml_or_prometheus() -> None:
     imported = modules_imported_by_serve()
     assert "nullbroker.server" in imported  # the listing is the broker's
     unused = {
+        # imported by the first request of their family (handlers.IMPORTED_ON_FIRST_USE)
+        "nullbroker.groups",
+        "nullbroker.consumer_groups",
+        "nullbroker.transactions",
+        "nullbroker.sasl",
+        "nullbroker.fault_specs",  # parsing faults: by the first one given
+        *(f"nullbroker.handlers.{family}" for family in IMPORTED_ON_FIRST_USE),
         "h11",  # the HTTP endpoint: --metrics, --schema-registry
         "nullbroker.http",
         "json",  # faults' HTTP answers, the summary at shutdown, JSON sources
@@ -95,3 +105,9 @@ def test_an_avro_source_is_served_without_importing_fastavro_or_http(tmp_path: P
     assert not {name for name in imported if name.split(".")[0] in ("fastavro", "cramjam")}
     assert "decimal" not in imported  # only the child generating the values needs it
     assert imported & {"h11", "nullbroker.http"} == set()  # the schema's text, read without
+
+
+@pytest.mark.parametrize("family", IMPORTED_ON_FIRST_USE)
+def test_a_family_imported_on_first_use_is_listed_with_every_key_it_serves(family: str) -> None:
+    module = importlib.import_module(f"nullbroker.handlers.{family}")
+    assert sorted(module.HANDLERS) == sorted(IMPORTED_ON_FIRST_USE[family])

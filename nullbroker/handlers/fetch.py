@@ -27,11 +27,11 @@ from codec.framing import Buffer
 
 from ..source import now_ms
 from ..topics import Partition, Topic
-from ..transactions import PartitionTransactions
 from .common import counted, led_elsewhere
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
+    from ..transactions import PartitionTransactions
 
 FETCH = 1
 FIRST_TOPIC_ID_VERSION = 13

@@ -10,7 +10,8 @@ from kio.schema.errors import ErrorCode
 from codec import Request, encode_response
 from codec.entities import make, response_module
 
-from ..sasl import MECHANISMS, SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslAuthenticationFailed
+from ..listeners import MECHANISMS
+from ..sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslAuthenticationFailed
 from .common import counted
 
 if TYPE_CHECKING:
