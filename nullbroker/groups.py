@@ -79,7 +79,6 @@ _VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
     GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
     GroupState.DEAD: frozenset(GroupState),
 }
-LIVE_STATES = tuple(state for state in GroupState if state is not GroupState.DEAD)
 
 T = TypeVar("T")
 
@@ -410,8 +409,6 @@ class GroupCoordinator:
         clock: Callable[[], float] = trio.current_time,
     ) -> None:
         self.stats = stats
-        # Every live state shows in the accounts from the start, at zero groups.
-        stats.groups.update(dict.fromkeys((state.value for state in LIVE_STATES), 0))
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
         self._clock = clock
         self._groups: dict[str, Group] = {}

@@ -29,10 +29,10 @@ from codec.apis import request_schema
 from codec.entities import make
 from nullbroker.broker import Broker
 from nullbroker.config import Config, ConfigError, load
-from nullbroker.groups import GroupCoordinator
+from nullbroker.groups import GroupCoordinator, GroupState
 from nullbroker.metrics import exposition, make_registry
 from nullbroker.report import summary
-from nullbroker.stats import BrokerStats
+from nullbroker.stats import GROUP_STATES, BrokerStats
 
 from .kio_calls import SESSION, decode_response, request_frame, types
 
@@ -1177,3 +1177,15 @@ def test_the_initial_rebalance_delay_is_a_setting_that_must_not_be_negative() ->
     )
     with pytest.raises(ConfigError, match=r"^--group-initial-rebalance-delay-ms: "):
         Config(group_initial_rebalance_delay_ms=-1)
+
+
+def test_every_live_group_state_is_in_the_accounts_at_zero_before_any_group_request() -> None:
+    broker = Broker(Config())
+    assert "groups" not in broker.__dict__  # the group code is loaded by the first request
+    assert set(GROUP_STATES) == {state.value for state in GroupState} - {GroupState.DEAD}
+    assert broker.stats.groups == dict.fromkeys(GROUP_STATES, 0)
+    assert all(
+        f'nullbroker_groups{{state="{state}"}} 0.0'
+        in exposition(make_registry(broker.stats)).decode()
+        for state in GROUP_STATES
+    )
