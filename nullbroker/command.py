@@ -7,12 +7,14 @@ a broker process never calls:
 - kio registers hypothesis strategies for its types whenever hypothesis can be imported,
   and hypothesis brings pytest-sized baggage with it (15 MiB). A broker never generates
   test data, so the entry point makes that optional import fail before kio is loaded.
-- kio 0.6.5's `kio.serial.writers` imports asyncio for one type alias,
-  `Writable = asyncio.StreamWriter | IO[bytes]`, which only a type checker reads; asyncio
-  is 1.4 MiB, and the broker runs on trio. The entry point lets that module see a stand-in
-  while it is imported, then takes the stand-in away, so that anything importing asyncio
-  later gets the real one. tests/test_imports.py checks that the alias is still kio's only
-  use of asyncio (kio is pinned in pyproject.toml).
+- kio 0.6.5's serializers import two libraries for type annotations only: asyncio in
+  `kio.serial.writers` for one alias, `Writable = asyncio.StreamWriter | IO[bytes]`
+  (1.4 MiB; the broker runs on trio), and typing_extensions in `kio.serial.readers` for
+  `Buffer`, named in an annotation that is never evaluated (0.5 MiB). The entry point lets
+  kio see stand-ins for them while `kio.serial` is imported, then takes the stand-ins
+  away, so that anything importing either later gets the real one.
+  tests/test_imports.py checks that these are still kio's only uses of them (kio is
+  pinned in pyproject.toml).
 
 Tests that run the broker in-process import `nullbroker.cli` directly and keep both.
 """
@@ -26,21 +28,29 @@ from collections.abc import Sequence
 _TEST_ONLY_MODULES = ("hypothesis",)
 
 
-class _StreamWriter:
-    """What kio's `Writable` alias names in a broker: a class no value is ever an instance of."""
+class _TypeOnly:
+    """What kio's annotations name in a broker: a class no value is ever an instance of."""
 
 
-def _import_kio_serial_without_asyncio() -> None:
-    if "asyncio" in sys.modules:  # already paid for: nothing to save
-        return
-    stand_in = types.ModuleType("asyncio", "kio's type alias only; see nullbroker.command")
-    stand_in.StreamWriter = _StreamWriter  # type: ignore[attr-defined]
-    sys.modules["asyncio"] = stand_in
+KIO_TYPE_ONLY_IMPORTS = {"asyncio": ("StreamWriter",), "typing_extensions": ("Buffer",)}
+"""The modules `kio.serial` imports for its annotations alone, and the names it takes."""
+
+
+def _import_kio_serial_without_type_only_imports() -> None:
+    stand_ins = {}
+    for name, attributes in KIO_TYPE_ONLY_IMPORTS.items():
+        if name in sys.modules:  # already paid for: nothing to save
+            continue
+        stand_in = types.ModuleType(name, "kio's annotations only; see nullbroker.command")
+        for attribute in attributes:
+            setattr(stand_in, attribute, _TypeOnly)
+        stand_ins[name] = sys.modules[name] = stand_in
     try:
         import kio.serial  # noqa: F401
     finally:
-        if sys.modules.get("asyncio") is stand_in:
-            del sys.modules["asyncio"]
+        for name, stand_in in stand_ins.items():
+            if sys.modules.get(name) is stand_in:
+                del sys.modules[name]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -48,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A None entry makes `import hypothesis` raise ImportError, which kio expects
         # when hypothesis is not installed.
         sys.modules.setdefault(name, None)  # type: ignore[arg-type]
-    _import_kio_serial_without_asyncio()
+    _import_kio_serial_without_type_only_imports()
     from .cli import main as serve_main
 
     return serve_main(argv)

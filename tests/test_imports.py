@@ -5,6 +5,8 @@ they are used (perf/README.md, Memory)."""
 from __future__ import annotations
 
 import importlib
+import json
+import re
 import signal
 import subprocess
 import sys
@@ -70,28 +72,60 @@ def test_default_serve_imports_no_http_json_toml_or_prometheus() -> None:
     assert imported & unused == set()
 
 
-def test_serve_never_imports_asyncio() -> None:
-    """kio's one use of asyncio is a type alias; the entry point keeps asyncio out."""
+def test_serve_never_imports_asyncio_or_typing_extensions() -> None:
+    """kio uses them in annotations only; the entry point keeps them out (stand-ins)."""
     imported = modules_imported_by_serve()
-    assert "kio.serial.writers" in imported  # kio was imported through the stand-in
-    assert {name for name in imported if name.split(".")[0] == "asyncio"} == set()
+    assert {"kio.serial.readers", "kio.serial.writers"} <= imported  # through the stand-ins
+    assert {name.split(".")[0] for name in imported} & {"asyncio", "typing_extensions"} == set()
 
 
-def test_kio_uses_asyncio_only_in_the_alias_the_entry_point_stands_in_for() -> None:
-    """The stand-in (nullbroker.command) has only a `StreamWriter`: were kio to use asyncio
-    for anything else, a broker would fail there, so this fails first."""
-    import kio.serial.writers
+# Every line of the kio modules `import kio.serial` loads that names a module the entry
+# point stands in for (nullbroker.command.KIO_TYPE_ONLY_IMPORTS). `Buffer` is named in
+# annotations of a module with `from __future__ import annotations`: never evaluated.
+KIO_TYPE_ONLY_USES = {
+    "kio.serial.writers": [
+        "import asyncio",
+        "Writable: TypeAlias = asyncio.StreamWriter | IO[bytes]",
+    ],
+    "kio.serial.readers": [
+        "from __future__ import annotations",
+        "from typing_extensions import Buffer",
+        "buffer: Buffer,",
+    ],
+}
 
-    source = Path(kio.serial.writers.__file__).read_text()
-    uses = [line.strip() for line in source.splitlines() if "asyncio" in line]
-    assert uses == ["import asyncio", "Writable: TypeAlias = asyncio.StreamWriter | IO[bytes]"]
-    kio_root = Path(kio.serial.writers.__file__).parents[1]
-    others = [
-        path.relative_to(kio_root)
-        for path in kio_root.rglob("*.py")
-        if path.name != "writers.py" and "asyncio" in path.read_text()
-    ]
-    assert others == []  # kio.schema's entity modules included
+
+def test_kio_uses_the_modules_stood_in_for_only_as_the_stand_ins_allow() -> None:
+    """Were kio to use them for anything else, a broker would fail there: this fails first.
+    Run in a fresh interpreter, as the entry point runs, to see what `kio.serial` loads."""
+    program = (
+        "import sys, json\n"
+        "from nullbroker import command\n"
+        "command._import_kio_serial_without_type_only_imports()\n"
+        "print(json.dumps({name: getattr(module, '__file__', None) for name, module in "
+        "sys.modules.items() if name.split('.')[0] in ('kio', 'asyncio', 'typing_extensions')}))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert run.returncode == 0, run.stderr
+    loaded: dict[str, str | None] = json.loads(run.stdout)
+    assert {name.split(".")[0] for name in loaded} == {"kio"}
+    words = ("asyncio", "typing_extensions", "__future__", "Buffer")
+    uses = {
+        name: [
+            line.strip()
+            for line in Path(path).read_text().splitlines()
+            if any(re.search(rf"\b{word}\b", line) for word in words)
+        ]
+        for name, path in loaded.items()
+        if path is not None and path.endswith(".py")
+    }
+    naming = {name: lines for name, lines in uses.items() if set(lines) - {_FUTURE}}
+    assert naming == KIO_TYPE_ONLY_USES
+
+
+_FUTURE = "from __future__ import annotations"
 
 
 def test_an_avro_source_is_served_without_importing_fastavro_or_http(tmp_path: Path) -> None:
