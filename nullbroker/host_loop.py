@@ -12,6 +12,7 @@ synchronous functions (waking a parked task, setting an Event) as a trio task wo
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import select
 from collections import deque
@@ -64,7 +65,12 @@ class ReceiveBuffer:
         return into
 
     def give_away(self) -> None:
-        self.view = memoryview(bytearray(RECEIVE_BYTES))
+        # An anonymous mapping, not a bytearray (which is zeroed, so resident, at once):
+        # the kernel gives it pages as reads fill them. A buffer given away for each held
+        # request (a Fetch waiting at the log end, a JoinGroup) then costs the pages its
+        # small reads touched, where a bytearray made 256 KiB resident for each one that
+        # trio still held.
+        self.view = memoryview(mmap.mmap(-1, RECEIVE_BYTES))
         self._into = {}
 
 
