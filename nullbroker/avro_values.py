@@ -17,26 +17,23 @@ schema is cut off after MAX_DEPTH levels, where unions take their null branch an
 and maps are empty. A schema fastavro does not parse stops the broker at start with
 fastavro's reason.
 
-The broker makes its pool in a child interpreter (pool_from_file): fastavro's modules, the
-compression libraries it loads and what generating leaves behind would otherwise stay in
-the broker's RSS for as long as it runs (about 4 MiB, perf/README.md).
+The broker makes its pool in a child interpreter (pool_from_file, nullbroker.value_pool):
+fastavro's modules, the compression libraries it loads and what generating leaves behind
+would otherwise stay in the broker's RSS for as long as it runs (about 4 MiB,
+perf/README.md).
 """
 
 from __future__ import annotations
 
 import datetime
 import io
-import json
-import os
 import random
 import string
-import subprocess
 import sys
 import uuid
-from pathlib import Path
 from typing import Any
 
-from .json_values import POOL_VALUES, SchemaError
+from .value_pool import POOL_VALUES, SchemaError, from_child, to_parent
 
 MAX_DEPTH = 8
 MAX_ENTRIES = 4
@@ -45,11 +42,12 @@ YEAR_S = 365 * 24 * 3600
 LETTERS = string.ascii_lowercase
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
 CONFLUENT_MAGIC = b"\x00"
-_SCHEMA_ERROR_EXIT = 3
 
 
 def load_schema(path: str) -> Any:
     """The Avro schema in `path`, as JSON, checked by fastavro's parser."""
+    import json  # the child's (pool_from_file): a broker reads its values back without
+
     import fastavro
 
     try:
@@ -82,43 +80,10 @@ def pool(schema: Any, prefix: bytes = b"", count: int = POOL_VALUES) -> tuple[by
 
 
 def pool_from_file(path: str, prefix: bytes = b"") -> tuple[bytes, ...]:
-    """`pool(load_schema(path), prefix)`, made by a child interpreter (`python -m
-    nullbroker.avro_values`), so that the caller never imports fastavro; SchemaError with
-    load_schema's reason for a schema it refuses."""
-    # The child imports this copy of the package, whatever the caller's installed one is.
-    here = str(Path(__file__).resolve().parent.parent)
-    search = os.pathsep.join(filter(None, (here, os.environ.get("PYTHONPATH"))))
-    child = subprocess.run(
-        [sys.executable, "-m", __name__, path, prefix.hex()],
-        capture_output=True,
-        env={**os.environ, "PYTHONPATH": search},
-        check=False,
-    )
-    reason = child.stderr.decode(errors="replace").strip()
-    if child.returncode == _SCHEMA_ERROR_EXIT:
-        raise SchemaError(reason)
-    if child.returncode:
-        last = reason.splitlines()[-1] if reason else f"exit status {child.returncode}"
-        raise SchemaError(f"generating the values failed: {last}")
-    values, data, at = [], child.stdout, 0
-    while at < len(data):
-        size = int.from_bytes(data[at : at + 4], "big")
-        values.append(data[at + 4 : at + 4 + size])
-        at += 4 + size
-    return tuple(values)
-
-
-def _write_pool(argv: list[str]) -> int:
-    """The child of pool_from_file: PATH and PREFIX (hex) in, each value out on stdout
-    after its length (4 bytes, big-endian)."""
-    path, prefix = argv
-    try:
-        values = pool(load_schema(path), bytes.fromhex(prefix))
-    except SchemaError as error:
-        print(error, file=sys.stderr)
-        return _SCHEMA_ERROR_EXIT
-    sys.stdout.buffer.write(b"".join(len(value).to_bytes(4, "big") + value for value in values))
-    return 0
+    """`pool(load_schema(path), prefix)`, made by a child interpreter (nullbroker.value_pool),
+    so that the caller never imports fastavro; SchemaError with load_schema's reason for a
+    schema it refuses."""
+    return from_child(__name__, path, prefix.hex())
 
 
 def confluent_prefix(schema_id: int) -> bytes:
@@ -269,5 +234,5 @@ def _namespace_inside(schema: dict[str, Any], namespace: str | None) -> str | No
 _NOT_LOGICAL = object()
 
 
-if __name__ == "__main__":
-    raise SystemExit(_write_pool(sys.argv[1:]))
+if __name__ == "__main__":  # the child of pool_from_file: PATH and PREFIX (hex) in
+    raise SystemExit(to_parent(lambda: pool(load_schema(sys.argv[1]), bytes.fromhex(sys.argv[2]))))

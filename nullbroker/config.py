@@ -370,17 +370,20 @@ def _check_faults(specs: tuple[str, ...], brokers: int, setting: str) -> None:
 def _check_schema_ids(sources: tuple[SourceSpec, ...], setting: str) -> None:
     """One schema id, one schema: Avro sources whose values carry a Confluent schema id
     (wire=confluent) must not give two schemas the same id."""
-    claimed: dict[int, tuple[str, str]] = {}
+    claimed: dict[int, SourceSpec] = {}
     for source in sources:
         if source.format != "avro" or source.wire != "confluent":
             continue
-        from .schema_registry import source_schema_text  # only with such sources
+        first = claimed.setdefault(source.schema_id, source)
+        if first is source:
+            continue
+        # Read only when two sources share an id: the registry's module and json stay out
+        # of a broker that never needs them.
+        from .schema_registry import source_schema_text
 
-        text = source_schema_text(str(source.schema))
-        first = claimed.setdefault(source.schema_id, (source.name, text))
-        if first[1] != text:
+        if source_schema_text(str(first.schema)) != source_schema_text(str(source.schema)):
             raise ConfigError(
-                f"{setting}: sources {first[0]!r} and {source.name!r} give schema-id "
+                f"{setting}: sources {first.name!r} and {source.name!r} give schema-id "
                 f"{source.schema_id} to two different schemas; give each its own schema-id"
             )
 

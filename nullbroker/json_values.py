@@ -21,6 +21,9 @@ Anything else that constrains values (`$ref`, `oneOf`, `pattern`, `multipleOf`, 
 the broker at start with the JSON path of the keyword, rather than serving values that do
 not match the schema. Annotations (`title`, `description`, `$schema`, `$id`, `examples`,
 `default`, `additionalProperties`) are ignored.
+
+The broker makes its pool in a child interpreter (pool_from_file, nullbroker.value_pool), so
+that neither this module nor what generating leaves behind stays in its RSS.
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ import datetime
 import json
 import random
 import string
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
-POOL_VALUES = 1024
+from .value_pool import POOL_VALUES, SchemaError, from_child, to_parent
+
 TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
 FORMATS = ("date-time", "date", "time", "email", "uuid", "uri", "hostname", "ipv4")
 KNOWN = {
@@ -49,10 +54,6 @@ DEFAULT_MAX = 1_000_000
 EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 YEAR_S = 365 * 24 * 3600
 LETTERS = string.ascii_lowercase
-
-
-class SchemaError(ValueError):
-    """A schema this generator cannot honour; the message names where and why."""
 
 
 def load_schema(path: str) -> dict[str, Any]:
@@ -91,6 +92,13 @@ def check(schema: Any, where: str) -> None:
     for least, most in (("minLength", "maxLength"), ("minItems", "maxItems")):
         if schema.get(least, 0) > schema.get(most, schema.get(least, 0)):
             raise SchemaError(f"{where}: {least} is above {most}")
+
+
+def pool_from_file(path: str) -> tuple[bytes, ...]:
+    """`pool(load_schema(path))`, made by a child interpreter (nullbroker.value_pool), so
+    that the caller keeps neither the generator nor what generating leaves behind;
+    SchemaError with load_schema's reason for a schema it refuses."""
+    return from_child(__name__, path)
 
 
 def pool(schema: dict[str, Any], count: int = POOL_VALUES) -> tuple[bytes, ...]:
@@ -183,3 +191,7 @@ def _string(schema: dict[str, Any], rng: random.Random) -> str:
 
 def _letters(rng: random.Random, low: int, high: int) -> str:
     return "".join(rng.choices(LETTERS, k=rng.randint(low, high)))
+
+
+if __name__ == "__main__":  # the child of pool_from_file: PATH in
+    raise SystemExit(to_parent(lambda: pool(load_schema(sys.argv[1]))))

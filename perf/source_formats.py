@@ -3,7 +3,9 @@
 For each `--kind LABEL=SPEC` (a --source definition), rounds alternating between kinds:
 start `nullbroker serve --source SPEC` alone, read its VmRSS right after the listening
 line, read the topic whole with `perf.consumer_perf --assign` (librdkafka) and then with
-`perf.replay fetch`, and read its VmHWM (peak RSS); print one JSON line a run.
+`perf.replay fetch`, and read its VmHWM (peak RSS); print one JSON line a run. With
+`--group`, perf.consumer_perf reads as a member of a consumer group (as Kafka's
+kafka-consumer-perf-test does), so the peak includes the group coordinator's code.
 
     python -m perf.source_formats --rounds 3 \\
         --kind 'letters=src:partitions=4,records=100000,size=1024' \\
@@ -33,7 +35,7 @@ _LISTENING = re.compile(r"^nullbroker listening on 127\.0\.0\.1:(\d+)$")
 _ROOT = Path(__file__).resolve().parent.parent
 
 
-def measure(label: str, source: str) -> dict[str, Any]:
+def measure(label: str, source: str, group: bool = False) -> dict[str, Any]:
     """One broker serving `source`: its RSS idle and at peak, and two reads of the topic."""
     spec = SourceSpec.parse(source)
     assert spec.records is not None, "a kind needs records=N: the reads take the topic whole"
@@ -54,7 +56,8 @@ def measure(label: str, source: str) -> dict[str, Any]:
             numbers = Path(scratch) / "consumer.json"
             subprocess.run(
                 [sys.executable, "-m", "perf.consumer_perf", "--bootstrap-server", bootstrap,
-                 "--topic", spec.name, "--messages", str(total), "--assign", "--hide-header",
+                 "--topic", spec.name, "--messages", str(total), "--hide-header",
+                 *(() if group else ("--assign",)),
                  "--json", str(numbers)],
                 check=True, cwd=_ROOT, stdout=subprocess.DEVNULL,
             )  # fmt: skip
@@ -72,6 +75,7 @@ def measure(label: str, source: str) -> dict[str, Any]:
         broker.wait()
     return {
         "kind": label,
+        "reader": "group" if group else "assign",
         "source": source,
         "idle_rss_mib": round(idle / 1024, 2),
         "peak_rss_mib": round(peak / 1024, 2),
@@ -93,13 +97,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--kind", action="append", required=True, metavar="LABEL=SPEC")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--group", action="store_true", help="the first read by a consumer group's member"
+    )
     args = parser.parse_args(argv)
     kinds = [kind.partition("=")[::2] for kind in args.kind]
     for round_number in range(args.rounds):
         # Each round starts one kind later, so no kind always follows the same one.
         shift = round_number % len(kinds)
         for label, source in kinds[shift:] + kinds[:shift]:
-            print(json.dumps({"round": round_number, **measure(label, source)}), flush=True)
+            run = measure(label, source, args.group)
+            print(json.dumps({"round": round_number, **run}), flush=True)
     return 0
 
 

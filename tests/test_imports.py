@@ -128,6 +128,16 @@ def test_kio_uses_the_modules_stood_in_for_only_as_the_stand_ins_allow() -> None
 _FUTURE = "from __future__ import annotations"
 
 
+def test_a_json_source_is_served_without_its_generator_or_json(tmp_path: Path) -> None:
+    schema = tmp_path / "click.json"
+    schema.write_text('{"type": "object", "properties": {"user": {"type": "string"}}}')
+    imported = modules_imported_by_serve(
+        "--source", f"clicks:records=10,format=json,schema={schema}"
+    )
+    assert "nullbroker.value_pool" in imported  # the listing is a JSON source's
+    assert imported & {"json", "nullbroker.json_values"} == set()
+
+
 def test_an_avro_source_is_served_without_importing_fastavro_or_http(tmp_path: Path) -> None:
     schema = tmp_path / "click.avsc"
     schema.write_text(
@@ -138,6 +148,8 @@ def test_an_avro_source_is_served_without_importing_fastavro_or_http(tmp_path: P
     assert "nullbroker.avro_values" in imported  # the listing is an Avro source's
     assert not {name for name in imported if name.split(".")[0] in ("fastavro", "cramjam")}
     assert "decimal" not in imported  # only the child generating the values needs it
+    # Nor JSON: the values come back on a pipe, and one source needs no schema-id check.
+    assert imported & {"json", "nullbroker.json_values", "nullbroker.schema_registry"} == set()
     assert imported & {"h11", "nullbroker.http"} == set()  # the schema's text, read without
 
 

@@ -14,7 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, FormatChecker
 
-from nullbroker.json_values import POOL_VALUES, SchemaError, check, generate, pool
+from nullbroker.json_values import (
+    POOL_VALUES,
+    SchemaError,
+    check,
+    generate,
+    load_schema,
+    pool,
+    pool_from_file,
+)
 from nullbroker.source import SourceSpec, SourceSpecError
 from tests.conftest import StartBroker
 from tests.test_clients_consume import read_whole_topic
@@ -116,6 +124,11 @@ def write_schema(tmp_path: Path, schema: Any) -> str:
     path = tmp_path / "schema.json"
     path.write_text(json.dumps(schema))
     return str(path)
+
+
+def test_the_pool_made_in_a_child_interpreter_is_the_pool(tmp_path: Path) -> None:
+    path = write_schema(tmp_path, ORDER)
+    assert pool_from_file(path) == pool(load_schema(path))
 
 
 def test_a_json_source_needs_its_schema_and_names_both_when_the_schema_is_bad(
