@@ -34,8 +34,7 @@ from .broker import Answer, Broker, Endpoint, Session
 from .config import Config
 from .control import ControlChannel
 from .fault_specs import FaultSpecError
-from .handlers.consumer_groups import HANDLERS as CONSUMER_GROUP_HANDLERS
-from .handlers.transactions import HANDLERS as TRANSACTION_HANDLERS
+from .handlers import IMPORTED_ON_FIRST_USE
 from .producers import FIRST_PRODUCER_ID, PartitionSequences, ProducerRegistry
 from .stats import BrokerStats, peak_rss_bytes, rss_bytes
 from .topics import Topic
@@ -63,7 +62,9 @@ def changes_cluster(broker: Broker, request: Request) -> bool:
     )
 
 
-SINGLE_PROCESS_KEYS = frozenset(TRANSACTION_HANDLERS) | frozenset(CONSUMER_GROUP_HANDLERS)
+SINGLE_PROCESS_KEYS = frozenset(
+    IMPORTED_ON_FIRST_USE["transactions"] + IMPORTED_ON_FIRST_USE["consumer_groups"]
+)
 
 
 class ReplicatingBroker(Broker):
