@@ -1,8 +1,8 @@
 """The `nullbroker` command's entry point: keeps libraries the broker never uses out of it.
 
 Every module a broker imports stays resident for its whole life, and its budget is 32 MiB
-(perf/README.md, Memory). Two of its dependencies import, as a side effect, libraries that
-a broker process never calls:
+(perf/README.md, Memory). kio imports, as side effects, libraries that a broker process
+never calls:
 
 - kio registers hypothesis strategies for its types whenever hypothesis can be imported,
   and hypothesis brings pytest-sized baggage with it (15 MiB). A broker never generates
@@ -16,7 +16,7 @@ a broker process never calls:
   tests/test_imports.py checks that these are still kio's only uses of them (kio is
   pinned in pyproject.toml).
 
-Tests that run the broker in-process import `nullbroker.cli` directly and keep both.
+Tests that run the broker in-process import `nullbroker.cli` directly and keep all three.
 """
 
 from __future__ import annotations
