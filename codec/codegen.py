@@ -89,6 +89,12 @@ class Source:
         return function
 
 
+def compiled(make: Callable[[], Source]) -> Callable[..., Any]:
+    """The function of the source `make` builds; `make` is kept to build it again for a
+    traceback (Source.function)."""
+    return make().function(make)
+
+
 def _checksum(text: str) -> int:
     return zlib.crc32(text.encode())
 

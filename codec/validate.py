@@ -39,7 +39,7 @@ from kio.serial._introspect import (
     is_optional,
 )
 
-from .codegen import Source
+from .codegen import Source, compiled
 from .errors import UndecodableRequest
 from .framing import Buffer
 
@@ -334,7 +334,7 @@ def _holds_array(field: Field[Any]) -> bool:
 
 
 def _compile(name: str, emit: Callable[[_Emitter], object]) -> Step:
-    step: Step = _source(name, emit).function(partial(_source, name, emit))
+    step: Step = compiled(partial(_source, name, emit))
     return step
 
 

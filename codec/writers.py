@@ -40,7 +40,7 @@ from kio.serial._introspect import (
 )
 from kio.static.constants import uuid_zero
 
-from .codegen import Source
+from .codegen import Source, compiled
 from .errors import ResponseSchemaError
 from .framing import Buffer
 
@@ -439,9 +439,7 @@ def entity_writer(entity_type: type) -> Writer:
 
     Raises NotImplementedError for a field kio's writer has no writer for either.
     """
-    writer: Writer = _entity_writer_source(entity_type).function(
-        partial(_entity_writer_source, entity_type)
-    )
+    writer: Writer = compiled(partial(_entity_writer_source, entity_type))
     return writer
 
 
@@ -464,9 +462,7 @@ def response_frame_writer(entity_type: type, header_version: int) -> FrameWriter
     (Heartbeat, LeaveGroup v0-2, InitProducerId, ...) is a single pack, size included;
     otherwise the size is the sum of the parts' lengths, and the parts are joined once.
     """
-    writer: FrameWriter = _frame_writer_source(entity_type, header_version).function(
-        partial(_frame_writer_source, entity_type, header_version)
-    )
+    writer: FrameWriter = compiled(partial(_frame_writer_source, entity_type, header_version))
     return writer
 
 

@@ -246,11 +246,7 @@ class Broker:
         partition = topic.partitions[index]
         offset = partition.log_end_offset
         partition.log_end_offset = offset + 1
-        if partition.transactions is None:
-            from .transactions import PartitionTransactions
-
-            partition.transactions = PartitionTransactions()
-        records = partition.transactions.end(offset, marker)
+        records = partition.transactions_written().end(offset, marker)
         self.stats.transactional_records["committed" if marker.commit else "aborted"] += records
         if partition.retained is not None:  # --retain: served back as Kafka would
             batch = control_batch(offset, marker.producer_id, marker.epoch, marker.commit, now_ms())

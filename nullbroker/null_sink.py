@@ -89,12 +89,9 @@ def append(
         start = partition.retained.append(base_offset, batch.record_count, records)
         partition.log_start_offset = max(partition.log_start_offset, start)
     if batch.is_transactional:  # its records count once its transaction ends
-        transactions = partition.transactions
-        if transactions is None:  # the partition's first: imported by the first of all
-            from .transactions import PartitionTransactions
-
-            transactions = partition.transactions = PartitionTransactions()
-        transactions.wrote(batch.producer_id, batch.producer_epoch, base_offset, batch.record_count)
+        partition.transactions_written().wrote(
+            batch.producer_id, batch.producer_epoch, base_offset, batch.record_count
+        )
     produced = partition.produced
     produced.records += batch.record_count
     produced.bytes += batch.length

@@ -13,12 +13,12 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-# Latency bucket upper bounds in nanoseconds: 1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8 per decade
-# from 1 µs to 100 s, so that percentiles read from the buckets are within 25 %.
 GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
 """A classic group's live states (nullbroker.groups.GroupState): the accounts show each at
 zero from the start, before the first group request loads the group code."""
 
+# Latency bucket upper bounds in nanoseconds: 1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8 per decade
+# from 1 µs to 100 s, so that percentiles read from the buckets are within 25 %.
 _MANTISSAS = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
 LATENCY_BOUNDS_NS: tuple[int, ...] = (
     *(round(mantissa * 10**exponent) for exponent in range(3, 11) for mantissa in _MANTISSAS),

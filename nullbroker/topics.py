@@ -55,6 +55,15 @@ class Partition:
     transactions: PartitionTransactions | None = None
     """The transactions written here, for Fetch; None until the first one."""
 
+    def transactions_written(self) -> PartitionTransactions:
+        """`transactions`, made by the partition's first transactional write or marker (and
+        nullbroker.transactions imported by the broker's first)."""
+        if self.transactions is None:
+            from .transactions import PartitionTransactions
+
+            self.transactions = PartitionTransactions()
+        return self.transactions
+
 
 @dataclass(frozen=True, slots=True)
 class PartitionCountersFor:
