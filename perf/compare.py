@@ -12,6 +12,10 @@ that noise on the machine hits them all:
    linger.ms=5 (the Java producer's defaults), into one topic per broker, --repeats times.
    The table takes the steady-state figures (--warmup-records: the first 10 % of a step's
    records, which wait out the client's connecting, are left out; the JSON has both);
+   then one batch a request: the same producer, unthrottled, --one-batch-records a step,
+   with librdkafka's sticky partitioner held on one partition for the whole step, so that
+   every Produce request carries a single batch (a step with more records outside that
+   partition than its warm-up fails the run);
 2. consume: --consume-topics topics filled once on each broker, then read from the start
    by perf.consumer_perf --assign, --repeats times. The mock keeps only about the last
    5 MiB of each partition, so the consumers read as many records as it still holds;
@@ -86,6 +90,7 @@ from perf.proc_sampler import ProcSampler, cpu_seconds, machine_busy_seconds, pe
 
 DEFAULT_RATES = (10_000, 20_000, 50_000, 100_000, 200_000, 400_000, -1)
 PRODUCE_TOPIC = "compare-produce"
+ONE_BATCH_TOPIC = "compare-one-batch"
 JAVA_TOPIC = "compare-java"
 CONSUME_PHASES = ("consume", "java-consume")
 CONSUME_TOPIC = "compare-consume-{index}"
@@ -94,6 +99,17 @@ PRODUCER_PROPS = ("acks=all", "enable.idempotence=true", "batch.size=16384", "li
 # A keyless record goes to a random partition instead of the producer's sticky one, so the
 # fill spreads evenly and no partition passes the mock's 5 MiB limit before the others.
 FILL_PROPS = ("sticky.partitioning.linger.ms=0",)
+# librdkafka picks a new sticky partition only after this long (not when a batch fills, as
+# Java's producer does): 15 minutes keeps every record of a step on one partition, so each
+# Produce request carries one batch, the smallest request a producer sends at full rate.
+ONE_BATCH_PROPS = ("sticky.partitioning.linger.ms=900000",)
+PRODUCE_PROPS = {
+    "produce": PRODUCER_PROPS,
+    "one-batch": (*PRODUCER_PROPS, *ONE_BATCH_PROPS),
+    "fill": (*PRODUCER_PROPS, *FILL_PROPS),
+}
+"""The producer's properties in each phase that produces."""
+MEASURED_PRODUCE_PHASES = ("produce", "one-batch")
 WARMUP_SHARE = 10
 """1/10 of a produce step's records are its warm-up, left out of the steady-state figures:
 librdkafka queues records while it connects and obtains a producer id, so the first ones
@@ -126,6 +142,8 @@ class Settings:
     brokers: tuple[str, ...] = (NULLBROKER, MOCK)
     java_records: int = 0
     """Records per Java perf-tool step; 0: no Java steps."""
+    one_batch_records: int = 0
+    """Records per one-batch-a-request step; 0: no such steps."""
 
     @property
     def java_brokers(self) -> tuple[str, ...]:
@@ -157,8 +175,9 @@ class Comparison:
             self.sampler.watch(name, broker.pid)
         self.steps: list[dict[str, Any]] = []
         rates, repeats = len(settings.rates), settings.repeats
+        one_batch = repeats if settings.one_batch_records > 0 else 0
         self.total_steps = (
-            len(brokers) * (rates * repeats + settings.consume_topics + repeats)
+            len(brokers) * (rates * repeats + one_batch + settings.consume_topics + repeats)
             + len(settings.java_brokers) * 2 * repeats
         )
         self.consumed_records = 0
@@ -186,6 +205,17 @@ class Comparison:
                 for name in self.order(turn):
                     self.produce(name, "produce", repeat, target, PRODUCE_TOPIC, records)
                 turn += 1
+
+    def one_batch_phase(self) -> None:
+        """Unthrottled steps whose records all go to one partition: one batch a request."""
+        records = self.settings.one_batch_records
+        if records <= 0:
+            return
+        for name in self.brokers:
+            self.offsets[name].log_end(ONE_BATCH_TOPIC)  # created now, as in produce_phase
+        for repeat in range(self.settings.repeats):
+            for name in self.order(repeat):
+                self.produce(name, "one-batch", repeat, -1, ONE_BATCH_TOPIC, records)
 
     def consume_phase(self) -> None:
         topics = [CONSUME_TOPIC.format(index=i) for i in range(self.settings.consume_topics)]
@@ -255,8 +285,9 @@ class Comparison:
         records: int,
     ) -> None:
         """Send `records` to `topic` on broker `name`; a fill spreads them over the
-        partitions, a measured step leaves its first tenth out as a warm-up."""
-        props = PRODUCER_PROPS if phase == "produce" else (*PRODUCER_PROPS, *FILL_PROPS)
+        partitions, a one-batch step keeps them on one, a measured step leaves its first
+        tenth out as a warm-up."""
+        props = PRODUCE_PROPS[phase]
         args = [
             "--topic", topic,
             "--num-records", str(records),
@@ -264,16 +295,28 @@ class Comparison:
             "--throughput", f"{target:g}",
             "--command-property", *props,
         ]  # fmt: skip
-        if phase == "produce" and records >= WARMUP_SHARE:
+        if phase in MEASURED_PRODUCE_PHASES and records >= WARMUP_SHARE:
             args += ["--warmup-records", str(records // WARMUP_SHARE)]
-        before = self.offsets[name].log_end(topic)
+        before = self.offsets[name].offsets([topic], latest=True)[topic]
         step = self.run_client(
             name, phase, repeat, target, topic, records, self.python_tool(name, "producer", args)
         )
-        counted = self.offsets[name].log_end(topic) - before
+        after = self.offsets[name].offsets([topic], latest=True)[topic]
+        counted = sum(after.values()) - sum(before.values())
         step["broker_counted"] = counted
         step["count_ok"] = counted == records == step["client"]["records"]
+        grown = {partition: end - before.get(partition, 0) for partition, end in after.items()}
+        step["partition_records"] = {str(p): grown[p] for p in sorted(grown)}
         self.finish(step)
+        # librdkafka spreads the first records of a run (a few hundred to a couple of
+        # thousand) before it settles on a sticky partition: allowed within the warm-up.
+        spread = counted - max(grown.values(), default=0)
+        if phase == "one-batch" and spread > records // WARMUP_SHARE:
+            raise StepFailed(
+                f"one-batch against {name}: {spread} of {records} records went to other "
+                "partitions than the step's one, more than its warm-up: its requests carried "
+                "more than one batch"
+            )
 
     def consume(self, name: str, repeat: int, topics: list[str], held: int) -> None:
         records = self.consumed_records
@@ -475,6 +518,7 @@ def run(
             comparison.sampler.start()
             try:
                 comparison.produce_phase()
+                comparison.one_batch_phase()
                 comparison.consume_phase()
                 comparison.java_phase()
             finally:
@@ -597,6 +641,14 @@ def parser() -> argparse.ArgumentParser:
         "runs none (default: --records-per-step; needs scripts/ensure-kafka-tools)",
     )
     command.add_argument(
+        "--one-batch-records",
+        type=int,
+        metavar="N",
+        help="records per step producing one batch a request (every record of a step to "
+        "one partition), unthrottled, --repeats times; 0 runs none (default: "
+        "--records-per-step)",
+    )
+    command.add_argument(
         "--sample-interval",
         type=float,
         default=0.1,
@@ -649,6 +701,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         command.error("--java-records: 0 for none, or a positive count")
     if java_records and (reason := java_perf.missing()):
         command.error(f"Kafka's Java tools cannot run: {reason}; --java-records 0 runs without")
+    one_batch = args.records_per_step if args.one_batch_records is None else args.one_batch_records
+    if one_batch < 0:
+        command.error("--one-batch-records: 0 for none, or a positive count")
     kfake = None
     if KFAKE in brokers and (kfake := build_kfake()) is None:
         command.error(
@@ -668,6 +723,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sample_interval=args.sample_interval,
         brokers=brokers,
         java_records=java_records,
+        one_batch_records=one_batch,
     )
     run_command = f"python -m perf.compare {shlex.join(arguments)}"
     try:

@@ -22,7 +22,7 @@ SATURATED = 0.9
 """A process using this share of a core, or the machine this share of all its cores, is
 taken as the limit of a run that missed its target rate."""
 TARGET_MET = 0.95
-PHASES = ("produce", "consume", "java-produce", "java-consume")
+PHASES = ("produce", "one-batch", "consume", "java-produce", "java-consume")
 """The measured phases, in the order the tables show them (fill steps only prepare)."""
 LATENCIES = ("avg_latency_ms", "max_latency_ms", "p50_ms", "p95_ms", "p99_ms", "p999_ms")
 MEDIAN_KEYS = (
@@ -144,6 +144,7 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
 
 RATIO_ROWS = {
     "produce_unlimited": ("produce", -1),
+    "one_batch": ("one-batch", -1),
     "consume": ("consume", None),
     "java_produce": ("java-produce", -1),
     "java_consume": ("java-consume", None),
@@ -163,7 +164,7 @@ def ratios(
             (
                 row["broker_peak_rss_mib"] or 0.0
                 for row in rows
-                if row["broker"] == broker and row["phase"] == "produce"
+                if row["broker"] == broker and row["phase"] in ("produce", "one-batch")
             ),
             default=0.0,
         )
@@ -188,6 +189,9 @@ def ratios(
 RATIO_LABELS = {
     "produce_unlimited_records_per_sec": "records/s, producing unthrottled (higher: ours faster)",
     "produce_unlimited_broker_cpu_s_per_gb": "broker CPU s/GB ingested, unthrottled (lower: "
+    "ours cheaper)",
+    "one_batch_records_per_sec": "records/s, producing one batch a request (higher: ours faster)",
+    "one_batch_broker_cpu_s_per_gb": "broker CPU s/GB ingested, one batch a request (lower: "
     "ours cheaper)",
     "consume_records_per_sec": "records/s, consuming (higher: ours faster)",
     "consume_broker_cpu_s_per_gb": "broker CPU s/GB served (lower: ours cheaper)",

@@ -25,8 +25,14 @@ from perf.compare_summary import brokers_of, find_row
 from perf.report_md import rate_label
 
 COLOURS = {"nullbroker": "tab:blue", "mock": "tab:orange", "kfake": "tab:green"}
-JAVA_COLUMNS = (("java-produce", -1, "Java produce"), ("java-consume", None, "Java consume"))
-"""The Java tools' rows in the CPU plot: (phase, target, label)."""
+OTHER_COLUMNS = (
+    ("one-batch", -1, "one batch"),
+    ("consume", None, "consume"),
+    ("java-produce", -1, "Java produce"),
+    ("java-consume", None, "Java consume"),
+)
+"""The CPU plot's rows after the produce rates, where the run had them: (phase, target,
+label)."""
 DPI = 110
 
 
@@ -64,16 +70,21 @@ def throughput(result: Mapping[str, Any], path: Path) -> str:
             if step["phase"] == "produce" and step["broker"] == broker:
                 x = targets.index(step["target"])
                 axes.plot(x, step["figures"]["records_per_sec"], ".", color=COLOURS[broker])
-        java = find_row(result["summary"], "java-produce", broker, -1)
-        if java is not None:
-            axes.plot(
-                unlimited + 0.15,
-                _value(java, "records_per_sec"),
-                "*",
-                markersize=11,
-                color=COLOURS[broker],
-                label=f"{broker}: kafka-producer-perf-test (Java)",
-            )
+        # Beside the unlimited rate: the other unthrottled producers.
+        for phase, shift, marker, what in (
+            ("one-batch", -0.15, "D", "one batch a request"),
+            ("java-produce", 0.15, "*", "kafka-producer-perf-test (Java)"),
+        ):
+            row = find_row(result["summary"], phase, broker, -1)
+            if row is not None:
+                axes.plot(
+                    unlimited + shift,
+                    _value(row, "records_per_sec"),
+                    marker,
+                    markersize=11 if marker == "*" else 7,
+                    color=COLOURS[broker],
+                    label=f"{broker}: {what}",
+                )
     throttled = [(i, t) for i, t in enumerate(targets) if t > 0]
     axes.plot(
         [i for i, _ in throttled], [t for _, t in throttled], "k:", label="target", linewidth=1
@@ -147,20 +158,19 @@ def rss(result: Mapping[str, Any], path: Path) -> str:
 def cpu(result: Mapping[str, Any], path: Path) -> str:
     targets = _targets(result)
     rows = result["summary"]
-    java = [
+    columns = [
         (phase, target, label)
-        for phase, target, label in JAVA_COLUMNS
+        for phase, target, label in OTHER_COLUMNS
         if any(row["phase"] == phase for row in rows)
     ]
-    labels = [rate_label(t) for t in targets] + ["consume"] + [label for _, _, label in java]
+    labels = [rate_label(t) for t in targets] + [label for _, _, label in columns]
     positions = list(range(len(labels)))
     brokers = brokers_of(result)
     width = 0.8 / len(brokers)
     offsets = [(index - (len(brokers) - 1) / 2) * width for index in range(len(brokers))]
     figure, (per_gb, cores) = plt.subplots(2, 1, figsize=(11, 8.5), sharex=True)
     for offset, broker in zip(offsets, brokers, strict=True):
-        others = [find_row(rows, "consume", broker, None)]
-        others += [find_row(rows, phase, broker, target) for phase, target, _ in java]
+        others = [find_row(rows, phase, broker, target) for phase, target, _ in columns]
         series = _produce_values(result, broker, "broker_cpu_s_per_gb")
         series += [_value(row, "broker_cpu_s_per_gb") for row in others]
         per_gb.bar(
@@ -180,7 +190,8 @@ def cpu(result: Mapping[str, Any], path: Path) -> str:
             cores.plot(positions, values, style, color=COLOURS[broker], label=f"{broker}: {who}")
     per_gb.set_ylabel("broker CPU s per GB")
     per_gb.set_title(
-        "Broker CPU per GB ingested (by target rate, Java produce) and served (consume)"
+        "Broker CPU per GB ingested (by target rate, one batch a request, Java produce) and "
+        "served (consume)"
     )
     per_gb.grid(alpha=0.3, axis="y")
     per_gb.legend()
@@ -188,7 +199,10 @@ def cpu(result: Mapping[str, Any], path: Path) -> str:
     cores.set_ylabel("CPU cores used")
     cores.set_title("CPU cores during each step (a Python thread saturates at 1.0)")
     cores.set_xticks(positions, labels, rotation=20)
-    cores.set_xlabel("target rate (records/s), then the consumers and Kafka's Java perf tools")
+    cores.set_xlabel(
+        "target rate (records/s), then one batch a request, the consumers and Kafka's Java "
+        "perf tools"
+    )
     cores.grid(alpha=0.3)
     # Below the axes: inside, it hides the lines it explains.
     cores.legend(fontsize="small", ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.3))

@@ -122,6 +122,7 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
         "",
         *table(produce, PRODUCE_COLUMNS),
         "",
+        *_one_batch_section(result),
         "## Consuming",
         "",
         f"`perf.consumer_perf --assign` reading {settings['consume_topics']} topics of "
@@ -155,6 +156,27 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
 def _versions(result: Mapping[str, Any]) -> str:
     kfake = result["brokers"].get("kfake")
     return f" kfake is version {kfake['version']}." if kfake else ""
+
+
+def _one_batch_section(result: Mapping[str, Any]) -> list[str]:
+    """The rows with one batch a request, when the run had them."""
+    rows = [row for row in result["summary"] if row["phase"] == "one-batch"]
+    if not rows:
+        return []
+    records = result["settings"].get("one_batch_records", 0)
+    return [
+        "### One batch a request",
+        "",
+        f"The same producer, unthrottled, {records:,} records a step, with "
+        "`sticky.partitioning.linger.ms=900000`: librdkafka's sticky partitioner keeps every "
+        "record of a step on one partition, so every Produce request carries one batch of "
+        "about 15 records. The steady state again leaves out the first 10 %, which holds the "
+        "few records librdkafka spreads over the partitions before it settles on one (each "
+        "step checks that no more records than that reached the other partitions).",
+        "",
+        *table(rows, PRODUCE_COLUMNS),
+        "",
+    ]
 
 
 def _java_section(result: Mapping[str, Any]) -> list[str]:

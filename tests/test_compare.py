@@ -33,10 +33,14 @@ PLOTS = ("throughput", "latency", "rss", "cpu")
 BROKERS = ("nullbroker", "mock", "kfake")
 JAVA_BROKERS = ("nullbroker", "kfake")
 JAVA_RECORDS = 3_000
+# librdkafka spreads the first records of a run: only past them is one partition kept.
+ONE_BATCH_RECORDS = 20_000
 PEERS = ("mock", "kfake")
 RATIOS = {
     "produce_unlimited_records_per_sec",
     "produce_unlimited_broker_cpu_s_per_gb",
+    "one_batch_records_per_sec",
+    "one_batch_broker_cpu_s_per_gb",
     "consume_records_per_sec",
     "consume_broker_cpu_s_per_gb",
     "produce_peak_rss",
@@ -71,6 +75,7 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[
         "--consume-topics", str(CONSUME_TOPICS),
         "--consume-records-per-topic", str(RECORDS_PER_TOPIC),
         "--java-records", str(JAVA_RECORDS),
+        "--one-batch-records", str(ONE_BATCH_RECORDS),
         "--results-dir", str(results),
     ]  # fmt: skip
     run = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
@@ -106,6 +111,7 @@ def test_the_json_records_settings_machine_steps_samples_and_medians(
         assert samples and all(s["rss_kib"] > 0 for s in samples)
         assert [s["t"] for s in samples] == sorted(s["t"] for s in samples)
         assert len(steps_of(result, "produce", broker)) == len(RATES)
+        assert len(steps_of(result, "one-batch", broker)) == 1
         assert len(steps_of(result, "fill", broker)) == CONSUME_TOPICS
         assert len(steps_of(result, "consume", broker)) == 1
         java = 1 if broker in JAVA_BROKERS else 0
@@ -120,6 +126,7 @@ def test_the_json_records_settings_machine_steps_samples_and_medians(
     rows = {(row["phase"], row["broker"], row["target"]): row for row in result["summary"]}
     assert set(rows) == {
         *(("produce", broker, float(rate)) for broker in BROKERS for rate in RATES),
+        *(("one-batch", broker, -1) for broker in BROKERS),
         *(("consume", broker, None) for broker in BROKERS),
         *(("java-produce", broker, -1) for broker in JAVA_BROKERS),
         *(("java-consume", broker, None) for broker in JAVA_BROKERS),
@@ -143,8 +150,15 @@ def test_every_broker_counts_every_record_sent(
             assert step["client"]["failed"] == 0
         for step in steps_of(result, "fill", broker):
             assert step["broker_counted"] == RECORDS_PER_TOPIC
+        (one_batch,) = steps_of(result, "one-batch", broker)
+        assert one_batch["client"]["records"] == one_batch["broker_counted"] == ONE_BATCH_RECORDS
+        # The step's records on one partition, but for a few at its start: one batch a request.
+        counts = sorted(one_batch["partition_records"].values())
+        assert len(counts) == 4 and sum(counts[:-1]) <= ONE_BATCH_RECORDS // 10
+        assert "sticky.partitioning.linger.ms=900000" in one_batch["client_command"]
     summary = result["nullbroker_summary"]["produced"]["topics"]
     assert summary["compare-produce"]["records"] == RECORDS * len(RATES)
+    assert summary["compare-one-batch"]["records"] == ONE_BATCH_RECORDS
     for index in range(CONSUME_TOPICS):
         assert summary[f"compare-consume-{index}"]["records"] == RECORDS_PER_TOPIC
     assert summary["compare-java"]["records"] == JAVA_RECORDS
@@ -198,6 +212,9 @@ def test_the_markdown_table_has_a_row_per_broker_and_rate(
     for broker in BROKERS:
         for rate in ("5,000", "unlimited"):
             assert f"| {broker} | {rate} | " in page
+    one_batch = page.split("### One batch a request")[1].split("## Consuming")[0]
+    for broker in BROKERS:
+        assert f"| {broker} | unlimited | " in one_batch
     assert "## Consuming" in page and "## nullbroker / mock" in page
     assert "## nullbroker / kfake" in page and "## Kafka's Java perf tools" in page
     for broker in JAVA_BROKERS:
