@@ -14,8 +14,9 @@ that noise on the machine hits them all:
    records, which wait out the client's connecting, are left out; the JSON has both);
    then one batch a request: the same producer, unthrottled, --one-batch-records a step,
    with librdkafka's sticky partitioner held on one partition for the whole step, so that
-   every Produce request carries a single batch (a step with more records outside that
-   partition than its warm-up fails the run);
+   every Produce request carries a single batch; its warm-up is at least what the
+   producer's queue holds, since librdkafka spreads the records it queued before it knew
+   the partitions (a step with more records outside its partition than that fails the run);
 2. consume: --consume-topics topics filled once on each broker, then read from the start
    by perf.consumer_perf --assign, --repeats times. The mock keeps only about the last
    5 MiB of each partition, so the consumers read as many records as it still holds;
@@ -87,6 +88,7 @@ from perf.compare_brokers import (
 from perf.compare_summary import derive, ratio_lines, ratios, summarise
 from perf.machine import REPO_ROOT, loadavg, machine_info
 from perf.proc_sampler import ProcSampler, cpu_seconds, machine_busy_seconds, peak_rss_kib, rss_kib
+from perf.producer_perf import JAVA_PRODUCER_DEFAULTS
 
 DEFAULT_RATES = (10_000, 20_000, 50_000, 100_000, 200_000, 400_000, -1)
 PRODUCE_TOPIC = "compare-produce"
@@ -110,6 +112,8 @@ PRODUCE_PROPS = {
 }
 """The producer's properties in each phase that produces."""
 MEASURED_PRODUCE_PHASES = ("produce", "one-batch")
+QUEUE_KIB = int(JAVA_PRODUCER_DEFAULTS["queue.buffering.max.kbytes"])
+"""The load generator's queue (buffer.memory's twin): what it can hold before it sends."""
 WARMUP_SHARE = 10
 """1/10 of a produce step's records are its warm-up, left out of the steady-state figures:
 librdkafka queues records while it connects and obtains a producer id, so the first ones
@@ -295,8 +299,9 @@ class Comparison:
             "--throughput", f"{target:g}",
             "--command-property", *props,
         ]  # fmt: skip
-        if phase in MEASURED_PRODUCE_PHASES and records >= WARMUP_SHARE:
-            args += ["--warmup-records", str(records // WARMUP_SHARE)]
+        warmup = warmup_records(phase, records, self.settings.record_size)
+        if warmup:
+            args += ["--warmup-records", str(warmup)]
         before = self.offsets[name].offsets([topic], latest=True)[topic]
         step = self.run_client(
             name, phase, repeat, target, topic, records, self.python_tool(name, "producer", args)
@@ -308,10 +313,8 @@ class Comparison:
         grown = {partition: end - before.get(partition, 0) for partition, end in after.items()}
         step["partition_records"] = {str(p): grown[p] for p in sorted(grown)}
         self.finish(step)
-        # librdkafka spreads the first records of a run (a few hundred to a couple of
-        # thousand) before it settles on a sticky partition: allowed within the warm-up.
         spread = counted - max(grown.values(), default=0)
-        if phase == "one-batch" and spread > records // WARMUP_SHARE:
+        if phase == "one-batch" and spread > warmup:
             raise StepFailed(
                 f"one-batch against {name}: {spread} of {records} records went to other "
                 "partitions than the step's one, more than its warm-up: its requests carried "
@@ -427,6 +430,22 @@ class Comparison:
                 f"{step['client']['records']} of {step['records']} records and the broker "
                 f"counted {step['broker_counted']}"
             )
+
+
+def warmup_records(phase: str, records: int, record_size: int) -> int:
+    """The records a produce step leaves out of its steady state: none in a fill, a tenth
+    of a measured step, and in a one-batch step at least what librdkafka's queue holds
+    (at most half the step). While it waits for the topic's metadata and a producer id the
+    producer queues records, and those queued before it knows the partition count are
+    spread over every partition, sticky or not: the warm-up keeps them out of a steady
+    state of one batch a request."""
+    if phase not in MEASURED_PRODUCE_PHASES or records < WARMUP_SHARE:
+        return 0
+    share = records // WARMUP_SHARE
+    if phase == "one-batch":
+        queued = QUEUE_KIB * 1024 // record_size
+        return max(share, min(queued, records // 2))
+    return share
 
 
 def shown_command(command: list[str]) -> str:

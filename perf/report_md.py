@@ -170,9 +170,10 @@ def _one_batch_section(result: Mapping[str, Any]) -> list[str]:
         f"The same producer, unthrottled, {records:,} records a step, with "
         "`sticky.partitioning.linger.ms=900000`: librdkafka's sticky partitioner keeps every "
         "record of a step on one partition, so every Produce request carries one batch of "
-        "about 15 records. The steady state again leaves out the first 10 %, which holds the "
-        "few records librdkafka spreads over the partitions before it settles on one (each "
-        "step checks that no more records than that reached the other partitions).",
+        "about 15 records. The steady state leaves out the first 10 % or what the producer's "
+        "queue holds (32 MiB), whichever is more, at most half a step: librdkafka spreads the "
+        "records it queued before it knew the topic's partitions over all of them (each step "
+        "checks that no more records than its warm-up reached the other partitions).",
         "",
         *table(rows, PRODUCE_COLUMNS),
         "",

@@ -723,3 +723,15 @@ def test_source_formats_reads_each_kind_whole_and_reports_its_memory() -> None:
     for run in runs:
         assert run["peak_rss_mib"] >= run["idle_rss_mib"] > 0
         assert run["consumer_records_per_s"] > 0 and run["replay_records_per_s"] > 0
+
+
+def test_a_one_batch_step_of_perf_compare_warms_up_past_what_the_producer_queues() -> None:
+    from perf.compare import warmup_records
+
+    # A tenth of a measured step; none for a fill.
+    assert warmup_records("produce", 200_000, 1024) == 20_000
+    assert warmup_records("fill", 200_000, 1024) == 0
+    # One batch a request: the 32 MiB queue's worth of 1 KiB records, at most half a step.
+    assert warmup_records("one-batch", 200_000, 1024) == 32_768
+    assert warmup_records("one-batch", 20_000, 1024) == 10_000
+    assert warmup_records("one-batch", 1_000_000, 1024) == 100_000
