@@ -289,8 +289,8 @@ class Comparison:
         records: int,
     ) -> None:
         """Send `records` to `topic` on broker `name`; a fill spreads them over the
-        partitions, a one-batch step keeps them on one, a measured step leaves its first
-        tenth out as a warm-up."""
+        partitions, a one-batch step keeps them on one, and a measured step leaves its
+        warm-up (`warmup_records`) out of its steady state."""
         props = PRODUCE_PROPS[phase]
         args = [
             "--topic", topic,
