@@ -16,7 +16,7 @@ that noise on the machine hits them all:
    with librdkafka's sticky partitioner held on one partition for the whole step, so that
    every Produce request carries a single batch; its warm-up is at least what the
    producer's queue holds, since librdkafka spreads the records it queued before it knew
-   the partitions (a step with more records outside its partition than that fails the run);
+   the partitions (a step with more records outside its partition than that is marked);
 2. consume: --consume-topics topics filled once on each broker, then read from the start
    by perf.consumer_perf --assign, --repeats times. The mock keeps only about the last
    5 MiB of each partition, so the consumers read as many records as it still holds;
@@ -312,14 +312,15 @@ class Comparison:
         step["count_ok"] = counted == records == step["client"]["records"]
         grown = {partition: end - before.get(partition, 0) for partition, end in after.items()}
         step["partition_records"] = {str(p): grown[p] for p in sorted(grown)}
+        if phase == "one-batch":
+            # Records past the warm-up on other partitions went in requests of several
+            # batches: the step still counts, and the table says it (a step so short that
+            # the producer queued most of it before it knew the partitions, say).
+            step["spread_records"] = counted - max(grown.values(), default=0)
+            step["one_batch_ok"] = step["spread_records"] <= warmup
         self.finish(step)
-        spread = counted - max(grown.values(), default=0)
-        if phase == "one-batch" and spread > warmup:
-            raise StepFailed(
-                f"one-batch against {name}: {spread} of {records} records went to other "
-                "partitions than the step's one, more than its warm-up: its requests carried "
-                "more than one batch"
-            )
+        if not step.get("one_batch_ok", True):
+            print(f"  {one_batch_warning(step, warmup)}", flush=True)
 
     def consume(self, name: str, repeat: int, topics: list[str], held: int) -> None:
         records = self.consumed_records
@@ -446,6 +447,14 @@ def warmup_records(phase: str, records: int, record_size: int) -> int:
         queued = QUEUE_KIB * 1024 // record_size
         return max(share, min(queued, records // 2))
     return share
+
+
+def one_batch_warning(step: dict[str, Any], warmup: int) -> str:
+    return (
+        f"not one batch a request throughout: {step['spread_records']:,} of "
+        f"{step['records']:,} records reached other partitions, more than the warm-up of "
+        f"{warmup:,}"
+    )
 
 
 def shown_command(command: list[str]) -> str:

@@ -177,6 +177,27 @@ def _one_batch_section(result: Mapping[str, Any]) -> list[str]:
         "",
         *table(rows, PRODUCE_COLUMNS),
         "",
+        *_spread_steps(result),
+    ]
+
+
+def _spread_steps(result: Mapping[str, Any]) -> list[str]:
+    """The one-batch steps whose requests were not all of one batch, if any."""
+    spread = [
+        f"- {step['broker']}, run {step['repeat'] + 1}: {step['spread_records']:,} of "
+        f"{step['records']:,} records reached other partitions"
+        for step in result["steps"]
+        if step["phase"] == "one-batch" and not step.get("one_batch_ok", True)
+    ]
+    if not spread:
+        return []
+    return [
+        "**Not one batch a request throughout** (more records on other partitions than the "
+        "step's warm-up; a step this short is mostly queued before the producer knows the "
+        "partitions):",
+        "",
+        *spread,
+        "",
     ]
 
 

@@ -735,3 +735,22 @@ def test_a_one_batch_step_of_perf_compare_warms_up_past_what_the_producer_queues
     assert warmup_records("one-batch", 200_000, 1024) == 32_768
     assert warmup_records("one-batch", 20_000, 1024) == 10_000
     assert warmup_records("one-batch", 1_000_000, 1024) == 100_000
+
+
+def test_perf_compare_names_a_one_batch_step_whose_records_spread_past_its_warm_up() -> None:
+    from perf.report_md import _spread_steps
+
+    def step(ok: bool, spread: int) -> dict[str, Any]:
+        return {
+            "phase": "one-batch",
+            "broker": "mock",
+            "repeat": 1,
+            "records": 50,
+            "spread_records": spread,
+            "one_batch_ok": ok,
+        }
+
+    assert _spread_steps({"steps": [step(True, 3)]}) == []
+    lines = _spread_steps({"steps": [step(True, 3), step(False, 32)]})
+    assert lines[0].startswith("**Not one batch a request throughout**")
+    assert "- mock, run 2: 32 of 50 records reached other partitions" in lines
