@@ -46,7 +46,9 @@ CONFLUENT_MAGIC = b"\x00"
 
 def load_schema(path: str) -> Any:
     """The Avro schema in `path`, as JSON, checked by fastavro's parser."""
-    import json  # the child's (pool_from_file): a broker reads its values back without
+    # Imported here: only the child of pool_from_file loads a schema, so a broker that
+    # reads the values back never imports json or fastavro.
+    import json
 
     import fastavro
 

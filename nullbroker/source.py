@@ -254,7 +254,7 @@ def schema_values(
     """The pool of values generated from the schema in `path`: JSON documents from a JSON
     Schema, or Avro binary from an Avro schema (with wire=confluent, each behind
     Confluent's magic byte and `schema_id`)."""
-    from .value_pool import SchemaError
+    from .value_pool import SchemaError, from_child
 
     try:
         if value_format == "avro":
@@ -262,8 +262,8 @@ def schema_values(
 
             prefix = avro_values.confluent_prefix(schema_id) if wire == "confluent" else b""
             return avro_values.pool_from_file(path, prefix)
-        from .value_pool import from_child
-
+        # json_values.pool_from_file's call, made without importing json_values (and json
+        # with it) into the broker.
         return from_child("nullbroker.json_values", path)
     except SchemaError as error:
         raise SourceSpecError(f"schema {path!r}: {error}") from None
