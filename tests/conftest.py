@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from nullbroker.config import CONNECTION_LOOPS, Config
+from perf.kafka_broker import KafkaBroker
+from perf.kafka_broker import missing as kafka_missing
 from tests.broker_process import BrokerProcess
 from tests.certificates import Certificates, make_certificates
 
@@ -52,3 +54,15 @@ def certificates(tmp_path: Path) -> Certificates:
     folder = tmp_path / "certificates"
     folder.mkdir()
     return make_certificates(folder)
+
+
+@pytest.fixture(scope="session")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """Apache Kafka 4.1.1 (one KRaft node, perf.kafka_broker), started once for the session:
+    the reference every differential test asks. Tests share it, so each uses topic and group
+    names of its own. Skipped, with the reason, where Java or Kafka's jars are missing."""
+    why = kafka_missing()
+    if why is not None:
+        pytest.skip(why)
+    with KafkaBroker(tmp_path_factory.mktemp("kafka")) as broker:
+        yield broker
