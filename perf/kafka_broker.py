@@ -59,7 +59,7 @@ def missing() -> str | None:
     """Why Kafka cannot be started here, or None when it can."""
     why = tools_missing()
     if why is None and not (LIB / f"kafka_2.13-{KAFKA_VERSION}.jar").exists():
-        why = f"Kafka {KAFKA_VERSION}'s broker jars are not provisioned (scripts/ensure-kafka-tools)"
+        why = f"Kafka {KAFKA_VERSION}'s broker jars are missing (scripts/ensure-kafka-tools)"
     return why
 
 
