@@ -258,13 +258,7 @@ class Broker:
     def _commit_transaction_offsets(
         self, group_id: str, offsets: dict[tuple[str, int], CommittedOffset]
     ) -> None:
-        group = (
-            self.groups.group(group_id) or self.groups.validate_commit(group_id, -1, "", None, 0)[1]
-        )
-        if group is None:
-            return  # a group that died meanwhile: Kafka drops its offsets likewise
-        for (topic, index), committed in offsets.items():
-            self.groups.commit(group, topic, index, committed)
+        self.groups.commit_transaction_offsets(group_id, offsets)
 
     def _ended(self, committed: bool) -> None:
         self.stats.transactions["committed" if committed else "aborted"] += 1

@@ -33,6 +33,8 @@ UNIFORM = "uniform"
 RANGE = "range"
 ASSIGNORS = (UNIFORM, RANGE)
 LEAVE_EPOCH = -1
+FIRST_COMMIT_VERSION_FOR_MEMBERS = 9
+"""OffsetCommit v9 carries member epochs: a member of this protocol commits with v9+."""
 STATIC_LEAVE_EPOCH = -2
 
 Assignment = dict[str, frozenset[int]]
@@ -104,6 +106,61 @@ class ConsumerGroup:
             for member_id, member in self.members.items()
             if member_id != other_than
         )
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """Whether a member subscribes to `topic`: its offsets are then not for deleting."""
+        return any(topic in member.subscribed for member in self.members.values())
+
+    def validate_commit(
+        self,
+        member_id: str,
+        member_epoch: int,
+        group_instance_id: str | None = None,
+        partitions: Iterable[tuple[str, int]] = (),
+        *,
+        transactional: bool = False,
+        api_version: int = FIRST_COMMIT_VERSION_FOR_MEMBERS,
+    ) -> ErrorCode:
+        """May an OffsetCommit, or a TxnOffsetCommit (`transactional`), commit to this
+        group? As Kafka 4.1 answers: a member commits with its epoch; a commit without a
+        member (epoch -1: admin tools, assign() consumers) only to an empty group, except
+        a TxnOffsetCommit that names no member at all, which is always taken.
+
+        A commit at the member's previous epoch is taken too when every partition in it is
+        still the member's (as KIP-1251 proposes): a member that commits what it read while
+        the heartbeat moving it to its new epoch is in flight would otherwise get
+        STALE_MEMBER_EPOCH, and a client that does not retry (Kafka's verifiable consumer)
+        would have the records read again by the next owner."""
+        if member_epoch < 0 and not self.members:
+            return ErrorCode.none
+        if transactional and member_epoch < 0 and not member_id and group_instance_id is None:
+            return ErrorCode.none
+        member = self.members.get(member_id)
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if not transactional and api_version < FIRST_COMMIT_VERSION_FOR_MEMBERS:
+            return ErrorCode.unsupported_version
+        if member_epoch == member.epoch:
+            return ErrorCode.none
+        if member_epoch == member.previous_epoch and all(
+            partition in member.owned.get(topic, ()) or partition in member.revoking.get(topic, ())
+            for topic, partition in partitions
+        ):
+            return ErrorCode.none
+        # TxnOffsetCommit has no STALE_MEMBER_EPOCH: Kafka answers ILLEGAL_GENERATION there.
+        return ErrorCode.illegal_generation if transactional else ErrorCode.stale_member_epoch
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode:
+        """May an OffsetFetch (v9+) read this group's offsets? One naming no member (admin
+        tools) may; a member reads at its epoch."""
+        if member_id is None and member_epoch < 0:
+            return ErrorCode.none
+        member = self.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if member_epoch != member.epoch:
+            return ErrorCode.stale_member_epoch
+        return ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,10 +403,18 @@ class ConsumerGroups:
         if gone:
             group.epoch += 1
 
+    def get(self, group_id: str) -> ConsumerGroup | None:
+        """The group of that id, without the members whose sessions have run out (Kafka
+        removes them by timer; here they go when their group is next looked at)."""
+        group = self.groups.get(group_id)
+        if group is not None:
+            self._expire(group)
+        return group
+
     def take_if_empty(self, group_id: str) -> dict[str, dict[int, CommittedOffset]] | None:
         """The offsets of a consumer group with no members, which goes, so that a classic
         group takes its place ({} for no such group); None while it has members."""
-        group = self.groups.get(group_id)
+        group = self.get(group_id)
         if group is None:
             return {}
         if group.members:
@@ -361,38 +426,6 @@ class ConsumerGroups:
         """Start a consumer group with a classic group's committed offsets."""
         if offsets and group_id not in self.groups:
             self.groups[group_id] = ConsumerGroup(group_id, offsets=offsets)
-
-    def validate_commit(
-        self,
-        group_id: str,
-        member_id: str,
-        member_epoch: int,
-        partitions: Iterable[tuple[str, int]] = (),
-    ) -> tuple[ErrorCode, ConsumerGroup | None]:
-        """May an OffsetCommit (v9+) commit to this consumer group? A member commits with
-        its epoch; a commit without a member (epoch -1, admin tools) only to an empty group.
-
-        A commit at the member's previous epoch is taken too when every partition in it is
-        still the member's (as KIP-1251 proposes): a member that commits what it read while
-        the heartbeat moving it to its new epoch is in flight would otherwise get
-        STALE_MEMBER_EPOCH, and a client that does not retry (Kafka's verifiable consumer)
-        would have the records read again by the next owner."""
-        group = self.groups[group_id]
-        if member_epoch < 0 and not member_id:
-            if group.members:
-                return ErrorCode.unknown_member_id, None
-            return ErrorCode.none, group
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.unknown_member_id, None
-        if member_epoch == member.epoch:
-            return ErrorCode.none, group
-        if member_epoch == member.previous_epoch and all(
-            partition in member.owned.get(topic, ()) or partition in member.revoking.get(topic, ())
-            for topic, partition in partitions
-        ):
-            return ErrorCode.none, group
-        return ErrorCode.stale_member_epoch, None
 
     def list(self, states: Iterable[str]) -> list[ConsumerGroup]:
         wanted = {state.strip().lower() for state in states}

@@ -34,7 +34,7 @@ from kio.serial import entity_reader
 from .stats import BrokerStats
 
 if TYPE_CHECKING:
-    from .consumer_groups import ConsumerGroups
+    from .consumer_groups import ConsumerGroup, ConsumerGroups
 
 log = logging.getLogger("nullbroker")
 
@@ -180,6 +180,7 @@ class DescribedGroup:
     protocol_type: str = ""
     protocol_data: str = ""
     members: tuple[DescribedMember, ...] = ()
+    message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,6 +350,38 @@ class Group:
             return ErrorCode.unknown_member_id
         return ErrorCode.none
 
+    def validate_commit(
+        self,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None = None,
+        partitions: Iterable[tuple[str, int]] = (),
+        *,
+        transactional: bool = False,
+        api_version: int = FIRST_COMMIT_VERSION_WITH_GROUP_ID_NOT_FOUND,
+    ) -> ErrorCode:
+        """May an OffsetCommit, or a TxnOffsetCommit (`transactional`), commit to this
+        group? As Kafka answers: a member commits in its generation; one naming no member
+        commits to an empty group, or with a transaction (before v3 it cannot name one).
+        `partitions` and `api_version` matter to ConsumerGroup.validate_commit only: the
+        coordinator asks a group of either protocol alike."""
+        if self.state is GroupState.DEAD:
+            return ErrorCode.coordinator_not_available
+        if generation_id < 0 and self.state is GroupState.EMPTY:
+            return ErrorCode.none
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            error = self.validate_member(member_id, group_instance_id)
+            if error is not ErrorCode.none:
+                return error
+            if generation_id != self.generation_id:
+                return ErrorCode.illegal_generation
+        elif not transactional and self.state is not GroupState.EMPTY:
+            return ErrorCode.unknown_member_id
+        if not transactional and self.state is GroupState.COMPLETING_REBALANCE:
+            # The member knows the new generation but not its assignment yet.
+            return ErrorCode.rebalance_in_progress
+        return ErrorCode.none
+
     def joined_members(self) -> tuple[JoinedMember, ...]:
         assert self.protocol_name is not None
         return tuple(
@@ -482,6 +515,15 @@ class GroupCoordinator:
 
     def group(self, group_id: str) -> Group | None:
         return self._groups.get(group_id)
+
+    def find(self, group_id: str) -> Group | ConsumerGroup | None:
+        """The group of that id, of either protocol: classic groups and the new protocol's
+        (KIP-848) share their ids, their offsets' APIs and the administration's. Every
+        request that is not one protocol's own looks its group up here."""
+        group = self._groups.get(group_id)
+        if group is None and self.consumer_groups is not None:
+            return self.consumer_groups.get(group_id)
+        return group
 
     def _create(self, group_id: str) -> Group:
         group = self._groups[group_id] = Group(group_id)
@@ -1086,40 +1128,34 @@ class GroupCoordinator:
         group_instance_id: str | None,
         api_version: int,
         partitions: Iterable[tuple[str, int]] = (),
-    ) -> tuple[ErrorCode, Group | None]:
-        """May this OffsetCommit commit? Members commit in their generation; a consumer
+        *,
+        transactional: bool = False,
+    ) -> tuple[ErrorCode, Group | ConsumerGroup | None]:
+        """May this OffsetCommit, or TxnOffsetCommit (`transactional`), commit? Members
+        commit in their generation (member epoch, for the new protocol's groups); a consumer
         outside group management (generation -1, no member id: assign() consumers, Spark)
         commits to a group with no members, which is created for it if need be."""
         if not group_id:
             return ErrorCode.invalid_group_id, None
-        consumer = self.consumer_groups
-        if consumer is not None and group_id in consumer.groups:
-            return consumer.validate_commit(  # type: ignore[return-value]
-                group_id, member_id, generation_id, partitions
-            )
-        group = self._groups.get(group_id)
+        group = self.find(group_id)
         if group is None:
             if generation_id >= 0:
-                if api_version >= FIRST_COMMIT_VERSION_WITH_GROUP_ID_NOT_FOUND:
+                if (
+                    not transactional
+                    and api_version >= FIRST_COMMIT_VERSION_WITH_GROUP_ID_NOT_FOUND
+                ):
                     return ErrorCode.group_id_not_found, None
                 return ErrorCode.illegal_generation, None
             group = self._create(group_id)
-        if group.state is GroupState.DEAD:
-            return ErrorCode.coordinator_not_available, None
-        if generation_id < 0 and group.state is GroupState.EMPTY:
-            return ErrorCode.none, group
-        if generation_id >= 0 or member_id or group_instance_id is not None:
-            error = group.validate_member(member_id, group_instance_id)
-            if error is not ErrorCode.none:
-                return error, None
-            if generation_id != group.generation_id:
-                return ErrorCode.illegal_generation, None
-        elif group.state is not GroupState.EMPTY:
-            return ErrorCode.unknown_member_id, None
-        if group.state is GroupState.COMPLETING_REBALANCE:
-            # The member knows the new generation but not its assignment yet.
-            return ErrorCode.rebalance_in_progress, None
-        return ErrorCode.none, group
+        error = group.validate_commit(
+            member_id,
+            generation_id,
+            group_instance_id,
+            partitions,
+            transactional=transactional,
+            api_version=api_version,
+        )
+        return error, group if error is ErrorCode.none else None
 
     def take_if_empty(self, group_id: str) -> dict[str, dict[int, CommittedOffset]] | None:
         """The committed offsets of a classic group with no members, which goes, so that
@@ -1135,16 +1171,35 @@ class GroupCoordinator:
         return group.offsets
 
     @staticmethod
-    def commit(group: Group, topic: str, partition: int, committed: CommittedOffset) -> None:
+    def commit(
+        group: Group | ConsumerGroup, topic: str, partition: int, committed: CommittedOffset
+    ) -> None:
         group.offsets.setdefault(topic, {})[partition] = committed
+
+    def commit_transaction_offsets(
+        self, group_id: str, offsets: dict[tuple[str, int], CommittedOffset]
+    ) -> None:
+        """A committed transaction's offsets, taken when its TxnOffsetCommit was: they go
+        to the group whatever its members did since, to a new group without members if it
+        was deleted meanwhile (as Kafka replays them)."""
+        group = self.find(group_id) or self._create(group_id)
+        for (topic, index), committed in offsets.items():
+            self.commit(group, topic, index, committed)
 
     def committed(self, group_id: str) -> dict[str, dict[int, CommittedOffset]] | None:
         """A group's committed offsets by topic and partition; None for no such group."""
-        group = self._groups.get(group_id)
-        if group is None and self.consumer_groups is not None:
-            consumer = self.consumer_groups.groups.get(group_id)
-            return None if consumer is None else consumer.offsets
+        group = self.find(group_id)
         return None if group is None else group.offsets
+
+    def validate_offset_fetch(
+        self, group_id: str, member_id: str | None, member_epoch: int
+    ) -> ErrorCode:
+        """May an OffsetFetch (v9+, which names its member) read the group's offsets? A
+        member of the new protocol reads at its epoch; classic groups check nothing."""
+        group = self.find(group_id)
+        if group is None or isinstance(group, Group):
+            return ErrorCode.none
+        return group.validate_offset_fetch(member_id, member_epoch)
 
     def delete_offsets(
         self, group_id: str, topics: Iterable[tuple[str, Iterable[int]]]
@@ -1153,10 +1208,14 @@ class GroupCoordinator:
         with members keeps offsets of topics they subscribe to."""
         if not group_id:
             return ErrorCode.invalid_group_id, []
-        group = self._groups.get(group_id)
-        if group is None or group.state is GroupState.DEAD:
+        group = self.find(group_id)
+        if group is None or (isinstance(group, Group) and group.state is GroupState.DEAD):
             return ErrorCode.group_id_not_found, []
-        if group.state is not GroupState.EMPTY and not group.uses_consumer_protocol():
+        if (
+            isinstance(group, Group)
+            and group.state is not GroupState.EMPTY
+            and not group.uses_consumer_protocol()
+        ):
             return ErrorCode.non_empty_group, []
         results = []
         for topic, partitions in topics:
@@ -1180,9 +1239,16 @@ class GroupCoordinator:
     def describe(self, group_id: str) -> DescribedGroup:
         if not group_id:
             return DescribedGroup("", ErrorCode.invalid_group_id, GroupState.DEAD)
-        group = self._groups.get(group_id)
-        if group is None:
-            return DescribedGroup(group_id, ErrorCode.group_id_not_found, GroupState.DEAD)
+        group = self.find(group_id)
+        if group is None or not isinstance(group, Group):
+            return DescribedGroup(
+                group_id,
+                ErrorCode.group_id_not_found,
+                GroupState.DEAD,
+                message=f"Group {group_id} not found."
+                if group is None
+                else f"Group {group_id} is not a classic group.",
+            )
         stable = group.state is GroupState.STABLE and group.protocol_name is not None
         return DescribedGroup(
             group_id,
@@ -1251,25 +1317,29 @@ class GroupCoordinator:
 
     def delete_groups(self, group_ids: Iterable[str]) -> list[tuple[str, ErrorCode]]:
         """DeleteGroups: a group without members goes, with its offsets."""
-        results = []
-        for group_id in group_ids:
-            group = self._groups.get(group_id) if group_id else None
-            if not group_id:
-                error = ErrorCode.invalid_group_id
-            elif group is None or group.state is GroupState.DEAD:
-                error = ErrorCode.group_id_not_found
-            elif group.state is not GroupState.EMPTY:
-                error = ErrorCode.non_empty_group
-            else:
-                self._timers.cancel(("join", group_id))
-                self._timers.cancel(("sync", group_id))
-                for member_id in group.pending_join:
-                    self._timers.cancel(("heartbeat", group_id, member_id))
-                self._transition(group, GroupState.DEAD)
-                del self._groups[group_id]
-                error = ErrorCode.none
-            results.append((group_id, error))
-        return results
+        return [(group_id, self._delete_group(group_id)) for group_id in group_ids]
+
+    def _delete_group(self, group_id: str) -> ErrorCode:
+        if not group_id:
+            return ErrorCode.invalid_group_id
+        group = self.find(group_id)
+        if group is None:
+            return ErrorCode.group_id_not_found
+        if not isinstance(group, Group):
+            assert self.consumer_groups is not None
+            offsets = self.consumer_groups.take_if_empty(group_id)
+            return ErrorCode.non_empty_group if offsets is None else ErrorCode.none
+        if group.state is GroupState.DEAD:
+            return ErrorCode.group_id_not_found
+        if group.state is not GroupState.EMPTY:
+            return ErrorCode.non_empty_group
+        self._timers.cancel(("join", group_id))
+        self._timers.cancel(("sync", group_id))
+        for member_id in group.pending_join:
+            self._timers.cancel(("heartbeat", group_id, member_id))
+        self._transition(group, GroupState.DEAD)
+        del self._groups[group_id]
+        return ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True)

@@ -177,6 +177,51 @@ def test_kafka_tools_read_list_and_describe_consumer_groups(start_broker: StartB
         classic.close()
 
 
+@pytest.mark.clients
+@requires_kafka_tools
+def test_kafka_tools_delete_a_consumer_groups_offsets_and_then_the_group(
+    start_broker: StartBroker,
+) -> None:
+    """`kafka-consumer-groups --delete` and `--delete-offsets` on a group of the new
+    protocol print what they print against Kafka 4.1.1: refused while a member subscribes,
+    done once the group is empty (they once said the group did not exist, and its offsets
+    stayed). The tool exits 0 either way: its output tells."""
+    broker = start_broker(
+        "--source", f"fixed:partitions={PARTITIONS},records=100,size=10", *FAST_HEARTBEATS
+    )  # fmt: skip
+
+    def tool(*arguments: str) -> str:
+        return run_tool("kafka-consumer-groups", "--bootstrap-server", broker.bootstrap, *arguments)
+
+    consumer = Consumer({
+        "bootstrap.servers": broker.bootstrap, "group.id": "erasable",
+        "group.protocol": "consumer", "enable.auto.commit": False,
+    })  # fmt: skip
+    consumer.subscribe(["fixed"])
+    deadline = time.monotonic() + 30
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(0.2)
+    consumer.commit(
+        offsets=[TopicPartition("fixed", partition, 5) for partition in range(PARTITIONS)],
+        asynchronous=False,
+    )
+    try:
+        assert "GroupNotEmptyException" in tool("--delete", "--group", "erasable")
+        refused = tool("--delete-offsets", "--group", "erasable", "--topic", "fixed")
+        assert refused.count("GroupSubscribedToTopicException") == PARTITIONS, refused
+    finally:
+        consumer.close()
+    deleted = tool("--delete-offsets", "--group", "erasable", "--topic", "fixed:0")
+    assert "Request succeeded for deleting offsets from group erasable." in deleted, deleted
+    described = tool("--describe", "--group", "erasable")
+    rows = [line.split() for line in described.splitlines() if line.startswith("erasable")]
+    assert sorted(row[2] for row in rows) == [str(p) for p in range(1, PARTITIONS)], described
+    gone = tool("--delete", "--group", "erasable")
+    assert "Deletion of requested consumer groups ('erasable') was successful." in gone, gone
+    assert "erasable" not in tool("--list").split()
+    assert "Group erasable not found." in tool("--describe", "--group", "erasable")
+
+
 def beat(member_id: str, epoch: int, owned: dict[str, frozenset[int]] | None) -> Heartbeat:
     return Heartbeat(
         group_id="g", member_id=member_id, member_epoch=epoch, instance_id=None,
@@ -350,7 +395,13 @@ def test_a_commit_at_the_previous_epoch_is_taken_only_for_partitions_still_owned
     assert a.previous_epoch == old_epoch != a.epoch
     given_up = next(iter(frozenset(range(4)) - kept))
     still_owned = next(iter(kept))
-    assert groups.validate_commit("g", "a", old_epoch, [("t", still_owned)])[0] is ErrorCode.none
-    stale = groups.validate_commit("g", "a", old_epoch, [("t", given_up)])[0]
+    assert (
+        groups.groups["g"].validate_commit("a", old_epoch, partitions=[("t", still_owned)])
+        is ErrorCode.none
+    )
+    stale = groups.groups["g"].validate_commit("a", old_epoch, partitions=[("t", given_up)])
     assert stale is ErrorCode.stale_member_epoch
-    assert groups.validate_commit("g", "a", a.epoch, [("t", still_owned)])[0] is ErrorCode.none
+    assert (
+        groups.groups["g"].validate_commit("a", a.epoch, partitions=[("t", still_owned)])
+        is ErrorCode.none
+    )

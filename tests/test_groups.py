@@ -39,6 +39,8 @@ from .kio_calls import SESSION, decode_response, request_frame, types
 OFFSET_COMMIT, OFFSET_FETCH, METADATA = 8, 9, 3
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 42, 47
+INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 22, 25, 26, 28
+CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 
 SESSION_MS = 10_000
 REBALANCE_MS = 30_000
@@ -320,6 +322,23 @@ async def fetch(
         )
         found = response.topics
     return {(topic.name, p.partition_index): p for topic in found for p in topic.partitions}
+
+
+async def delete_offsets(broker: Broker, group: str, topics: Sequence[str]) -> Any:
+    """An OffsetDelete of each topic's partition 0."""
+    t = types(OFFSET_DELETE, 0)
+    return await acall(
+        broker,
+        OFFSET_DELETE,
+        0,
+        group_id=group,
+        topics=tuple(
+            t.OffsetDeleteRequestTopic(
+                name=name, partitions=(t.OffsetDeleteRequestPartition(partition_index=0),)
+            )
+            for name in topics
+        ),
+    )
 
 
 async def describe(broker: Broker, group: str, version: int = 5) -> Any:
@@ -955,19 +974,7 @@ async def test_offset_delete_keeps_offsets_of_topics_the_members_subscribe_to(
     )
     await commit(broker, "group", {0: 3}, generation=1, member=consumer.member_id)
     await commit(broker, "group", {0: 4}, generation=1, member=consumer.member_id, topic="other")
-    t = types(OFFSET_DELETE, 0)
-    response = await acall(
-        broker,
-        OFFSET_DELETE,
-        0,
-        group_id="group",
-        topics=tuple(
-            t.OffsetDeleteRequestTopic(
-                name=name, partitions=(t.OffsetDeleteRequestPartition(partition_index=0),)
-            )
-            for name in (TOPIC, "other", "missing")
-        ),
-    )
+    response = await delete_offsets(broker, "group", (TOPIC, "other", "missing"))
     assert response.error_code is ErrorCode.none
     assert {topic.name: topic.partitions[0].error_code for topic in response.topics} == {
         TOPIC: ErrorCode.group_subscribed_to_topic,
@@ -988,6 +995,312 @@ async def test_offset_delete_refuses_a_non_consumer_group_with_members(
         await stable(Consumer(broker, protocol_type="connect", protocols=(("default", b""),)))
     response = await acall(broker, OFFSET_DELETE, 0, group_id="group", topics=())
     assert response.error_code is ErrorCode.non_empty_group
+
+
+# Groups of the new protocol (KIP-848) in the offset, transaction and administration APIs.
+# Each answer below is the one Kafka 4.1.1 gave to the same requests.
+
+
+@dataclass
+class NewMember:
+    """A member of the new protocol, heartbeating as a client does."""
+
+    broker: Broker
+    group: str = "new"
+    member_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    epoch: int = 0
+
+    async def heartbeat(
+        self, epoch: int | None = None, topics: tuple[str, ...] | None = None
+    ) -> Any:
+        response = await acall(
+            self.broker,
+            CONSUMER_GROUP_HEARTBEAT,
+            1,
+            group_id=self.group,
+            member_id=self.member_id,
+            member_epoch=self.epoch if epoch is None else epoch,
+            instance_id=None,
+            rack_id=None,
+            rebalance_timeout=ms(REBALANCE_MS),
+            subscribed_topic_names=topics,
+            subscribed_topic_regex=None,
+            server_assignor=None,
+            topic_partitions=None,
+        )
+        assert response.error_code is ErrorCode.none, response
+        self.epoch = response.member_epoch
+        return response
+
+    async def join(self) -> None:
+        await self.heartbeat(0, (TOPIC,))
+
+    async def leave(self) -> None:
+        await self.heartbeat(-1)
+
+
+async def fetch_as(broker: Broker, group: str, member_id: str | None, epoch: int) -> ErrorCode:
+    t = types(OFFSET_FETCH, 9)
+    response = await acall(
+        broker,
+        OFFSET_FETCH,
+        9,
+        require_stable=True,
+        groups=(
+            t.OffsetFetchRequestGroup(
+                group_id=group, member_id=member_id, member_epoch=epoch, topics=None
+            ),
+        ),
+    )
+    return response.groups[0].error_code
+
+
+async def begin_offsets_transaction(broker: Broker, group: str) -> tuple[int, int]:
+    """A transactional producer's id and epoch, its transaction holding `group`'s offsets."""
+    producer = await acall(
+        broker,
+        INIT_PRODUCER_ID,
+        4,
+        transactional_id="etl",
+        transaction_timeout=ms(60_000),
+        producer_id=-1,
+        producer_epoch=-1,
+    )
+    added = await acall(
+        broker,
+        ADD_OFFSETS_TO_TXN,
+        3,
+        transactional_id="etl",
+        producer_id=producer.producer_id,
+        producer_epoch=producer.producer_epoch,
+        group_id=group,
+    )
+    assert added.error_code is ErrorCode.none
+    return producer.producer_id, producer.producer_epoch
+
+
+async def txn_commit(
+    broker: Broker,
+    producer: tuple[int, int],
+    group: str,
+    offsets: dict[int, int],
+    member_id: str,
+    generation: int,
+) -> list[ErrorCode]:
+    t = types(TXN_OFFSET_COMMIT, 3)
+    response = await acall(
+        broker,
+        TXN_OFFSET_COMMIT,
+        3,
+        transactional_id="etl",
+        group_id=group,
+        producer_id=producer[0],
+        producer_epoch=producer[1],
+        generation_id=generation,
+        member_id=member_id,
+        group_instance_id=None,
+        topics=(
+            t.TxnOffsetCommitRequestTopic(
+                name=TOPIC,
+                partitions=tuple(
+                    t.TxnOffsetCommitRequestPartition(
+                        partition_index=partition,
+                        committed_offset=offset,
+                        committed_leader_epoch=-1,
+                        committed_metadata="",
+                    )
+                    for partition, offset in offsets.items()
+                ),
+            ),
+        ),
+    )
+    return [p.error_code for topic in response.topics for p in topic.partitions]
+
+
+async def end_transaction(broker: Broker, producer: tuple[int, int]) -> None:
+    ended = await acall(
+        broker,
+        END_TXN,
+        3,
+        transactional_id="etl",
+        producer_id=producer[0],
+        producer_epoch=producer[1],
+        committed=True,
+    )
+    assert ended.error_code is ErrorCode.none
+
+
+async def test_a_committed_transaction_commits_its_offsets_to_a_group_of_the_new_protocol(
+    broker: Broker,
+) -> None:
+    """Exactly-once pipelines with KIP-848 groups: the offsets a member sends with its
+    transaction are the group's once the transaction commits (they were dropped, and the
+    pipeline read its input again)."""
+    member = NewMember(broker)
+    await member.join()
+    producer = await begin_offsets_transaction(broker, "new")
+    taken = await txn_commit(
+        broker, producer, "new", {0: 10, 1: 11}, member.member_id, member.epoch
+    )
+    assert taken == [ErrorCode.none, ErrorCode.none]
+    # One naming no member is taken too (clients before TxnOffsetCommit v3 cannot).
+    assert await txn_commit(broker, producer, "new", {2: 12}, "", -1) == [ErrorCode.none]
+    assert (await fetch(broker, "new", [0, 1, 2]))[(TOPIC, 0)].committed_offset == -1
+    await end_transaction(broker, producer)
+    offsets = await fetch(broker, "new", [0, 1, 2])
+    assert [offsets[(TOPIC, p)].committed_offset for p in range(3)] == [10, 11, 12]
+
+
+async def test_a_transaction_checks_a_new_protocol_member_and_its_epoch(broker: Broker) -> None:
+    member = NewMember(broker)
+    await member.join()
+    producer = await begin_offsets_transaction(broker, "new")
+    refused = {
+        "a stale epoch": await txn_commit(broker, producer, "new", {1: 7}, member.member_id, 9),
+        "an unknown member": await txn_commit(broker, producer, "new", {1: 7}, "x", member.epoch),
+    }
+    assert refused == {
+        "a stale epoch": [ErrorCode.illegal_generation],
+        "an unknown member": [ErrorCode.unknown_member_id],
+    }
+    await end_transaction(broker, producer)
+    assert (await fetch(broker, "new", [1]))[(TOPIC, 1)].committed_offset == -1
+
+
+async def test_a_transaction_checks_a_classic_member_and_its_generation(
+    broker: Broker, autojump_clock: trio.abc.Clock
+) -> None:
+    consumer = Consumer(broker)
+    with trio.fail_after(PATIENCE_SECONDS):
+        await stable(consumer)
+    producer = await begin_offsets_transaction(broker, "group")
+    member, generation = consumer.member_id, consumer.generation
+    answers = [
+        await txn_commit(broker, producer, "group", {0: 7}, member, generation + 5),
+        await txn_commit(broker, producer, "group", {0: 7}, member, -1),
+        await txn_commit(broker, producer, "group", {0: 7}, "nobody", generation),
+        await txn_commit(broker, producer, "group", {0: 7}, "", generation),
+        await txn_commit(broker, producer, "group", {0: 8}, "", -1),
+        await txn_commit(broker, producer, "group", {1: 9}, member, generation),
+    ]
+    assert answers == [
+        [ErrorCode.illegal_generation],
+        [ErrorCode.illegal_generation],
+        [ErrorCode.unknown_member_id],
+        [ErrorCode.unknown_member_id],
+        [ErrorCode.none],
+        [ErrorCode.none],
+    ]
+    # A group that does not exist: only a commit without a generation makes it.
+    await acall(
+        broker,
+        ADD_OFFSETS_TO_TXN,
+        3,
+        transactional_id="etl",
+        producer_id=producer[0],
+        producer_epoch=producer[1],
+        group_id="simple",
+    )
+    assert await txn_commit(broker, producer, "simple", {0: 1}, "m", 3) == [
+        ErrorCode.illegal_generation
+    ]
+    assert await txn_commit(broker, producer, "simple", {0: 2}, "", -1) == [ErrorCode.none]
+    await end_transaction(broker, producer)
+    offsets = await fetch(broker, "group", [0, 1])
+    assert [offsets[(TOPIC, p)].committed_offset for p in range(2)] == [8, 9]
+    assert (await fetch(broker, "simple", [0]))[(TOPIC, 0)].committed_offset == 2
+
+
+async def test_offset_commit_and_fetch_check_a_new_protocol_members_epoch(broker: Broker) -> None:
+    member = NewMember(broker)
+    await member.join()
+    old = await commit(broker, "new", {0: 1}, generation=member.epoch, member=member.member_id)
+    assert old == [ErrorCode.unsupported_version]  # v8: members of this protocol need v9
+    assert await commit(
+        broker, "new", {0: 2}, generation=member.epoch, member=member.member_id, version=9
+    ) == [ErrorCode.none]
+    assert await fetch_as(broker, "new", member.member_id, member.epoch) is ErrorCode.none
+    assert await fetch_as(broker, "new", None, -1) is ErrorCode.none
+    stale = await fetch_as(broker, "new", member.member_id, member.epoch + 5)
+    assert stale is ErrorCode.stale_member_epoch
+    assert await fetch_as(broker, "new", "nobody", member.epoch) is ErrorCode.unknown_member_id
+
+
+async def test_delete_groups_and_offset_delete_know_groups_of_the_new_protocol(
+    broker: Broker,
+) -> None:
+    member = NewMember(broker)
+    await member.join()
+    await acall(
+        broker,
+        METADATA,
+        12,
+        topics=(types(METADATA, 12).MetadataRequestTopic(topic_id=None, name="other"),),
+        allow_auto_topic_creation=True,
+        include_topic_authorized_operations=False,
+    )
+    for topic in (TOPIC, "other"):
+        await commit(
+            broker, "new", {0: 5}, generation=member.epoch, member=member.member_id, version=9,
+            topic=topic,
+        )  # fmt: skip
+
+    async def delete_group() -> ErrorCode:
+        response = await acall(broker, DELETE_GROUPS, 2, groups_names=("new",))
+        return response.results[0].error_code
+
+    async def delete_new_offsets(*topics: str) -> tuple[ErrorCode, dict[str, ErrorCode]]:
+        response = await delete_offsets(broker, "new", topics)
+        return response.error_code, {
+            topic.name: topic.partitions[0].error_code for topic in response.topics
+        }
+
+    assert await delete_group() is ErrorCode.non_empty_group
+    assert await delete_new_offsets(TOPIC, "other") == (
+        ErrorCode.none,
+        {TOPIC: ErrorCode.group_subscribed_to_topic, "other": ErrorCode.none},
+    )
+    assert broker.groups.committed("new") == {TOPIC: broker.groups.committed("new")[TOPIC]}
+    await member.leave()
+    assert await delete_new_offsets(TOPIC) == (ErrorCode.none, {TOPIC: ErrorCode.none})
+    assert broker.groups.committed("new") == {}
+    await commit(broker, "new", {1: 6}, version=9)  # an admin's commit to the empty group
+    assert await delete_group() is ErrorCode.none
+    # Gone, offsets and all: as if it had never been.
+    assert (await fetch(broker, "new", [1]))[(TOPIC, 1)].committed_offset == -1
+    described = await acall(
+        broker, CONSUMER_GROUP_DESCRIBE, 0, group_ids=("new",), include_authorized_operations=False
+    )
+    assert described.groups[0].error_code is ErrorCode.group_id_not_found
+    listed = await acall(broker, LIST_GROUPS, 5, states_filter=(), types_filter=())
+    assert listed.groups == ()
+    assert await delete_group() is ErrorCode.group_id_not_found
+    assert (await delete_new_offsets(TOPIC))[0] is ErrorCode.group_id_not_found
+
+
+async def test_each_describe_api_says_which_kind_of_group_it_found(
+    broker: Broker, autojump_clock: trio.abc.Clock
+) -> None:
+    await NewMember(broker).join()
+    with trio.fail_after(PATIENCE_SECONDS):
+        await stable(Consumer(broker))
+    classic = await describe(broker, "new", version=6)
+    assert (classic.error_code, classic.error_message, classic.group_state) == (
+        ErrorCode.group_id_not_found,
+        "Group new is not a classic group.",
+        "Dead",
+    )
+    response = await acall(
+        broker,
+        CONSUMER_GROUP_DESCRIBE,
+        0,
+        group_ids=("group", "nobody"),
+        include_authorized_operations=False,
+    )
+    assert [(g.error_code, g.error_message, g.group_state) for g in response.groups] == [
+        (ErrorCode.group_id_not_found, "Group group is not a consumer group.", ""),
+        (ErrorCode.group_id_not_found, "Group nobody not found.", ""),
+    ]
 
 
 # Every served version

@@ -162,14 +162,20 @@ def test_a_newer_producer_of_the_same_id_fences_the_older(start_broker: StartBro
 
 
 @pytest.mark.clients
-def test_consume_transform_produce_commits_exactly_its_input(start_broker: StartBroker) -> None:
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_consume_transform_produce_commits_exactly_its_input(
+    start_broker: StartBroker, protocol: str
+) -> None:
+    """With either group protocol: a KIP-848 group's transactional offsets were once
+    dropped when the transaction committed, and the pipeline read its input again."""
     broker = start_broker(
-        "--partitions", "2", "--source", "input:partitions=2,records=300,size=20"
+        "--partitions", "2", "--source", "input:partitions=2,records=300,size=20",
+        "--group-consumer-heartbeat-interval-ms", "1000",
     )  # fmt: skip
     consumer = Consumer({
         "bootstrap.servers": broker.bootstrap, "group.id": "transformer",
-        "enable.auto.commit": False, "auto.offset.reset": "earliest",
-        "isolation.level": "read_committed",
+        "group.protocol": protocol, "enable.auto.commit": False,
+        "auto.offset.reset": "earliest", "isolation.level": "read_committed",
     })  # fmt: skip
     consumer.subscribe(["input"])
     producer = transactional(broker, "transformer")

@@ -122,26 +122,27 @@ def handle_consumer_group_describe(broker: Broker, request: Request, session: Se
     types = response_module(CONSUMER_GROUP_DESCRIBE, request.header.api_version)
     described = []
     for group_id in request.body.group_ids:
-        group = broker.consumer_groups.groups.get(group_id)
-        error = ErrorCode.none
+        group = broker.groups.find(group_id)
+        error, message = ErrorCode.none, None
         if coordinated_elsewhere(broker, session, group_id):
             error = ErrorCode.not_coordinator
         elif group is None:
+            error, message = ErrorCode.group_id_not_found, f"Group {group_id} not found."
+        elif not isinstance(group, ConsumerGroup):
             error = ErrorCode.group_id_not_found
-        found = group is not None and error is ErrorCode.none
+            message = f"Group {group_id} is not a consumer group."
+        found = group if isinstance(group, ConsumerGroup) and error is ErrorCode.none else None
         described.append(
             make(
                 types.DescribedGroup,
                 error_code=counted(broker, error),
-                error_message=None
-                if error is not ErrorCode.group_id_not_found
-                else f"Group {group_id} not found.",
+                error_message=message,
                 group_id=group_id,
-                group_state=group.state if found and group is not None else "Dead",
-                group_epoch=group.epoch if found and group is not None else -1,
-                assignment_epoch=group.assignment_epoch if found and group is not None else -1,
+                group_state=found.state if found is not None else "",
+                group_epoch=found.epoch if found is not None else -1,
+                assignment_epoch=found.assignment_epoch if found is not None else -1,
                 assignor_name=UNIFORM,
-                members=_members(broker, types, group) if found else (),
+                members=_members(broker, types, found) if found is not None else (),
                 authorized_operations=-(2**31),
             )
         )
@@ -150,8 +151,7 @@ def handle_consumer_group_describe(broker: Broker, request: Request, session: Se
     )
 
 
-def _members(broker: Broker, types: Any, group: ConsumerGroup | None) -> tuple[Any, ...]:
-    assert group is not None
+def _members(broker: Broker, types: Any, group: ConsumerGroup) -> tuple[Any, ...]:
     return tuple(
         make(
             types.Member,

@@ -342,7 +342,15 @@ def handle_offset_fetch(broker: Broker, request: Request, session: Session) -> A
     if hasattr(body, "groups"):  # v8+: a batch of groups
         groups = []
         for asked in body.groups:
-            error, topics = _fetched_offsets(broker, session, types, asked.group_id, asked.topics)
+            error, topics = _fetched_offsets(
+                broker,
+                session,
+                types,
+                asked.group_id,
+                asked.topics,
+                getattr(asked, "member_id", None),
+                getattr(asked, "member_epoch", -1),
+            )
             groups.append(
                 make(
                     types.OffsetFetchResponseGroup,
@@ -380,13 +388,18 @@ def _fetched_offsets(
     types: Any,
     group_id: str,
     asked_topics: Iterable[Any] | None,
+    member_id: str | None = None,
+    member_epoch: int = -1,
 ) -> tuple[ErrorCode, tuple[Any, ...]]:
     """One group's committed offsets, for the topics asked (all of them for null);
-    -1 where nothing is committed."""
+    -1 where nothing is committed. A member (OffsetFetch v9+) reads at its epoch."""
     if not group_id:
         return ErrorCode.invalid_group_id, ()
     if coordinated_elsewhere(broker, session, group_id):
         return ErrorCode.not_coordinator, ()
+    error = broker.groups.validate_offset_fetch(group_id, member_id, member_epoch)
+    if error is not ErrorCode.none:
+        return error, ()
     committed = broker.groups.committed(group_id) or {}
     topic_type = getattr(types, "OffsetFetchResponseTopics", None) or types.OffsetFetchResponseTopic
     if asked_topics is None:
@@ -540,12 +553,9 @@ def handle_describe_groups(broker: Broker, request: Request, session: Session) -
 def _described(
     broker: Broker, types: Any, version: int, group: DescribedGroup, operations: int
 ) -> Any:
-    error, message = group.error, None
-    if error is ErrorCode.group_id_not_found:
-        if version < FIRST_DESCRIBE_WITH_GROUP_ID_NOT_FOUND:
-            error = ErrorCode.none
-        else:
-            message = f"group {group.group_id} not found"
+    error, message = group.error, group.message
+    if error is ErrorCode.group_id_not_found and version < FIRST_DESCRIBE_WITH_GROUP_ID_NOT_FOUND:
+        error, message = ErrorCode.none, None
     return make(
         types.DescribedGroup,
         error_code=counted(broker, error),

@@ -206,7 +206,7 @@ def handle_txn_offset_commit(broker: Broker, request: Request, session: Session)
     # The group's coordinator answers: the group id decides the node.
     error = _coordinated(
         broker, session, body.group_id, body, version,
-        broker.transactions.stage_offsets, body.group_id, wanted,
+        _stage_offsets, broker, body, version, wanted,
     )  # fmt: skip
     return make(
         types.TxnOffsetCommitResponse,
@@ -227,6 +227,32 @@ def handle_txn_offset_commit(broker: Broker, request: Request, session: Session)
             for topic in body.topics
         ),
     )
+
+
+def _stage_offsets(
+    transactional_id: str,
+    producer_id: int,
+    epoch: int,
+    broker: Broker,
+    body: Any,
+    version: int,
+    offsets: dict[tuple[str, int], CommittedOffset],
+) -> None:
+    """Stage a TxnOffsetCommit's offsets if the group takes them, as Kafka's group
+    coordinator does: it checks the member (v3+ names it) and its generation or epoch, in
+    a group of either protocol, as for an OffsetCommit."""
+    error, _ = broker.groups.validate_commit(
+        body.group_id,
+        getattr(body, "generation_id", -1),
+        getattr(body, "member_id", ""),
+        getattr(body, "group_instance_id", None),
+        version,
+        list(offsets),
+        transactional=True,
+    )
+    if error is not ErrorCode.none:
+        raise TransactionError(error)
+    broker.transactions.stage_offsets(transactional_id, producer_id, epoch, body.group_id, offsets)
 
 
 def handle_describe_transactions(broker: Broker, request: Request, session: Session) -> Any:
