@@ -1,5 +1,6 @@
 """SASL on SASL_PLAINTEXT and SASL_SSL listeners: PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512
-(scramp), users from `--users FILE`.
+(scramp), users from `--users FILE`; OAUTHBEARER with unsecured tokens, as Kafka's default
+validator takes them (nullbroker.oauthbearer).
 
 A connection on such a listener starts unauthenticated: it may send ApiVersions,
 SaslHandshake (v1: the mechanism; its tokens then come in SaslAuthenticate requests) and
@@ -23,7 +24,8 @@ from typing import Any
 
 from codec import ProtocolError
 
-from .listeners import PLAIN, SCRAM_MECHANISMS
+from .listeners import OAUTHBEARER, PLAIN, SCRAM_MECHANISMS
+from .oauthbearer import CONTROL_A, INVALID_TOKEN
 from .toml_files import read_table
 
 SCRAM_ITERATIONS = 4096
@@ -36,8 +38,19 @@ class UsersError(ValueError):
     """A users file that cannot be used; the message says why."""
 
 
-class WrongPassword(ValueError):
-    """PLAIN's unknown user or wrong password: the one refusal Kafka names to the client."""
+class ToldClient(ValueError):
+    """A refusal whose reason Kafka tells the client (`told`); the message is the log's."""
+
+    def __init__(self, message: str, told: str) -> None:
+        super().__init__(message)
+        self.told = told
+
+
+class WrongPassword(ToldClient):
+    """PLAIN's unknown user or wrong password."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "Authentication failed: Invalid username or password")
 
 
 class NotAuthenticated(ProtocolError):
@@ -99,6 +112,11 @@ class SaslSession:
     expires_at: float | None = None
     """time.monotonic() when the session ends (with --sasl-session-lifetime-ms)."""
     mechanism: str | None = None
+    oauth_principal_claim: str = "sub"
+    """The token claim OAUTHBEARER's principal comes from (Kafka's
+    unsecuredValidatorPrincipalClaimName)."""
+    _oauth_error: bytes | None = None
+    """The invalid_token challenge sent, awaiting the client's %x01."""
     _scram: Any = field(default=None, repr=False)
     _scram_step: int = 0
     _scram_user: str | None = None
@@ -123,6 +141,7 @@ class SaslSession:
         if mechanism not in self.mechanisms:
             return False
         self.mechanism = mechanism
+        self._oauth_error = None
         self._scram = None
         self._scram_step = 0
         self._scram_user = None
@@ -135,14 +154,16 @@ class SaslSession:
             raise ValueError("SaslAuthenticate before SaslHandshake")
         if self.mechanism == PLAIN:
             return self._plain(token), True
+        if self.mechanism == OAUTHBEARER:
+            return self._oauthbearer(token)
         return self._scram_token(token)
 
     def told_client(self, failure: ValueError) -> str:
         """What Kafka tells a client whose authentication `failure` refused (the broker's
         log has the detail): PLAIN's server names a wrong user or password; anything else
         names only the phase and the mechanism, never whether the user exists."""
-        if isinstance(failure, WrongPassword):
-            return "Authentication failed: Invalid username or password"
+        if isinstance(failure, ToldClient):
+            return failure.told
         phase = "re-authentication" if self.principal is not None else "authentication"
         return (
             f"Authentication failed during {phase} due to invalid credentials with SASL "
@@ -160,6 +181,31 @@ class SaslSession:
             raise WrongPassword(f"authentication failed for user {user!r}: invalid credentials")
         self._authenticated(user)
         return b""
+
+    def _oauthbearer(self, token: bytes) -> tuple[bytes, bool]:
+        """As Kafka's OAuthBearerSaslServer: a refused token is answered with the error
+        challenge, and the client's %x01 after it fails the authentication with it."""
+        from .oauthbearer import InvalidToken, parse_client_first, validate_unsecured
+
+        error, self._oauth_error = self._oauth_error, None
+        if error is not None and token == CONTROL_A:
+            raise ToldClient(f"OAUTHBEARER token refused: {error.decode()}", error.decode())
+        first = parse_client_first(token)  # MalformedMessage: a ValueError, told generically
+        try:
+            principal = validate_unsecured(
+                first.token, int(time.time() * 1000), self.oauth_principal_claim
+            )
+        except InvalidToken:
+            self._oauth_error = INVALID_TOKEN
+            return INVALID_TOKEN, False
+        if first.authzid and first.authzid != principal:
+            told = (
+                f"Authentication failed: Client requested an authorization id ({first.authzid}) "
+                f"that is different from the token's principal name ({principal})"
+            )
+            raise ToldClient(told, told)
+        self._authenticated(principal)
+        return b"", True
 
     def _scram_token(self, token: bytes) -> tuple[bytes, bool]:
         from scramp import ScramException, ScramMechanism
