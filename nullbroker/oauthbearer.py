@@ -8,7 +8,9 @@ after now; `iat`, if present, must be a number not after now and before `exp`. A
 fails is answered with the JSON error challenge `{"status":"invalid_token"}`; the client
 answers it with %x01 and the authentication fails with that JSON as its message. A client
 first message that is not the GS2 header and `auth=Bearer <token>` key-value pairs fails at
-once, as a malformed SASL message does in Kafka.
+once, as a malformed SASL message does in Kafka. The session lasts until the token's `exp`
+(or --sasl-session-lifetime-ms, if sooner), as Kafka's does: the client re-authenticates
+on its connection before then (KIP-368).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from codec import ProtocolError
 
 PRINCIPAL_CLAIM = "sub"
 INVALID_TOKEN = b'{"status":"invalid_token"}'
@@ -31,6 +35,13 @@ _SASLNAME = r"(?:[\x01-\x2b\x2d-\x3c\x3e-\x7f]|=2C|=3D)+"
 _KVPAIRS = r"(?:[A-Za-z]+=[\x21-\x7e \t\r\n]+\x01)*"
 _CLIENT_FIRST = re.compile(rf"n,(?:a=(?P<authzid>{_SASLNAME}))?,\x01(?P<kvpairs>{_KVPAIRS})\x01")
 _AUTH = re.compile(r"(?P<scheme>\w+) +(?P<token>[-_.a-zA-Z0-9]+)", re.ASCII)
+
+
+class ClosedUnanswered(ProtocolError):
+    """A message Kafka's OAUTHBEARER server fails on with an unexpected exception (a JWS
+    header without `alg`: a NullPointerException; an auth scheme other than Bearer: an
+    IllegalArgumentException while it words the error): Kafka closes the connection
+    without answering, and so does nullbroker."""
 
 
 class MalformedMessage(ValueError):
@@ -69,15 +80,27 @@ def parse_client_first(message: bytes) -> ClientFirst:
     if bearer is None:
         raise MalformedMessage("invalid OAUTHBEARER client first message: invalid 'auth' format")
     if bearer["scheme"].lower() != "bearer":
-        raise MalformedMessage(f"invalid scheme in OAUTHBEARER client first message: {auth!r}")
+        raise ClosedUnanswered(f"invalid scheme in OAUTHBEARER client first message: {auth!r}")
     return ClientFirst(found["authzid"] or "", bearer["token"])
 
 
-def validate_unsecured(token: str, now_ms: int, principal_claim: str = PRINCIPAL_CLAIM) -> str:
-    """The principal of an unsecured JWS, checked as Kafka's unsecured validator checks it
-    (no clock skew allowed, its default); InvalidToken says why not."""
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A token the validator took."""
+
+    principal: str
+    expires_ms: float
+    """Its `exp`, in ms since the epoch: Kafka ends the session then (the client
+    re-authenticates on its connection before, KIP-368)."""
+
+
+def validate_unsecured(token: str, now_ms: int, principal_claim: str = PRINCIPAL_CLAIM) -> Token:
+    """An unsecured JWS, checked as Kafka's unsecured validator checks it (no clock skew
+    allowed, its default); InvalidToken says why not."""
     header, claims = _unsecured_jws(token)
-    if header.get("alg") != "none":
+    if header.get("alg") is None:
+        raise ClosedUnanswered("an OAUTHBEARER token whose JWS header has no alg")
+    if header["alg"] != "none":
         raise InvalidToken("an unsecured JWS must have 'none' for an algorithm")
     principal = claims.get(principal_claim)
     if principal is None:
@@ -96,7 +119,7 @@ def validate_unsecured(token: str, now_ms: int, principal_claim: str = PRINCIPAL
         raise InvalidToken(
             f"the Expiration Time ({expires} s) is not after Issued At ({issued_at} s)"
         )
-    return principal
+    return Token(principal, expires * 1000)
 
 
 def _unsecured_jws(token: str) -> tuple[dict[str, Any], dict[str, Any]]:

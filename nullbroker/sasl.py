@@ -110,7 +110,11 @@ class SaslSession:
     principal: str | None = None
     """The authenticated user."""
     expires_at: float | None = None
-    """time.monotonic() when the session ends (with --sasl-session-lifetime-ms)."""
+    """time.monotonic() when the session ends (with --sasl-session-lifetime-ms, or an
+    OAUTHBEARER token's expiry)."""
+    session_lifetime_ms: int = 0
+    """What the last SaslAuthenticate tells the client of its session: 0 (for ever, or
+    authentication not complete yet), else how long it lasts."""
     mechanism: str | None = None
     oauth_principal_claim: str = "sub"
     """The token claim OAUTHBEARER's principal comes from (Kafka's
@@ -133,7 +137,7 @@ class SaslSession:
         if self.expires_at is not None and time.monotonic() > self.expires_at:
             raise NotAuthenticated(
                 f"SASL session of {self.principal!r} expired without re-authentication "
-                "(--sasl-session-lifetime-ms)"
+                "(--sasl-session-lifetime-ms, or its OAUTHBEARER token's exp)"
             )
 
     def start(self, mechanism: str) -> bool:
@@ -141,6 +145,7 @@ class SaslSession:
         if mechanism not in self.mechanisms:
             return False
         self.mechanism = mechanism
+        self.session_lifetime_ms = 0
         self._oauth_error = None
         self._scram = None
         self._scram_step = 0
@@ -191,20 +196,19 @@ class SaslSession:
         if error is not None and token == CONTROL_A:
             raise ToldClient(f"OAUTHBEARER token refused: {error.decode()}", error.decode())
         first = parse_client_first(token)  # MalformedMessage: a ValueError, told generically
+        now_ms = int(time.time() * 1000)
         try:
-            principal = validate_unsecured(
-                first.token, int(time.time() * 1000), self.oauth_principal_claim
-            )
+            token = validate_unsecured(first.token, now_ms, self.oauth_principal_claim)
         except InvalidToken:
             self._oauth_error = INVALID_TOKEN
             return INVALID_TOKEN, False
-        if first.authzid and first.authzid != principal:
+        if first.authzid and first.authzid != token.principal:
             told = (
                 f"Authentication failed: Client requested an authorization id ({first.authzid}) "
-                f"that is different from the token's principal name ({principal})"
+                f"that is different from the token's principal name ({token.principal})"
             )
             raise ToldClient(told, told)
-        self._authenticated(principal)
+        self._authenticated(token.principal, credential_ms=token.expires_ms - now_ms)
         return b"", True
 
     def _scram_token(self, token: bytes) -> tuple[bytes, bool]:
@@ -239,7 +243,15 @@ class SaslSession:
             raise KeyError(f"unknown user {name!r}")
         return credentials[name]
 
-    def _authenticated(self, user: str) -> None:
+    def _authenticated(self, user: str, credential_ms: float | None = None) -> None:
+        """`user` is authenticated; its session lasts --sasl-session-lifetime-ms, or as long
+        as its credential (`credential_ms`, an OAUTHBEARER token's) if sooner, as Kafka's
+        session lasts (SaslServerAuthenticator's calcCompletionTimesAndReturnSessionLifetimeMs)."""
         self.principal = user
-        if self.lifetime_ms:
-            self.expires_at = time.monotonic() + self.lifetime_ms / 1000
+        limits = [ms for ms in (self.lifetime_ms or None, credential_ms) if ms is not None]
+        if limits:
+            self.session_lifetime_ms = max(0, int(min(limits)))
+            self.expires_at = time.monotonic() + self.session_lifetime_ms / 1000
+        else:
+            self.session_lifetime_ms = 0
+            self.expires_at = None

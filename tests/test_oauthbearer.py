@@ -1,30 +1,38 @@
 """OAUTHBEARER with unsecured tokens, as Kafka's default validator
 (OAuthBearerUnsecuredValidatorCallbackHandler) takes them: the validator's checks, the
 exchange of a SASL session (a refused token gets the invalid_token challenge, the client's
-%x01 then fails the authentication with it), and confluent-kafka producing over it."""
+%x01 then fails the authentication with it), the session's lifetime, what Kafka 4.1.1
+answered the same requests on the wire, and confluent-kafka producing over it."""
 
 from __future__ import annotations
 
 import base64
 import json
 import re
+import socket
 import time
 from collections import Counter
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from nullbroker.config import Config, ConfigError
 from nullbroker.oauthbearer import (
+    ClosedUnanswered,
     InvalidToken,
     MalformedMessage,
+    Token,
     parse_client_first,
     validate_unsecured,
 )
 from nullbroker.sasl import SaslSession, ToldClient, Users
 from tests.broker_process import samples
 from tests.conftest import StartBroker
-from tests.test_sasl import LISTENED
+from tests.kafka_wire import decode_response
+from tests.test_sasl import LISTENED, METADATA, call
 from tests.test_tls import counted, produce
 
 NOW_MS = 1_790_000_000_000
@@ -45,14 +53,14 @@ def client_first(token: str, authzid: str = "") -> bytes:
     return f"n,{'a=' + authzid if authzid else ''},\x01auth=Bearer {token}\x01\x01".encode()
 
 
-def test_a_good_token_names_its_subject() -> None:
+def test_a_good_token_names_its_subject_and_expiry() -> None:
     token = unsecured({"sub": "alice", "iat": NOW_S - 10, "exp": NOW_S + 3600})
-    assert validate_unsecured(token, NOW_MS) == "alice"
+    assert validate_unsecured(token, NOW_MS) == Token("alice", (NOW_S + 3600) * 1000)
 
 
 def test_the_principal_claim_is_a_setting() -> None:
     token = unsecured({"sub": "alice", "user": "bob", "exp": NOW_S + 60})
-    assert validate_unsecured(token, NOW_MS, principal_claim="user") == "bob"
+    assert validate_unsecured(token, NOW_MS, principal_claim="user").principal == "bob"
     with pytest.raises(InvalidToken, match="required claim missing: principal"):
         validate_unsecured(token, NOW_MS, principal_claim="principal")
 
@@ -67,7 +75,7 @@ def test_the_principal_claim_is_a_setting() -> None:
         ({"exp": NOW_S + 60}, None, "required claim missing: sub"),
         ({"sub": 7, "exp": NOW_S + 60}, None, "sub claim is not a string"),
         ({"sub": "alice", "exp": NOW_S + 60}, {"alg": "HS256"}, "'none' for an algorithm"),
-        ({"sub": "alice", "exp": NOW_S + 60}, {"typ": "JWT"}, "'none' for an algorithm"),
+        ({"sub": "alice", "exp": NOW_S + 60}, {"alg": 5}, "'none' for an algorithm"),
         ({"sub": "alice", "exp": NOW_S + 60, "iat": NOW_S + 5}, None, "Issued At value"),
         ({"sub": "alice", "exp": NOW_S - 1, "iat": NOW_S - 1}, None, "Expiration Time"),
         ({"sub": "alice", "exp": "soon"}, None, "exp claim is not a number"),
@@ -99,10 +107,20 @@ def test_the_client_first_message_is_read_as_kafka_reads_it() -> None:
         (b"y,,\x01auth=Bearer abc\x01\x01", "invalid OAUTHBEARER client first message"),
         (b"n,,\x01host=h\x01\x01", "'auth' not specified"),
         (b"n,,\x01auth=Bearer a b\x01\x01", "invalid 'auth' format"),
-        (b"n,,\x01auth=Basic abc\x01\x01", "invalid scheme"),
     ):
         with pytest.raises(MalformedMessage, match=re.escape(why)):
             parse_client_first(message)
+
+
+def test_what_kafka_fails_on_unexpectedly_closes_the_connection_unanswered() -> None:
+    # Kafka 4.1.1 closes the connection without a SaslAuthenticate answer for these (an
+    # IllegalArgumentException while it words the error, a NullPointerException).
+    with pytest.raises(ClosedUnanswered, match="invalid scheme"):
+        parse_client_first(b"n,,\x01auth=Basic abc\x01\x01")
+    with pytest.raises(ClosedUnanswered, match="no alg"):
+        validate_unsecured(unsecured({"sub": "a", "exp": NOW_S + 60}, {"typ": "JWT"}), NOW_MS)
+    with pytest.raises(ClosedUnanswered, match="no alg"):
+        validate_unsecured(unsecured({"sub": "a", "exp": NOW_S + 60}, {"alg": None}), NOW_MS)
 
 
 def oauth_session() -> SaslSession:
@@ -111,11 +129,18 @@ def oauth_session() -> SaslSession:
     return session
 
 
-def test_a_session_authenticates_the_tokens_subject() -> None:
+def test_a_session_authenticates_the_tokens_subject_until_its_expiry() -> None:
     session = oauth_session()
     token = unsecured({"sub": "alice", "exp": time.time() + 60})
     assert session.step(client_first(token)) == (b"", True)
     assert session.principal == "alice"
+    # As Kafka: the session lasts as long as the token (KIP-368's session lifetime), even
+    # without --sasl-session-lifetime-ms; with it, whichever ends first.
+    assert 59_000 < session.session_lifetime_ms <= 60_000
+    shorter = SaslSession(Users.of({}), ("OAUTHBEARER",), 5000, Counter())
+    assert shorter.start("OAUTHBEARER")
+    assert shorter.step(client_first(token)) == (b"", True)
+    assert shorter.session_lifetime_ms == 5000
 
 
 def test_a_refused_token_gets_the_invalid_token_challenge_then_fails_with_it() -> None:
@@ -174,3 +199,38 @@ def test_confluent_kafka_produces_over_oauthbearer_with_librdkafkas_unsecured_to
     assert counted(broker, "oauth") == 500
     done = samples(broker.scrape(), "nullbroker_authentications_total")
     assert done[(("mechanism", "OAUTHBEARER"), ("result", "succeeded"))] >= 1
+
+
+def authenticate_with(sock: socket.socket, token: bytes) -> Any:
+    """SaslHandshake OAUTHBEARER, then one SaslAuthenticate (v2): its answer, or None if the
+    broker closed the connection."""
+    assert call(sock, SaslHandshakeRequest(mechanism="OAUTHBEARER")) is not None
+    answer = call(sock, SaslAuthenticateRequest(auth_bytes=token), 2)
+    return None if answer is None else decode_response(answer, 36, 2)[1]
+
+
+@pytest.mark.clients
+def test_on_the_wire_as_kafka_answers(start_broker: StartBroker) -> None:
+    """What Kafka 4.1.1 answered the same requests: an empty error message (not null) and
+    the token's remaining life as the session's; after it, the next request closes the
+    connection; a header without alg closes it unanswered."""
+    broker = start_broker(
+        "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "--sasl-mechanisms", "OAUTHBEARER",
+    )  # fmt: skip
+    found = re.search(r"SASL_PLAINTEXT on (\S+):(\d+)", broker.wait_for_line(LISTENED, 10))
+    assert found is not None
+    address = (found[1], int(found[2]))
+    with socket.create_connection(address, timeout=10) as sock:
+        token = unsecured({"sub": "alice", "exp": time.time() + 1.5})
+        answer = authenticate_with(sock, client_first(token))
+        assert (answer.error_code, answer.error_message) == (0, "")
+        assert timedelta(seconds=1) < answer.session_lifetime <= timedelta(seconds=1.5)
+        assert call(sock, METADATA, 3) is not None
+        time.sleep(1.7)  # past the token's exp, not re-authenticated
+        assert call(sock, METADATA, 4) is None
+    with socket.create_connection(address, timeout=10) as sock:
+        no_alg = unsecured({"sub": "alice", "exp": time.time() + 60}, {"typ": "JWT"})
+        assert authenticate_with(sock, client_first(no_alg)) is None
+    log = broker.stderr_text()
+    assert "expired without re-authentication" in log and "has no alg" in log
