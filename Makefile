@@ -2,9 +2,8 @@
 # the virtual environment in .venv on first use (Python 3.11+): `make serve` with the broker
 # alone, `make test` with the test stack too (PySpark, the clients), Kafka's own Java tools,
 # Spark's Kafka connector, franz-go's kfake and its kgo test suite (built with go) in
-# .cache/; `make perf` adds
-# perf/'s client and plots to the broker. Any of them may be started at once;
-# scripts/install-venv takes a lock.
+# .cache/; `make perf` adds perf/'s client and plots to the broker. Any of them may be
+# started at once; scripts/install-venv takes a lock.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin

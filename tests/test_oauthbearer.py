@@ -29,7 +29,7 @@ from nullbroker.oauthbearer import (
     validate_unsecured,
 )
 from nullbroker.sasl import SaslSession, ToldClient, Users
-from tests.broker_process import samples
+from tests.broker_process import BrokerProcess, samples
 from tests.conftest import StartBroker
 from tests.kafka_wire import decode_response
 from tests.test_sasl import LISTENED, METADATA, call
@@ -181,18 +181,24 @@ def test_oauthbearer_alone_needs_no_users_but_a_principal_claim() -> None:
         Config(oauthbearer_principal_claim=" ")
 
 
-@pytest.mark.clients
-def test_confluent_kafka_produces_over_oauthbearer_with_librdkafkas_unsecured_token(
-    start_broker: StartBroker,
-) -> None:
+def start_oauthbearer_broker(start_broker: StartBroker) -> tuple[BrokerProcess, tuple[str, int]]:
+    """A broker whose SASL_PLAINTEXT listener offers OAUTHBEARER alone; its address."""
     broker = start_broker(
         "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
         "--sasl-mechanisms", "OAUTHBEARER",
     )  # fmt: skip
-    found = re.search(r"SASL_PLAINTEXT on (\S+:\d+)", broker.wait_for_line(LISTENED, 10))
+    found = re.search(r"SASL_PLAINTEXT on (\S+):(\d+)", broker.wait_for_line(LISTENED, 10))
     assert found is not None
+    return broker, (found[1], int(found[2]))
+
+
+@pytest.mark.clients
+def test_confluent_kafka_produces_over_oauthbearer_with_librdkafkas_unsecured_token(
+    start_broker: StartBroker,
+) -> None:
+    broker, (host, port) = start_oauthbearer_broker(start_broker)
     # librdkafka's builtin unsecured JWT: alg none, sub from principal=, iat and exp.
-    config = {"bootstrap.servers": found[1], "security.protocol": "SASL_PLAINTEXT",
+    config = {"bootstrap.servers": f"{host}:{port}", "security.protocol": "SASL_PLAINTEXT",
               "sasl.mechanisms": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": True,
               "sasl.oauthbearer.config": "principal=alice lifeSeconds=600"}  # fmt: skip
     assert produce(config, "oauth", 500) == []
@@ -214,13 +220,7 @@ def test_on_the_wire_as_kafka_answers(start_broker: StartBroker) -> None:
     """What Kafka 4.1.1 answered the same requests: an empty error message (not null) and
     the token's remaining life as the session's; after it, the next request closes the
     connection; a header without alg closes it unanswered."""
-    broker = start_broker(
-        "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-        "--sasl-mechanisms", "OAUTHBEARER",
-    )  # fmt: skip
-    found = re.search(r"SASL_PLAINTEXT on (\S+):(\d+)", broker.wait_for_line(LISTENED, 10))
-    assert found is not None
-    address = (found[1], int(found[2]))
+    broker, address = start_oauthbearer_broker(start_broker)
     with socket.create_connection(address, timeout=10) as sock:
         token = unsecured({"sub": "alice", "exp": time.time() + 1.5})
         answer = authenticate_with(sock, client_first(token))
