@@ -103,10 +103,19 @@ class SuiteRun:
         return sorted(name for name, got in self.results.items() if got == result)
 
     def report(self, names: list[str]) -> str:
-        parts = [f"--- {name}\n{''.join(self.output[name])}" for name in names]
-        if not names:  # a panic or timeout outside any test: the package's own output
-            parts.append("".join(self.package_output[-200:]))
+        parts = [f"--- {name}\n{shortened(self.output[name])}" for name in names]
+        if not names:  # a panic outside any test: the package's own output
+            parts.append(shortened(self.package_output))
         return "\n".join(parts)
+
+
+def shortened(lines: list[str], head: int = 100, tail: int = 200) -> str:
+    """A test's output, its middle left out when long: an ETL test logs thousands of lines,
+    and a panic's message comes first, its goroutines after."""
+    if len(lines) <= head + tail:
+        return "".join(lines)
+    left_out = f"[... {len(lines) - head - tail} lines ...]\n"
+    return "".join([*lines[:head], left_out, *lines[-tail:]])
 
 
 def run_suite(env: dict[str, str]) -> SuiteRun:
