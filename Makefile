@@ -1,9 +1,9 @@
 # The two commands a new user types: `make serve` and `make test`. Each creates and fills
 # the virtual environment in .venv on first use (Python 3.11+): `make serve` with the broker
 # alone, `make test` with the test stack too (PySpark, the clients), Kafka's own Java tools,
-# Spark's Kafka connector and franz-go's kfake (built with go) in .cache/; `make perf` adds
-# perf/'s client and plots to the broker. Any of them may be started at once;
-# scripts/install-venv takes a lock.
+# Spark's Kafka connector, franz-go's kfake and its kgo test suite (built with go) in
+# .cache/; `make perf` adds perf/'s client and plots to the broker. Any of them may be
+# started at once; scripts/install-venv takes a lock.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -19,6 +19,7 @@ test: $(VENV)/.installed-test bytecode
 	scripts/ensure-kafka-tools
 	scripts/ensure-spark-connector $(VENV)
 	scripts/ensure-kfake
+	scripts/ensure-kgo-suite
 	$(BIN)/pytest $(ARGS)
 	@# The whole suite ran with codec/_native.c; the codec and broker tests run again on the
 	@# pure-Python path it equals (the real-client tests drive the same code through sockets).

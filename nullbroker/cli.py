@@ -120,8 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--sasl-mechanisms",
         metavar="LIST",
-        help="the SASL mechanisms offered, comma-separated (default "
-        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512)",
+        help="the SASL mechanisms offered, comma-separated: PLAIN, SCRAM-SHA-256, "
+        "SCRAM-SHA-512, OAUTHBEARER (unsecured tokens, as Kafka's default validator) "
+        "(default PLAIN,SCRAM-SHA-256,SCRAM-SHA-512)",
+    )
+    serve.add_argument(
+        "--oauthbearer-principal-claim",
+        metavar="NAME",
+        help="the claim of an OAUTHBEARER token that names its principal (default sub)",
     )
     serve.add_argument(
         "--sasl-session-lifetime-ms",

@@ -14,6 +14,7 @@ from .cluster import MAX_BROKERS
 from .listeners import (
     CLIENT_AUTH,
     MECHANISMS,
+    OAUTHBEARER,
     PLAINTEXT,
     Listener,
     ListenerError,
@@ -63,6 +64,9 @@ class Config:
     """A TOML file of SASL users (nullbroker.sasl)."""
     sasl_mechanisms: str = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
     sasl_session_lifetime_ms: int = 0
+    oauthbearer_principal_claim: str = "sub"
+    """The claim of an OAUTHBEARER token that names its principal (Kafka's
+    unsecuredValidatorPrincipalClaimName)."""
     """How long a SASL session lasts before the client must re-authenticate (0: for ever)."""
     brokers: int = 1
     """Nodes of the cluster, on consecutive ports (nullbroker.cluster)."""
@@ -236,18 +240,23 @@ class Config:
                 f"got {self.tls_client_auth!r}"
             )
         if any(listener.sasl for listener in self.listener_specs):
-            if not self.users:
+            # OAUTHBEARER's principals come from their tokens; the other mechanisms check
+            # passwords.
+            if not self.users and set(self.sasl_mechanism_list) - {OAUTHBEARER}:
                 raise ConfigError(
                     f"{named('listeners')}: a SASL listener needs {named('users')}, "
-                    'a TOML file with [users] name = "password"'
+                    'a TOML file with [users] name = "password" (or offer only OAUTHBEARER)'
                 )
-            self.read_users()
+            if self.users:
+                self.read_users()
         unknown = [m for m in self.sasl_mechanism_list if m not in MECHANISMS]
         if unknown or not self.sasl_mechanism_list:
             raise ConfigError(
                 f"{named('sasl_mechanisms')}: choose from {', '.join(MECHANISMS)}, "
                 f"got {self.sasl_mechanisms!r}"
             )
+        if not self.oauthbearer_principal_claim.strip():
+            raise ConfigError(f"{named('oauthbearer_principal_claim')}: must not be blank")
         if self.sasl_session_lifetime_ms < 0:
             raise ConfigError(
                 f"{named('sasl_session_lifetime_ms')}: must not be negative, "

@@ -19,7 +19,8 @@ SASL_SSL = "SASL_SSL"
 PROTOCOLS = (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)
 PLAIN = "PLAIN"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-MECHANISMS = (PLAIN, *SCRAM_MECHANISMS)
+OAUTHBEARER = "OAUTHBEARER"
+MECHANISMS = (PLAIN, *SCRAM_MECHANISMS, OAUTHBEARER)
 """What SASL listeners take (--sasl-mechanisms): named here, where every broker checks its
 settings, so that only a broker with a SASL listener imports nullbroker.sasl."""
 CLIENT_AUTH = {

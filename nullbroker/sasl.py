@@ -1,5 +1,6 @@
 """SASL on SASL_PLAINTEXT and SASL_SSL listeners: PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512
-(scramp), users from `--users FILE`.
+(scramp), users from `--users FILE`; OAUTHBEARER with unsecured tokens, as Kafka's default
+validator takes them (nullbroker.oauthbearer).
 
 A connection on such a listener starts unauthenticated: it may send ApiVersions,
 SaslHandshake (v1: the mechanism; its tokens then come in SaslAuthenticate requests) and
@@ -23,7 +24,8 @@ from typing import Any
 
 from codec import ProtocolError
 
-from .listeners import PLAIN, SCRAM_MECHANISMS
+from .listeners import OAUTHBEARER, PLAIN, SCRAM_MECHANISMS
+from .oauthbearer import CONTROL_A, INVALID_TOKEN
 from .toml_files import read_table
 
 SCRAM_ITERATIONS = 4096
@@ -36,8 +38,19 @@ class UsersError(ValueError):
     """A users file that cannot be used; the message says why."""
 
 
-class WrongPassword(ValueError):
-    """PLAIN's unknown user or wrong password: the one refusal Kafka names to the client."""
+class ToldClient(ValueError):
+    """A refusal whose reason Kafka tells the client (`told`); the message is the log's."""
+
+    def __init__(self, message: str, told: str) -> None:
+        super().__init__(message)
+        self.told = told
+
+
+class WrongPassword(ToldClient):
+    """PLAIN's unknown user or wrong password."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "Authentication failed: Invalid username or password")
 
 
 class NotAuthenticated(ProtocolError):
@@ -97,8 +110,17 @@ class SaslSession:
     principal: str | None = None
     """The authenticated user."""
     expires_at: float | None = None
-    """time.monotonic() when the session ends (with --sasl-session-lifetime-ms)."""
+    """time.monotonic() when the session ends (with --sasl-session-lifetime-ms, or an
+    OAUTHBEARER token's expiry)."""
+    session_lifetime_ms: int = 0
+    """What the last SaslAuthenticate tells the client of its session: 0 (for ever, or
+    authentication not complete yet), else how long it lasts."""
     mechanism: str | None = None
+    oauth_principal_claim: str = "sub"
+    """The token claim OAUTHBEARER's principal comes from (Kafka's
+    unsecuredValidatorPrincipalClaimName)."""
+    _oauth_error: bytes | None = None
+    """The invalid_token challenge sent, awaiting the client's %x01."""
     _scram: Any = field(default=None, repr=False)
     _scram_step: int = 0
     _scram_user: str | None = None
@@ -115,7 +137,7 @@ class SaslSession:
         if self.expires_at is not None and time.monotonic() > self.expires_at:
             raise NotAuthenticated(
                 f"SASL session of {self.principal!r} expired without re-authentication "
-                "(--sasl-session-lifetime-ms)"
+                "(--sasl-session-lifetime-ms, or its OAUTHBEARER token's exp)"
             )
 
     def start(self, mechanism: str) -> bool:
@@ -123,6 +145,8 @@ class SaslSession:
         if mechanism not in self.mechanisms:
             return False
         self.mechanism = mechanism
+        self.session_lifetime_ms = 0
+        self._oauth_error = None
         self._scram = None
         self._scram_step = 0
         self._scram_user = None
@@ -135,14 +159,16 @@ class SaslSession:
             raise ValueError("SaslAuthenticate before SaslHandshake")
         if self.mechanism == PLAIN:
             return self._plain(token), True
+        if self.mechanism == OAUTHBEARER:
+            return self._oauthbearer(token)
         return self._scram_token(token)
 
     def told_client(self, failure: ValueError) -> str:
         """What Kafka tells a client whose authentication `failure` refused (the broker's
         log has the detail): PLAIN's server names a wrong user or password; anything else
         names only the phase and the mechanism, never whether the user exists."""
-        if isinstance(failure, WrongPassword):
-            return "Authentication failed: Invalid username or password"
+        if isinstance(failure, ToldClient):
+            return failure.told
         phase = "re-authentication" if self.principal is not None else "authentication"
         return (
             f"Authentication failed during {phase} due to invalid credentials with SASL "
@@ -160,6 +186,30 @@ class SaslSession:
             raise WrongPassword(f"authentication failed for user {user!r}: invalid credentials")
         self._authenticated(user)
         return b""
+
+    def _oauthbearer(self, token: bytes) -> tuple[bytes, bool]:
+        """As Kafka's OAuthBearerSaslServer: a refused token is answered with the error
+        challenge, and the client's %x01 after it fails the authentication with it."""
+        from .oauthbearer import InvalidToken, parse_client_first, validate_unsecured
+
+        error, self._oauth_error = self._oauth_error, None
+        if error is not None and token == CONTROL_A:
+            raise ToldClient(f"OAUTHBEARER token refused: {error.decode()}", error.decode())
+        first = parse_client_first(token)  # MalformedMessage: a ValueError, told generically
+        now_ms = int(time.time() * 1000)
+        try:
+            token = validate_unsecured(first.token, now_ms, self.oauth_principal_claim)
+        except InvalidToken:
+            self._oauth_error = INVALID_TOKEN
+            return INVALID_TOKEN, False
+        if first.authzid and first.authzid != token.principal:
+            told = (
+                f"Authentication failed: Client requested an authorization id ({first.authzid}) "
+                f"that is different from the token's principal name ({token.principal})"
+            )
+            raise ToldClient(told, told)
+        self._authenticated(token.principal, credential_ms=token.expires_ms - now_ms)
+        return b"", True
 
     def _scram_token(self, token: bytes) -> tuple[bytes, bool]:
         from scramp import ScramException, ScramMechanism
@@ -193,7 +243,15 @@ class SaslSession:
             raise KeyError(f"unknown user {name!r}")
         return credentials[name]
 
-    def _authenticated(self, user: str) -> None:
+    def _authenticated(self, user: str, credential_ms: float | None = None) -> None:
+        """`user` is authenticated; its session lasts --sasl-session-lifetime-ms, or as long
+        as its credential (`credential_ms`, an OAUTHBEARER token's) if sooner, as Kafka's
+        session lasts (SaslServerAuthenticator's calcCompletionTimesAndReturnSessionLifetimeMs)."""
         self.principal = user
-        if self.lifetime_ms:
-            self.expires_at = time.monotonic() + self.lifetime_ms / 1000
+        limits = [ms for ms in (self.lifetime_ms or None, credential_ms) if ms is not None]
+        if limits:
+            self.session_lifetime_ms = max(0, int(min(limits)))
+            self.expires_at = time.monotonic() + self.session_lifetime_ms / 1000
+        else:
+            self.session_lifetime_ms = 0
+            self.expires_at = None

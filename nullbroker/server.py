@@ -463,15 +463,16 @@ class BrokerServer:
             ports=self.listener_ports.get(listener.name),
         )
         if listener.sasl:
-            from .sasl import SaslSession  # imported by a SASL listener's first connection
+            from .sasl import SaslSession, Users  # imported by a SASL listener's first connection
 
             broker = self.broker
-            assert broker.sasl_users is not None
             session.sasl = SaslSession(
-                broker.sasl_users,
+                # None: only OAUTHBEARER is offered, whose principals come from tokens.
+                broker.sasl_users if broker.sasl_users is not None else Users.of({}),
                 self.config.sasl_mechanism_list,
                 self.config.sasl_session_lifetime_ms,
                 broker.stats.authentications,
+                oauth_principal_claim=self.config.oauthbearer_principal_claim,
             )
         host = peer[0]
         per_ip = self.config.max_connections_per_ip

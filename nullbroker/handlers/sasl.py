@@ -64,11 +64,13 @@ def handle_sasl_authenticate(broker: Broker, request: Request, session: Session)
         sasl.counts[mechanism, "succeeded"] += 1
     fields: dict[str, Any] = {}
     if hasattr(types.SaslAuthenticateResponse, "session_lifetime"):  # v1+ (KIP-368)
-        fields["session_lifetime"] = datetime.timedelta(milliseconds=sasl.lifetime_ms)
+        # As Kafka: 0 until authentication is complete.
+        lifetime_ms = sasl.session_lifetime_ms if complete else 0
+        fields["session_lifetime"] = datetime.timedelta(milliseconds=lifetime_ms)
     return make(
         types.SaslAuthenticateResponse,
         error_code=ErrorCode.none,
-        error_message=None,
+        error_message="",  # Kafka's: the field's default, not null
         auth_bytes=reply,
         **fields,
     )
