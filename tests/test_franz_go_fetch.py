@@ -1,0 +1,44 @@
+"""franz-go's own integration tests (the prebuilt `kgo.test` of pkg/kgo) against
+`nullbroker serve`: those that found a broker answering Fetch differently from Kafka."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.broker_process import requests_from_metrics
+from tests.conftest import StartBroker
+
+KGO_TEST = Path(os.environ.get("KGO_TEST_BINARY", "/work/kgo.test"))
+RUN_TIMEOUT_S = 120
+
+pytestmark = pytest.mark.skipif(not KGO_TEST.exists(), reason=f"no franz-go test binary {KGO_TEST}")
+
+
+def run_kgo_test(bootstrap: str, name: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "KGO_SEEDS": bootstrap, "KGO_TEST_RF": "1"}
+    return subprocess.run(
+        [str(KGO_TEST), "-test.run", f"^{name}$", "-test.v"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+
+
+def test_issue_434_a_deleted_topics_partition_does_not_end_the_fetch_wait(
+    start_broker: StartBroker,
+) -> None:
+    # TestIssue434 keeps fetching a deleted topic's partition (UNKNOWN_TOPIC_ID, kept as a
+    # retryable error) beside a live one at its log end for 15 s, with FetchMaxWait 100 ms.
+    # Kafka sets the unknown partition aside and waits: about 150 Fetch requests. Answered
+    # at once, the client sent 101,721.
+    broker = start_broker()
+    result = run_kgo_test(broker.bootstrap, "TestIssue434")
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert "--- PASS: TestIssue434" in result.stdout
+    fetches = requests_from_metrics(broker.scrape())["Fetch"]
+    assert fetches < 1_000, f"{fetches} Fetch requests in 15 s against a 100 ms max wait"
