@@ -311,11 +311,19 @@ class Broker:
     async def _answer_after(
         self, seconds: float, request: Request, body: Any, started: int
     ) -> bytes | list[Buffer] | None:
-        """The answer, `seconds` late (a latency fault), accounted as a held request."""
-        if type(body) is not CoroutineType:
-            body = _ready(body)
-        await trio.sleep(seconds)
-        return await self._answer_later(request, body, started)
+        """The answer, `seconds` late (a latency fault), accounted as a held request.
+
+        An answer already made is wrapped only after the delay, and a held handler's
+        coroutine is closed if the delay is cancelled (the client left): either left
+        unawaited, Python warns "coroutine was never awaited" when it is collected."""
+        try:
+            await trio.sleep(seconds)
+        except BaseException:
+            if type(body) is CoroutineType:
+                body.close()
+            raise
+        pending = body if type(body) is CoroutineType else _ready(body)
+        return await self._answer_later(request, pending, started)
 
     async def _answer_later(
         self, request: Request, pending: Awaitable[Any], started: int
