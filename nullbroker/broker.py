@@ -28,7 +28,7 @@ from codec.control_batch import control_batch
 from codec.framing import Buffer
 
 from . import produce_lane
-from .cluster import Cluster
+from .cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Cluster
 from .config import Config
 from .faults import Faults
 from .idle import IdleConnections
@@ -136,7 +136,11 @@ class Broker:
 
         self.config = config
         self.node_id = NODE_ID
-        self.cluster = Cluster(config.brokers)
+        internal_partitions = {
+            OFFSETS_TOPIC: config.offsets_topic_partitions,
+            TRANSACTION_STATE_TOPIC: config.transaction_state_partitions,
+        }
+        self.cluster = Cluster(config.brokers, internal_partitions=internal_partitions)
         """The nodes this process serves, and which leads what."""
         self.cluster_id = config.cluster_id
         self.stats = BrokerStats()
@@ -148,6 +152,7 @@ class Broker:
             config.auto_create,
             config.produced_record_size,
             config.retain,
+            internal_partitions,
         )
         started_ms = now_ms()
         for source in config.sources:

@@ -276,7 +276,7 @@ def test_a_group_consumer_resumes_from_its_commits_after_its_coordinator_goes_do
     )  # fmt: skip
     # A group coordinated by node 1, which can go down (node 0 stays up); its coordinator
     # is then node 2, which with two processes is the other process's.
-    group = "readers"
+    group = "consumers"
     assert Cluster(3).coordinator(group) == 1
     down = 1
 

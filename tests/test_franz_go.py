@@ -1,5 +1,5 @@
 """franz-go's own integration tests (the prebuilt `kgo.test` of pkg/kgo) against
-`nullbroker serve`: those that found a broker answering Fetch differently from Kafka."""
+`nullbroker serve`: those that found nullbroker answering differently from Kafka."""
 
 from __future__ import annotations
 
@@ -42,3 +42,18 @@ def test_issue_434_a_deleted_topics_partition_does_not_end_the_fetch_wait(
     assert "--- PASS: TestIssue434" in result.stdout
     fetches = requests_from_metrics(broker.scrape())["Fetch"]
     assert fetches < 1_000, f"{fetches} Fetch requests in 15 s against a 100 ms max wait"
+
+
+@pytest.mark.parametrize("name", ["TestConsumeRegex", "Test848RegexBrokerResolves"])
+def test_regex_subscriptions_see_consumer_offsets_as_kafkas_internal_topic(
+    start_broker: StartBroker, name: str
+) -> None:
+    # Both ask FindCoordinator, then wait for __consumer_offsets in Metadata with
+    # is_internal: franz-go's own regex skips it; Kafka's (KIP-848) matches and assigns it.
+    broker = start_broker("--group-initial-rebalance-delay-ms", "0")
+    result = run_kgo_test(broker.bootstrap, name)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert f"--- PASS: {name}" in result.stdout
+    summary = broker.stop()
+    assert "__consumer_offsets" not in summary["produced"]["topics"]
+    assert "__consumer_offsets" not in summary["fetched"]["topics"]
