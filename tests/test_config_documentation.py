@@ -22,7 +22,10 @@ DESCRIBE_CONFIGS, TOPIC_RESOURCE, BROKER_RESOURCE = 32, 2, 4
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "kafka_config_docs.py"
 
 
-def described(broker: Broker, resource_type: int, name: str, documentation: bool) -> dict[str, Any]:
+def config_entries(
+    broker: Broker, resource_type: int, name: str, documentation: bool = False
+) -> dict[str, Any]:
+    """DescribeConfigs v4 of one resource: its entries by config name."""
     t = types(DESCRIBE_CONFIGS, 4)
     resource = t.DescribeConfigsResource(
         resource_type=resource_type, resource_name=name, configuration_keys=None
@@ -32,7 +35,13 @@ def described(broker: Broker, resource_type: int, name: str, documentation: bool
         resources=(resource,), include_synonyms=False, include_documentation=documentation,
     )  # fmt: skip
     (result,) = response.results
-    return {entry.name: entry.documentation for entry in result.configs}
+    assert result.error_code.value == 0, result.error_message
+    return {entry.name: entry for entry in result.configs}
+
+
+def described(broker: Broker, resource_type: int, name: str, documentation: bool) -> dict[str, Any]:
+    entries = config_entries(broker, resource_type, name, documentation)
+    return {name: entry.documentation for name, entry in entries.items()}
 
 
 @pytest.mark.parametrize(("resource_type", "name"), [(TOPIC_RESOURCE, "t"), (BROKER_RESOURCE, "0")])

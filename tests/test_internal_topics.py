@@ -18,13 +18,14 @@ from nullbroker.cluster import internal_partition_for, java_string_hash
 from nullbroker.config import Config
 from tests.kio_calls import call, record_batch, types
 from tests.test_cluster import FIND_COORDINATOR, METADATA, ask, cluster_broker
+from tests.test_config_documentation import TOPIC_RESOURCE, config_entries
 from tests.test_fetch import fetch
 from tests.test_handlers import produce
 
 OFFSETS = "__consumer_offsets"
 TRANSACTIONS = "__transaction_state"
 GROUP_KEY, TRANSACTION_KEY = 0, 1
-DESCRIBE_CONFIGS, TOPIC_RESOURCE, DYNAMIC_TOPIC_CONFIG = 32, 2, 1
+DYNAMIC_TOPIC_CONFIG = 1
 
 
 def all_topics(broker: Broker) -> dict[str, Any]:
@@ -94,20 +95,6 @@ def test_a_metadata_request_that_may_create_topics_makes_an_internal_one() -> No
     assert len(offsets.partitions) == 7
 
 
-def describe_topic_configs(broker: Broker, name: str) -> dict[str, Any]:
-    t = types(DESCRIBE_CONFIGS, 4)
-    resource = t.DescribeConfigsResource(
-        resource_type=TOPIC_RESOURCE, resource_name=name, configuration_keys=None
-    )
-    response = call(
-        broker, DESCRIBE_CONFIGS, 4,
-        resources=(resource,), include_synonyms=False, include_documentation=False,
-    )  # fmt: skip
-    (result,) = response.results
-    assert result.error_code is ErrorCode.none
-    return {entry.name: entry for entry in result.configs}
-
-
 @pytest.mark.parametrize(
     ("key_type", "internal", "own"),
     [
@@ -125,7 +112,7 @@ def test_describe_configs_shows_the_configs_kafka_gives_its_internal_topics(
 ) -> None:
     broker = Broker(Config())
     find_coordinator(broker, key_type, "k")
-    configs = describe_topic_configs(broker, internal)
+    configs = config_entries(broker, TOPIC_RESOURCE, internal)
     set_for_topic = {
         name: entry.value
         for name, entry in configs.items()
