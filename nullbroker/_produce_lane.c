@@ -4,7 +4,8 @@
  *
  * The lane answers a request only when handlers/produce.py would take it down its common
  * path: a non-transactional request with acks, every partition's one batch
- * accepted (known topic, a partition this node leads, no source, nothing retained, magic
+ * accepted (known topic, not internal, a partition this node leads, no source, nothing
+ * retained, magic
  * v2, counts that agree, no control or transactional batch, the CRC when --verify-crc
  * asks, the next sequence of an idempotent producer already known on the partition), no
  * fault in force. It decides that
@@ -42,7 +43,7 @@
 static PyObject *s_source, *s_partitions, *s_retained, *s_log_end_offset, *s_log_start_offset,
     *s_produced, *s_records, *s_bytes, *s_batches, *s_epoch, *s_last_sequence, *s_recent,
     *s_append, *s_active, *s_latency, *s_counts, *s_sum_ns, *s_requests, *s_waiting, *s_notify,
-    *s_Produce, *s_followed, *s_name;
+    *s_Produce, *s_followed, *s_name, *s_internal;
 static PyObject *one; /* the int 1 */
 
 typedef struct {
@@ -329,6 +330,10 @@ static int plan_partitions(Lane *lane, Cursor *c, int flexible, PlannedTopic *to
     if (source == NULL) return -1;
     Py_DECREF(source);
     if (source != Py_None) return 0; /* read-only: refused the Python way */
+    PyObject *internal = PyObject_GetAttr(found, s_internal);
+    if (internal == NULL) return -1;
+    Py_DECREF(internal);
+    if (internal != Py_False) return 0; /* Kafka's own topic: refused the Python way */
     PyObject *partitions = PyObject_GetAttr(found, s_partitions);
     if (partitions == NULL) return -1;
     int result = PyList_CheckExact(partitions);
@@ -991,6 +996,7 @@ PyMODINIT_FUNC PyInit__produce_lane(void) {
         {&s_requests, "requests"},       {&s_waiting, "waiting"},
         {&s_notify, "notify"},          {&s_Produce, "Produce"},
         {&s_followed, "followed"},       {&s_name, "name"},
+        {&s_internal, "internal"},
         {&s_view, "view"},               {&s_reads, "reads"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

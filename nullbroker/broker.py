@@ -28,7 +28,7 @@ from codec.control_batch import control_batch
 from codec.framing import Buffer
 
 from . import produce_lane
-from .cluster import Cluster
+from .cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Cluster
 from .config import Config
 from .faults import Faults
 from .idle import IdleConnections
@@ -136,7 +136,11 @@ class Broker:
 
         self.config = config
         self.node_id = NODE_ID
-        self.cluster = Cluster(config.brokers)
+        internal_partitions = {
+            OFFSETS_TOPIC: config.offsets_topic_partitions,
+            TRANSACTION_STATE_TOPIC: config.transaction_state_partitions,
+        }
+        self.cluster = Cluster(config.brokers, internal_partitions=internal_partitions)
         """The nodes this process serves, and which leads what."""
         self.cluster_id = config.cluster_id
         self.stats = BrokerStats()
@@ -148,6 +152,7 @@ class Broker:
             config.auto_create,
             config.produced_record_size,
             config.retain,
+            internal_partitions,
         )
         started_ms = now_ms()
         for source in config.sources:
@@ -305,11 +310,19 @@ class Broker:
     async def _answer_after(
         self, seconds: float, request: Request, body: Any, started: int
     ) -> bytes | list[Buffer] | None:
-        """The answer, `seconds` late (a latency fault), accounted as a held request."""
-        if type(body) is not CoroutineType:
-            body = _ready(body)
-        await trio.sleep(seconds)
-        return await self._answer_later(request, body, started)
+        """The answer, `seconds` late (a latency fault), accounted as a held request.
+
+        An answer already made is wrapped only after the delay, and a held handler's
+        coroutine is closed if the delay is cancelled (the client left): either left
+        unawaited, Python warns "coroutine was never awaited" when it is collected."""
+        try:
+            await trio.sleep(seconds)
+        except BaseException:
+            if type(body) is CoroutineType:
+                body.close()
+            raise
+        pending = body if type(body) is CoroutineType else _ready(body)
+        return await self._answer_later(request, pending, started)
 
     async def _answer_later(
         self, request: Request, pending: Awaitable[Any], started: int

@@ -298,6 +298,22 @@ def build_parser() -> argparse.ArgumentParser:
         "Kafka's group.initial.rebalance.delay.ms; 0 for tests)",
     )
     serve.add_argument(
+        "--offsets-topic-partitions",
+        type=int,
+        metavar="N",
+        help="partitions of __consumer_offsets: on a cluster, the leader of the one that "
+        "holds a group coordinates it (default "
+        f"{defaults.offsets_topic_partitions}, as Kafka's offsets.topic.num.partitions)",
+    )
+    serve.add_argument(
+        "--transaction-state-partitions",
+        type=int,
+        metavar="N",
+        help="partitions of __transaction_state, likewise for transactional ids (default "
+        f"{defaults.transaction_state_partitions}, as Kafka's "
+        "transaction.state.log.num.partitions)",
+    )
+    serve.add_argument(
         "--group-consumer-heartbeat-interval-ms",
         type=int,
         metavar="MS",

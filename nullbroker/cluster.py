@@ -3,10 +3,12 @@ which node leads each partition, which coordinates each group, and leader epochs
 
 Every node shares the process's topics, groups and producers: the nodes are addresses with
 rules, as Kafka's brokers look to a client. Partition `p` of topic `t` is led by node
-`(crc32(t) + p) mod N`, a group or transactional id is coordinated by node
-`crc32(key) mod N`, so a producer spreads its batches over every node and a consumer group
-has one coordinator. A request for a partition sent to a node that does not lead it gets
-NOT_LEADER_OR_FOLLOWER, as Kafka answers, and the client refreshes its metadata.
+`(crc32(t) + p) mod N`, so a producer spreads its batches over every node. A group or
+transactional id is coordinated, as in Kafka, by the leader of the partition of
+`__consumer_offsets` (or `__transaction_state`) that holds it: `abs(key.hashCode()) mod P`,
+Java's hash, P that topic's partitions (50, Kafka's default). A request for a partition
+sent to a node that does not lead it gets NOT_LEADER_OR_FOLLOWER, as Kafka answers, and the
+client refreshes its metadata.
 
 Faults (nullbroker.faults) change the rules: a node taken down leaves Metadata and its
 partitions are led by the next live node; a moved partition is led by the node it was
@@ -24,6 +26,10 @@ import zlib
 from dataclasses import dataclass, field
 
 NO_LEADER_EPOCH = -1
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+INTERNAL_TOPIC_PARTITIONS = 50
+"""Kafka's offsets.topic.num.partitions and transaction.state.log.num.partitions."""
 _NONE: frozenset[int] = frozenset()
 MAX_BROKERS = 64
 
@@ -38,6 +44,12 @@ class Cluster:
     hosts: dict[int, str] = field(default_factory=dict)
     """Each node's host, where a node map gives them; otherwise clients are told the host
     they reached."""
+    internal_partitions: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(
+            (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC), INTERNAL_TOPIC_PARTITIONS
+        )
+    )
+    """Partitions of each internal topic, whose leaders coordinate groups and transactions."""
     generation: int = 0
     """Changes of leadership so far (faults): the leader epoch of every partition."""
     _leaders: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
@@ -177,16 +189,14 @@ class Cluster:
         leadership has changed."""
         return NO_LEADER_EPOCH if self.size == 1 else self.generation
 
-    def coordinator(self, key: str) -> int:
-        """The node that coordinates the group or transactional id `key`: its own, or the
-        next live one while it is down."""
+    def coordinator(self, key: str, topic: str = OFFSETS_TOPIC) -> int:
+        """The node that coordinates group id `key` (transactional id, with
+        `TRANSACTION_STATE_TOPIC`): the leader of the partition of that internal topic
+        that holds the key, as Kafka picks it; the next live node while it is down."""
+        if self.size == 1:
+            return 0
         self._bring_back()
-        first = zlib.crc32(key.encode())
-        for step in range(self.size):
-            node = (first + step) % self.size
-            if node not in self._down:
-                return node
-        return 0
+        return self.leader(topic, internal_partition_for(key, self.internal_partitions[topic]))
 
     def node_named(self, name: str, default: int) -> int | None:
         """The node a broker config resource names: "" (the cluster's default) is
@@ -206,3 +216,19 @@ class Cluster:
     def port(self, node: int, default: int) -> int:
         """The port clients reach `node` at (`default` before the listeners are open)."""
         return self.ports.get(node, default)
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode(), over UTF-16 code units, as a signed 32-bit int."""
+    value = 0
+    encoded = text.encode("utf-16-be")
+    for index in range(0, len(encoded), 2):
+        value = (31 * value + int.from_bytes(encoded[index : index + 2], "big")) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def internal_partition_for(key: str, partitions: int) -> int:
+    """The partition of an internal topic that holds group or transactional id `key`:
+    Kafka's Utils.abs(key.hashCode()) % partitions (Utils.abs(Integer.MIN_VALUE) is 0)."""
+    hashed = java_string_hash(key)
+    return (0 if hashed == -(1 << 31) else abs(hashed)) % partitions

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from codec import DEFAULT_MAX_FRAME_BYTES, native
 
-from .cluster import MAX_BROKERS
+from .cluster import INTERNAL_TOPIC_PARTITIONS, MAX_BROKERS
 from .listeners import (
     CLIENT_AUTH,
     MECHANISMS,
@@ -101,6 +101,10 @@ class Config:
     """Fault SPECs applied at start (nullbroker.faults)."""
     cluster_id: str = "nullbroker-cluster-0001"
     group_initial_rebalance_delay_ms: int = 3000
+    offsets_topic_partitions: int = INTERNAL_TOPIC_PARTITIONS
+    """Partitions of __consumer_offsets, whose leaders coordinate the groups it holds."""
+    transaction_state_partitions: int = INTERNAL_TOPIC_PARTITIONS
+    """Partitions of __transaction_state, likewise for transactional ids."""
     group_consumer_heartbeat_interval_ms: int = 5000
     """How often members of the new protocol's groups (KIP-848) heartbeat."""
     group_consumer_session_timeout_ms: int = 45000
@@ -181,6 +185,11 @@ class Config:
             )
         if self.retain < 0:
             raise ConfigError(f"{named('retain')}: must not be negative, got {self.retain}")
+        for setting in ("offsets_topic_partitions", "transaction_state_partitions"):
+            if getattr(self, setting) < 1:
+                raise ConfigError(
+                    f"{named(setting)}: must be at least 1, got {getattr(self, setting)}"
+                )
         if self.group_initial_rebalance_delay_ms < 0:
             raise ConfigError(
                 f"{named('group_initial_rebalance_delay_ms')}: must not be negative, "

@@ -35,6 +35,7 @@ from .config import Config
 from .control import ControlChannel
 from .fault_specs import FaultSpecError
 from .handlers import IMPORTED_ON_FIRST_USE
+from .handlers.groups import internal_topic_for
 from .producers import FIRST_PRODUCER_ID, PartitionSequences, ProducerRegistry
 from .stats import BrokerStats, peak_rss_bytes, rss_bytes
 from .topics import Topic
@@ -42,15 +43,18 @@ from .topics import Topic
 log = logging.getLogger("nullbroker")
 
 METADATA = 3
-CHANGING_KEYS = frozenset((METADATA, 19, 20, 37, 44))
-"""Metadata (when it creates a topic), CreateTopics, DeleteTopics, CreatePartitions,
-IncrementalAlterConfigs."""
+FIND_COORDINATOR = 10
+CHANGING_KEYS = frozenset((METADATA, FIND_COORDINATOR, 19, 20, 37, 44))
+"""Metadata and FindCoordinator (when they create a topic), CreateTopics, DeleteTopics,
+CreatePartitions, IncrementalAlterConfigs."""
 _KEY = struct.Struct(">h")
 
 
 def changes_cluster(broker: Broker, request: Request) -> bool:
     """Whether handling `request` changes what every worker must know."""
     body = request.body
+    if request.header.api_key == FIND_COORDINATOR:  # the first makes an internal topic
+        return broker.topics.get(internal_topic_for(body)) is None
     if request.header.api_key != METADATA:
         return not getattr(body, "validate_only", False)
     # A Metadata request creates the topics it names that do not exist, if it may.

@@ -46,6 +46,16 @@ class RetainedBatches:
         self.counters.retained_bytes = held
         return self._bases[0]
 
+    def drop_below(self, log_start: int) -> None:
+        """Let go of the batches wholly below a new log start (DeleteRecords): no Fetch can
+        read them. The batch holding `log_start` stays, as Kafka serves it."""
+        held = self.counters.retained_bytes
+        while self._ends and self._ends[0] <= log_start:
+            self._bases.popleft()
+            self._ends.popleft()
+            held -= len(self._batches.popleft())
+        self.counters.retained_bytes = held
+
     def clear(self) -> None:
         self._bases.clear()
         self._ends.clear()

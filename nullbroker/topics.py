@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from .retained import RetainedBatches
 from .source import RecordShape, SourceSpec, compressor
 from .source import now_ms as current_ms
@@ -24,6 +25,33 @@ MAX_NAME_LENGTH = 249
 # Topic ids are derived from the name, so a topic keeps its id across broker restarts and
 # test runs; a topic re-created after deletion gets a new one, as in Kafka.
 _ID_NAMESPACE = uuid.UUID("6f1c2b8e-5a57-4c0e-9b5e-6e756c6c6b72")
+
+INTERNAL_TOPIC_CONFIGS: dict[str, dict[str, str]] = {
+    # As Kafka 4.1.1 creates them (its group and transaction coordinators), and
+    # DescribeConfigs reports them as the topic's own. min.insync.replicas: Kafka's default
+    # transaction.state.log.min.isr is 2, which a one-replica Kafka (and nullbroker is one)
+    # cannot meet, so the reference runs with 1.
+    OFFSETS_TOPIC: {
+        "cleanup.policy": "compact",
+        "compression.type": "producer",
+        "segment.bytes": "104857600",
+    },
+    TRANSACTION_STATE_TOPIC: {
+        "cleanup.policy": "compact",
+        "compression.type": "uncompressed",
+        "min.insync.replicas": "1",
+        "segment.bytes": "104857600",
+        "unclean.leader.election.enable": "false",
+    },
+}
+"""Kafka's internal topics: made when first needed (FindCoordinator, or a Metadata request
+that may create topics), reported with is_internal, refused to producers, and served to
+consumers as empty logs (nullbroker keeps commits and transactions in memory, as state,
+not as records)."""
+
+
+def is_internal(name: str) -> bool:
+    return name in INTERNAL_TOPIC_CONFIGS
 
 
 def invalid_name_reason(name: str | None) -> str | None:
@@ -87,6 +115,8 @@ class Topic:
     configs: dict[str, str] = field(default_factory=dict)
     retain: int = 0
     """Bytes of produced batches each partition keeps for Fetch (--retain); 0: none."""
+    internal: bool = False
+    """One of Kafka's internal topics: read-only to clients, and its log is always empty."""
 
     def add_partitions(self, total: int) -> None:
         """Grow to `total` partitions; new ones start at offset 0 (a bounded source topic's
@@ -97,11 +127,13 @@ class Topic:
             else 0
         )
         for i in range(len(self.partitions), total):
-            produced = self.counters_for.produced(self.name, i)
-            partition = Partition(
-                i, produced, self.counters_for.fetched(self.name, i), log_end_offset=initial_end
-            )
-            if self.retain and self.source is None:
+            if self.internal:  # no user data: kept out of the broker's accounts
+                produced, fetched = PartitionCounters(), FetchCounters()
+            else:
+                produced = self.counters_for.produced(self.name, i)
+                fetched = self.counters_for.fetched(self.name, i)
+            partition = Partition(i, produced, fetched, log_end_offset=initial_end)
+            if self.retain and self.source is None and not self.internal:
                 partition.retained = RetainedBatches(self.retain, produced)
             self.partitions.append(partition)
 
@@ -129,6 +161,7 @@ class TopicRegistry:
         auto_create: bool = True,
         produced_record_size: int = 100,
         retain: int = 0,
+        internal_partitions: dict[str, int] | None = None,
     ) -> None:
         self.counters_for = counters_for
         self.default_partitions = default_partitions
@@ -140,6 +173,9 @@ class TopicRegistry:
         processes answers UNKNOWN_TOPIC_OR_PARTITION instead, as Kafka does, and the
         client's next Metadata request creates it in every process."""
         self.retain = retain
+        self.internal_partitions = internal_partitions or {}
+        """Partitions of each internal topic, by name (Kafka's offsets.topic.num.partitions
+        and transaction.state.log.num.partitions)."""
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._by_id_bytes: dict[bytes, Topic] = {}
@@ -184,6 +220,9 @@ class TopicRegistry:
         generation = self._generation.get(name, 0)
         self._generation[name] = generation + 1
         seed = name if generation == 0 else f"{name}#{generation}"
+        internal = is_internal(name)
+        if internal:
+            configs = {**INTERNAL_TOPIC_CONFIGS[name], **(configs or {})}
         records = self.produced_records
         if source is not None:
             records = RecordShape(
@@ -205,14 +244,24 @@ class TopicRegistry:
             source=source,
             configs=dict(configs or {}),
             retain=self.retain,
+            internal=internal,
         )
         topic.add_partitions(
-            partitions or (source.partitions if source else 0) or self.default_partitions
+            partitions
+            or (source.partitions if source else 0)
+            or self.internal_partitions.get(name, 0)
+            or self.default_partitions
         )
         self._by_name[name] = topic
         self._by_id[topic.id] = topic
         self._by_id_bytes[topic.id.bytes] = topic
         return topic
+
+    def internal(self, name: str) -> Topic:
+        """Internal topic `name`, made now if it does not exist yet (a client's first
+        FindCoordinator for a group or a transactional id)."""
+        topic = self._by_name.get(name)
+        return self.create(name) if topic is None else topic
 
     def get_or_auto_create(self, name: str) -> Topic | None:
         """The topic, auto-created if allowed and the name is legal; None otherwise."""

@@ -71,6 +71,16 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def random_cluster_id() -> str:
+    """A KRaft cluster id: a uuid in URL-safe base64 without padding (22 characters). One
+    that starts with '-' would read as an option to StorageTool; Kafka's own Uuid.randomUuid
+    draws again for it, and so does this."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 class KafkaBroker:
     """A running Kafka 4.1.1 node, stopped (and its folder removed, unless `keep`) on exit."""
 
@@ -139,8 +149,7 @@ class KafkaBroker:
         )
         text += "".join(f"{name}={value}\n" for name, value in self.properties.items())
         config.write_text(text)
-        # A KRaft cluster id is a base64 (URL-safe, unpadded) uuid of 22 characters.
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = random_cluster_id()
         classpath = f"{LIB}/*"
         subprocess.run(
             ["java", "-cp", classpath, "kafka.tools.StorageTool", "format", "--standalone",

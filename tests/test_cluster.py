@@ -68,7 +68,9 @@ def test_partitions_are_led_round_the_nodes_from_a_hash_of_the_topic() -> None:
     first = zlib.crc32(b"orders") % 3
     assert [cluster.leader("orders", p) for p in range(4)] == [(first + p) % 3 for p in range(4)]
     assert set(cluster.leaders("orders", 6)) == {0, 1, 2}
-    assert cluster.coordinator("group-a") == zlib.crc32(b"group-a") % 3
+    # As Kafka: the leader of the partition of __consumer_offsets holding the group,
+    # abs("group-a".hashCode()) % 50 = 293427347 % 50 (Java's, checked) = 47.
+    assert cluster.coordinator("group-a") == cluster.leader("__consumer_offsets", 47)
     assert Cluster(1).leaders("orders", 4) == (0, 0, 0, 0)
     assert Cluster(1).leader_epoch("orders", 0) == -1 and cluster.leader_epoch("orders", 0) == 0
 

@@ -5,6 +5,8 @@ consumer group across a node going down and a leader moving."""
 
 from __future__ import annotations
 
+import gc
+import inspect
 import json
 import random
 import statistics
@@ -12,13 +14,16 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kio.schema.errors import ErrorCode
 
+from nullbroker.broker import Broker
 from nullbroker.cluster import Cluster
 from nullbroker.config import Config, ConfigError
 from nullbroker.fault_specs import Fault, FaultSpecError
@@ -31,8 +36,10 @@ from tests.broker_process import (
     samples,
 )
 from tests.conftest import StartBroker
+from tests.kio_calls import SESSION, fetch_frame, record_batch, request_frame, types
 from tests.module_command import run_module
 from tests.test_cluster import group_consumer, read_until
+from tests.test_handlers import produce
 
 
 @pytest.mark.parametrize(
@@ -269,7 +276,7 @@ def test_a_group_consumer_resumes_from_its_commits_after_its_coordinator_goes_do
     )  # fmt: skip
     # A group coordinated by node 1, which can go down (node 0 stays up); its coordinator
     # is then node 2, which with two processes is the other process's.
-    group = "readers"
+    group = "consumers"
     assert Cluster(3).coordinator(group) == 1
     down = 1
 
@@ -403,3 +410,37 @@ def test_a_consumer_over_its_fetch_quota_is_throttled_and_reads_exactly(
         reader.close()
     assert seen == {(0, offset) for offset in range(3000)}
     assert max(throttled, default=0) > 0
+
+
+@pytest.mark.parametrize("api", ["Metadata", "Fetch"], ids=["answer made", "answer held"])
+def test_a_client_leaving_during_a_latency_fault_leaves_no_coroutine_unawaited(api: str) -> None:
+    # The delayed answer once wrapped the answer in a coroutine before sleeping, and did not
+    # close a held one: a client leaving during the sleep left it unawaited, and Python
+    # warned when it was collected (here, when trio's run ends).
+    broker = Broker(Config())
+    produce(broker, "t", 0, record_batch(1))
+    broker.faults.add(f"latency:api={api},ms=60000")
+    if api == "Metadata":
+        frame = request_frame(
+            3,
+            12,
+            types(3, 12).MetadataRequest(
+                topics=None,
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )
+    else:
+        frame = fetch_frame("t", 1, max_wait_ms=60_000)
+
+    async def client_leaves() -> None:
+        answer = broker.answer(frame, SESSION)
+        assert inspect.isawaitable(answer), "the latency fault must delay the answer"
+        with trio.move_on_after(0.05):  # the client leaves: its task is cancelled
+            await answer
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trio.run(client_leaves)
+        gc.collect()
+    assert [str(w.message) for w in caught if w.category is RuntimeWarning] == []

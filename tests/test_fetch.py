@@ -361,6 +361,80 @@ async def test_an_error_is_answered_at_once_even_with_max_wait() -> None:
     assert response.responses[0].partitions[0].error_code is ErrorCode.unknown_topic_or_partition
 
 
+# Kafka 4.1.1 (checked): a partition of an unknown topic (by id or by name) or an unknown
+# index is set aside and the rest waits max_wait_ms (a deleted topic's partition beside a
+# live one: answered after 1003 ms of 1000); an offset out of range is answered at once.
+STRANGER = uuid.UUID("00000000-0000-4000-8000-000000000001")
+
+
+@pytest.mark.parametrize(
+    ("version", "unknown"),
+    [(16, (STRANGER, [(0, 0, MIB)])), (12, ("nope", [(0, 0, MIB)])), (16, None)],
+    ids=["unknown topic id", "unknown topic name", "unknown partition"],
+)
+async def test_an_unknown_topic_or_partition_is_set_aside_while_the_others_wait(
+    version: int, unknown: tuple[str | uuid.UUID, Sequence[PartitionAsk]] | None
+) -> None:
+    b = Broker(Config())
+    produce(b, "t", 0, record_batch(3))
+    topic = b.topics.get("t")
+    assert topic is not None
+    at_end: PartitionAsk = (0, 3, MIB)
+    asked = [(topic_key(topic, version), [at_end] if unknown else [at_end, (5, 0, MIB)])]
+    if unknown is not None:
+        asked.append(unknown)
+    body = fetch_request(version, asked, max_wait_ms=60_000)
+    responses: list[Any] = []
+
+    async def consumer() -> None:
+        frame = await answer_async(b, request_frame(FETCH, version, body))
+        responses.append(decode_response(FETCH, version, frame)[1])
+
+    with trio.fail_after(CEILING_S):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(consumer)
+            await trio.testing.wait_all_tasks_blocked()
+            assert responses == [], "the partition at the log end is still waited on"
+            produce(b, "t", 0, record_batch(2))
+    partitions = [p for t in responses[0].responses for p in t.partitions]
+    assert [p.error_code for p in partitions] == [
+        ErrorCode.none,
+        ErrorCode.unknown_topic_or_partition if unknown is None or version < 13
+        else ErrorCode.unknown_topic_id,
+    ]  # fmt: skip
+    assert offsets_of(partitions[0].records) == [0, 1, 2, 3, 4]
+
+
+async def test_a_held_fetch_beside_an_unknown_topic_returns_after_max_wait() -> None:
+    b = Broker(Config())
+    produce(b, "t", 0, record_batch(3))
+    topic = b.topics.get("t")
+    assert topic is not None
+    asked = [(topic.id, [(0, 3, MIB)]), (STRANGER, [(0, 0, MIB)])]
+    body = fetch_request(16, asked, max_wait_ms=SHORT_WAIT_MS)
+    answer = b.answer(request_frame(FETCH, 16, body), SESSION)
+    assert inspect.isawaitable(answer), "a deleted topic's partition must not end the wait"
+    started = trio.current_time()
+    with trio.fail_after(CEILING_S):
+        frame = answered(await answer)
+    assert trio.current_time() - started >= SHORT_WAIT_MS / 1000 * 0.9
+    unknown = decode_response(FETCH, 16, frame)[1].responses[1].partitions[0]
+    assert unknown.error_code is ErrorCode.unknown_topic_id
+
+
+async def test_an_offset_out_of_range_beside_a_partition_at_the_log_end_is_answered_at_once() -> (
+    None
+):
+    b, topic = source_broker()
+    asked = [(topic.id, [(0, RECORDS, MIB), (1, RECORDS + 5, MIB)])]
+    body = fetch_request(16, asked, max_wait_ms=60_000)
+    answer = answered(
+        b.answer(request_frame(FETCH, 16, body), SESSION), "a failed read ends the wait"
+    )
+    errors = [p.error_code for p in decode_response(FETCH, 16, answer)[1].responses[0].partitions]
+    assert errors == [ErrorCode.none, ErrorCode.offset_out_of_range]
+
+
 @pytest.mark.parametrize("version", [12, 13, 16])
 @pytest.mark.parametrize("names_a_topic", [False, True], ids=["no topics", "no partitions"])
 async def test_a_fetch_naming_no_partition_is_answered_at_once(

@@ -30,6 +30,7 @@ from tests.test_cluster import node_ports
 from tests.test_faults import faults_url, http
 
 METADATA = 3
+FIND_COORDINATOR = 10
 WORKERS = re.compile(r"^processes: (?P<count>\d+) workers, (?P<rest>.*)$")
 
 
@@ -238,3 +239,22 @@ def test_retained_batches_move_with_their_partition_to_the_other_process(
         consumer.close()
     # What the old leader kept came with the partition: every record, as produced.
     assert read == [(offset, f"v{offset}".encode()) for offset in range(150)]
+
+
+async def test_the_first_find_coordinator_makes_consumer_offsets_in_every_process(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--brokers", "3", "--processes", "2", "--offsets-topic-partitions", "5")
+    ports = node_ports(broker)
+    request_types = types(FIND_COORDINATOR, 4)
+    stream = FrameStream(await trio.open_tcp_stream("127.0.0.1", ports[1]))
+    try:
+        await stream.send_request(
+            request_types.FindCoordinatorRequest(key_type=0, coordinator_keys=("g",))
+        )
+        _, body = decode_response(await stream.receive_frame(), FIND_COORDINATOR, 4)
+    finally:
+        await stream.stream.aclose()
+    assert body.coordinators[0].error_code is ErrorCode.none
+    seen = [await topic_ids_at(port, ["__consumer_offsets"]) for port in ports]
+    assert all(view == seen[0] for view in seen) and seen[0]["__consumer_offsets"][1] == 5

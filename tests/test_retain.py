@@ -4,18 +4,24 @@ Kafka's own kafka-e2e-latency checking every message it reads back."""
 
 from __future__ import annotations
 
+import datetime
 import re
 import subprocess
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from kio.schema.errors import ErrorCode
 
+from nullbroker.broker import Broker
+from nullbroker.config import Config
 from nullbroker.retained import RetainedBatches
 from nullbroker.stats import PartitionCounters
 from perf import java_perf
 from tests.broker_process import BrokerProcess, metric_total
 from tests.conftest import StartBroker
-from tests.kio_calls import record_batch
+from tests.kio_calls import call, record_batch, types
+from tests.test_fetch import fetch_one, offsets_of
+from tests.test_handlers import produce as produce_request
 
 
 def test_batches_are_kept_with_their_offsets_and_the_oldest_dropped_past_the_capacity() -> None:
@@ -114,3 +120,38 @@ def test_without_retain_kafka_e2e_latency_sees_synthetic_values_and_fails(
     start_broker: StartBroker,
 ) -> None:
     assert kafka_e2e_latency(start_broker(), 5).returncode != 0
+
+
+def delete_records_below(broker: Broker, topic: str, offset: int) -> int:
+    """DeleteRecords for partition 0 of `topic`; the new log start it answers."""
+    t = types(21, 2)
+    asked = t.DeleteRecordsPartition(partition_index=0, offset=offset)
+    response = call(
+        broker,
+        21,
+        2,
+        topics=(t.DeleteRecordsTopic(name=topic, partitions=(asked,)),),
+        timeout=datetime.timedelta(seconds=5),
+    )
+    (result,) = response.topics[0].partitions
+    assert result.error_code is ErrorCode.none
+    return int(result.low_watermark)
+
+
+def test_delete_records_lets_go_of_the_retained_batches_wholly_below_the_new_log_start() -> None:
+    broker = Broker(Config(retain=1 << 20))
+    batch = record_batch(10)
+    for _ in range(5):
+        produce_request(broker, "t", 0, batch)
+    counters = broker.stats.produced[("t", 0)]
+    assert counters.retained_bytes == 5 * len(batch)
+
+    # Offset 25 is inside the batch of 20-29: it stays, as Kafka serves it from there.
+    assert delete_records_below(broker, "t", 25) == 25
+    assert counters.retained_bytes == 3 * len(batch)
+    data = fetch_one(broker, broker.topics.get("t"), 16, 0, 25)
+    assert offsets_of(data.records) == list(range(20, 50))
+    assert broker.stats.fetched[("t", 0)].records == 25
+
+    assert delete_records_below(broker, "t", -1) == 50  # up to the high watermark
+    assert counters.retained_bytes == 0

@@ -269,13 +269,30 @@ def handle_describe_configs(broker: Broker, request: Request, session: Session) 
                         if include_synonyms
                         else (),
                         config_type=entry.type,
-                        documentation=entry.documentation if include_documentation else None,
+                        documentation=_documentation(resource.resource_type, entry)
+                        if include_documentation
+                        else None,
                     )
                     for entry in entries
                 ),
             )
         )
     return make(types.DescribeConfigsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
+
+
+def _documentation(resource_type: int, entry: ConfigEntry) -> str | None:
+    """Kafka's own text for a config (the table nullbroker.config_documentation, made from
+    Kafka's answer, imported at the first request that asks); None where it has none."""
+    if entry.documentation is not None:
+        return entry.documentation
+    from .. import config_documentation
+
+    table = (
+        config_documentation.TOPIC
+        if resource_type == TOPIC_RESOURCE
+        else config_documentation.BROKER
+    )
+    return table.get(entry.name)
 
 
 HANDLERS = {

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
+from ..cluster import OFFSETS_TOPIC
+
 if TYPE_CHECKING:
     from ..broker import Broker, Session
     from ..topics import Topic
@@ -62,11 +64,14 @@ class Refusal(Exception):
         self.message = message
 
 
-def coordinated_elsewhere(broker: Broker, session: Session, key: str) -> bool:
-    """Whether another node of the cluster coordinates the group or transactional id
-    `key`: Kafka then answers NOT_COORDINATOR, and the client asks FindCoordinator again."""
+def coordinated_elsewhere(
+    broker: Broker, session: Session, key: str, internal: str = OFFSETS_TOPIC
+) -> bool:
+    """Whether another node of the cluster coordinates the group id `key` (or the
+    transactional id, with `internal` TRANSACTION_STATE_TOPIC): Kafka then answers
+    NOT_COORDINATOR, and the client asks FindCoordinator again."""
     cluster = broker.cluster
-    return cluster.size > 1 and cluster.coordinator(key) != session.node_id
+    return cluster.size > 1 and cluster.coordinator(key, internal) != session.node_id
 
 
 def client_host(session: Session) -> str:

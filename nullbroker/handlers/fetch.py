@@ -64,6 +64,10 @@ class _Answer:
     bytes: int = 0
     served: list[tuple[Partition, int, int]] = field(default_factory=list)
     errors: list[ErrorCode] = field(default_factory=list)
+    readable: int = 0
+    """Partitions of topics and indexes that exist: those the request waits on."""
+    read_error: bool = False
+    """Whether reading one of them failed (offset out of range, not the leader, a fault)."""
 
 
 def handle_fetch(broker: Broker, request: Request, session: Session) -> Any:
@@ -78,14 +82,18 @@ def handle_fetch(broker: Broker, request: Request, session: Session) -> Any:
     return _held(broker, request, wanted, deadline_ms, session.node_id)
 
 
+# Partitions Kafka sets aside before reading (KafkaApis.handleFetchRequest): answered with
+# their error when the response goes, while the request waits on the others.
+SET_ASIDE = frozenset({ErrorCode.unknown_topic_id, ErrorCode.unknown_topic_or_partition})
+
+
 def _enough(answer: _Answer, body: Any) -> bool:
-    return answer.bytes >= max(body.min_bytes, 1) or bool(answer.errors) or _names_nothing(body)
-
-
-def _names_nothing(body: Any) -> bool:
-    """A Fetch for no partition at all: a Java consumer closing its fetch session sends
-    one, and Kafka answers it at once (held, every close() would take fetch.max.wait.ms)."""
-    return not any(topic.partitions for topic in body.topics)
+    """Whether to answer now, as Kafka's ReplicaManager.fetchMessages decides: enough
+    bytes, or a partition whose read failed; or nothing to wait on, such as a Fetch for
+    no partition at all (a Java consumer closing its fetch session: held, every close()
+    would take fetch.max.wait.ms). A partition of a deleted topic is set aside, so a
+    consumer still asking for it waits as long as it asked (franz-go's TestIssue434)."""
+    return answer.bytes >= max(body.min_bytes, 1) or answer.read_error or not answer.readable
 
 
 async def _held(
@@ -169,6 +177,7 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
             stable = -1
             aborted: Sequence[tuple[int, int]] = ()
             if topic is not None and partition is not None:
+                answer.readable += 1
                 topic.advance(now)
                 log_start, log_end = partition.log_start_offset, partition.log_end_offset
                 transactions = partition.transactions
@@ -211,6 +220,8 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
                     error = ErrorCode.offset_out_of_range
             if error is not ErrorCode.none:
                 answer.errors.append(error)
+                if error not in SET_ASIDE:
+                    answer.read_error = True
             # Records are never null: librdkafka rejects a flexible response with null records.
             partitions.append(
                 FetchPartition(

@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 from codec import Request
 from codec.entities import has_field, make, response_module
 
+from ..cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from ..groups import (
     MAX_OFFSET_METADATA_BYTES,
     NO_LEADER_EPOCH,
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 OFFSET_COMMIT = 8
 OFFSET_FETCH = 9
 FIND_COORDINATOR = 10
+GROUP_KEY = 0
+TRANSACTION_KEY = 1
 JOIN_GROUP = 11
 HEARTBEAT = 12
 LEAVE_GROUP = 13
@@ -68,9 +71,13 @@ FIRST_DESCRIBE_WITH_GROUP_ID_NOT_FOUND = 6
 def handle_find_coordinator(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     types = response_module(FIND_COORDINATOR, version)
+    internal = internal_topic_for(request.body)
+    # Kafka makes the internal topic on the first FindCoordinator that needs it (and answers
+    # COORDINATOR_NOT_AVAILABLE until it exists); here it is made at once, and answered.
+    broker.topics.internal(internal)
 
     def coordinator(key: str) -> dict[str, Any]:
-        node = broker.cluster.coordinator(key)
+        node = broker.cluster.coordinator(key, internal)
         address = session.node(broker.cluster, node)
         return {
             "node_id": node,
@@ -92,6 +99,14 @@ def handle_find_coordinator(broker: Broker, request: Request, session: Session) 
     return make(
         types.FindCoordinatorResponse, throttle_time=NO_THROTTLE, **coordinator(request.body.key)
     )
+
+
+def internal_topic_for(find_coordinator: Any) -> str:
+    """The internal topic whose partition leaders coordinate what a FindCoordinator request
+    asks for: transactional ids, or groups."""
+    if getattr(find_coordinator, "key_type", GROUP_KEY) == TRANSACTION_KEY:
+        return TRANSACTION_STATE_TOPIC
+    return OFFSETS_TOPIC
 
 
 def _ms(duration: datetime.timedelta) -> int:

@@ -11,7 +11,7 @@ from kio.schema.errors import ErrorCode
 from codec import Request
 from codec.entities import is_nullable, make, response_module
 
-from ..topics import Topic, invalid_name_reason
+from ..topics import Topic, invalid_name_reason, is_internal
 from .common import (
     CLUSTER_OPERATIONS,
     NO_THROTTLE,
@@ -98,7 +98,7 @@ def _topic(types: Any, broker: Broker, topic: Topic, include_operations: bool) -
         error_code=ErrorCode.none,
         name=topic.name,
         topic_id=topic.id,
-        is_internal=False,
+        is_internal=topic.internal,
         partitions=tuple(
             make(
                 partition_type,
@@ -126,7 +126,7 @@ def _topic_error(
         error_code=counted(broker, error),
         name=name,
         topic_id=topic_id or UUID(int=0),
-        is_internal=False,
+        is_internal=name is not None and is_internal(name),  # as Kafka: by the name alone
         partitions=(),
         topic_authorized_operations=authorized_operations(False, 0),
     )
@@ -211,7 +211,7 @@ def handle_describe_topic_partitions(broker: Broker, request: Request, session: 
                 error_code=ErrorCode.none,
                 name=name,
                 topic_id=topic.id,
-                is_internal=False,
+                is_internal=topic.internal,
                 partitions=tuple(
                     make(
                         types.DescribeTopicPartitionsResponsePartition,

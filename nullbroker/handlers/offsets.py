@@ -128,6 +128,8 @@ def handle_delete_records(broker: Broker, request: Request, session: Session) ->
                 else:
                     error = ErrorCode.none
                     partition.log_start_offset = max(partition.log_start_offset, target)
+                    if partition.retained is not None:
+                        partition.retained.drop_below(partition.log_start_offset)
                 low_watermark = partition.log_start_offset
             partitions.append(
                 make(

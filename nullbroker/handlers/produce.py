@@ -16,7 +16,8 @@ from codec.produce import (
 )
 
 from .. import null_sink
-from ..topics import Topic, invalid_name_reason
+from ..cluster import TRANSACTION_STATE_TOPIC
+from ..topics import Topic, invalid_name_reason, is_internal
 from .common import NO_THROTTLE, counted, led_elsewhere
 
 if TYPE_CHECKING:
@@ -100,11 +101,15 @@ def _resolve_topic(broker: Broker, topic_data: Any) -> tuple[Topic | None, Error
     name = getattr(topic_data, "name", None)
     if name is None:
         topic = broker.topics.by_id(topic_data.topic_id)
+        if topic is not None and topic.internal:
+            return None, ErrorCode.invalid_topic_exception
         return topic, ErrorCode.unknown_topic_id
     topic = broker.topics.get(name)
-    if topic is not None:  # the common case: a known topic, whose name was checked once
+    if topic is not None and not topic.internal:  # the common case: a known topic
         return topic, ErrorCode.none
-    if invalid_name_reason(name) is not None:
+    # Kafka refuses an internal topic to producers whether it exists or not ("Cannot
+    # append to internal topic"), and never makes one for them.
+    if is_internal(name) or invalid_name_reason(name) is not None:
         return None, ErrorCode.invalid_topic_exception
     topics = broker.topics
     topic = topics.get_or_auto_create(name) if topics.produce_auto_creates else None
@@ -119,7 +124,9 @@ def handle_init_producer_id(broker: Broker, request: Request, session: Session) 
     error = ErrorCode.none
     if body.transactional_id is None:
         producer_id, epoch = broker.producers.init_producer(asked_id, asked_epoch)
-    elif broker.cluster.coordinator(body.transactional_id) != session.node_id:
+    elif broker.cluster.coordinator(body.transactional_id, TRANSACTION_STATE_TOPIC) != (
+        session.node_id
+    ):
         error, producer_id, epoch = ErrorCode.not_coordinator, -1, -1
     else:
         error, producer_id, epoch = broker.transactions.init(

@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 from codec import Request
 from codec.entities import make, response_module
 
+from ..cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from ..groups import NO_LEADER_EPOCH, CommittedOffset
 from ..transactions import TransactionError, TxnState
 from .common import NO_THROTTLE, coordinated_elsewhere, counted, led_elsewhere
@@ -36,9 +37,12 @@ FIRST_PRODUCER_FENCED_VERSION = 2
 """Before these versions (KIP-588), clients know a fenced producer as INVALID_PRODUCER_EPOCH."""
 
 
-def _refused(broker: Broker, session: Session, transactional_id: str) -> ErrorCode | None:
-    """NOT_COORDINATOR when another node coordinates the id, as for groups."""
-    if coordinated_elsewhere(broker, session, transactional_id):
+def _refused(
+    broker: Broker, session: Session, key: str, internal: str = TRANSACTION_STATE_TOPIC
+) -> ErrorCode | None:
+    """NOT_COORDINATOR when another node coordinates the transactional id (or, with
+    `internal` OFFSETS_TOPIC, the group id), as for groups."""
+    if coordinated_elsewhere(broker, session, key, internal):
         return ErrorCode.not_coordinator
     return None
 
@@ -51,11 +55,12 @@ def _coordinated(
     version: int,
     change: Callable[..., object],
     *arguments: Any,
+    internal: str = TRANSACTION_STATE_TOPIC,
 ) -> ErrorCode:
     """A transactional request's error: NOT_COORDINATOR on the wrong node (`key` decides
     the node), else what `change` (a call on the transaction coordinator, given the body's
     transactional id, producer id and epoch, then `arguments`) refused it with, else none."""
-    refused = _refused(broker, session, key)
+    refused = _refused(broker, session, key, internal)
     if refused is not None:
         return refused
     try:
@@ -206,7 +211,7 @@ def handle_txn_offset_commit(broker: Broker, request: Request, session: Session)
     # The group's coordinator answers: the group id decides the node.
     error = _coordinated(
         broker, session, body.group_id, body, version,
-        _stage_offsets, broker, body, version, wanted,
+        _stage_offsets, broker, body, version, wanted, internal=OFFSETS_TOPIC,
     )  # fmt: skip
     return make(
         types.TxnOffsetCommitResponse,
