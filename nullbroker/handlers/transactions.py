@@ -34,6 +34,12 @@ FIRST_BATCHED_ADD_PARTITIONS_VERSION = 4
 """AddPartitionsToTxn v4+ (KIP-890) carries a list of transactions; brokers send it."""
 FIRST_PRODUCER_FENCED_VERSION = 2
 """Before these versions (KIP-588), clients know a fenced producer as INVALID_PRODUCER_EPOCH."""
+FIRST_BUMPING_END_TXN_VERSION = 5
+"""EndTxn v5+ is transactions v2 (KIP-890): every end bumps the producer's epoch."""
+FIRST_ADDING_TXN_OFFSET_COMMIT_VERSION = 5
+"""TxnOffsetCommit v5+ is transactions v2: it adds its group to the transaction itself."""
+FIRST_ABORTABLE_TXN_OFFSET_COMMIT_VERSION = 4
+"""TxnOffsetCommit v4+ knows TRANSACTION_ABORTABLE (KIP-890); older ones INVALID_TXN_STATE."""
 
 
 def _refused(broker: Broker, session: Session, transactional_id: str) -> ErrorCode | None:
@@ -169,21 +175,28 @@ def handle_add_offsets_to_txn(broker: Broker, request: Request, session: Session
 
 
 def handle_end_txn(broker: Broker, request: Request, session: Session) -> Any:
+    """The end of a transaction; from v5 (transactions v2) the answer carries the producer's
+    id and epoch after it, bumped, or -1 and -1 when refused, as Kafka's."""
     version = request.header.api_version
     body = request.body
-    error = _coordinated(
-        broker, session, body.transactional_id, body, version,
-        broker.transactions.end, body.committed,
-    )  # fmt: skip
+    bump = version >= FIRST_BUMPING_END_TXN_VERSION
+    producer = (-1, -1)
+    error = _refused(broker, session, body.transactional_id)
+    if error is None:
+        try:
+            producer = broker.transactions.end(
+                body.transactional_id, body.producer_id, body.producer_epoch, body.committed, bump
+            )
+            error = ErrorCode.none
+        except TransactionError as refused:
+            error = _for_version(refused.code, version)
     types = response_module(END_TXN, version)
-    fields: dict[str, Any] = {}
-    if version >= 5:  # KIP-890: the producer's id and epoch after the transaction
-        fields = {"producer_id": body.producer_id, "producer_epoch": body.producer_epoch}
     return make(
         types.EndTxnResponse,
         throttle_time=NO_THROTTLE,
         error_code=counted(broker, error),
-        **fields,
+        producer_id=producer[0],
+        producer_epoch=producer[1],
     )
 
 
@@ -207,7 +220,13 @@ def handle_txn_offset_commit(broker: Broker, request: Request, session: Session)
     error = _coordinated(
         broker, session, body.group_id, body, version,
         broker.transactions.stage_offsets, body.group_id, wanted,
+        version >= FIRST_ADDING_TXN_OFFSET_COMMIT_VERSION,
     )  # fmt: skip
+    if (
+        error is ErrorCode.transaction_abortable
+        and version < FIRST_ABORTABLE_TXN_OFFSET_COMMIT_VERSION
+    ):
+        error = ErrorCode.invalid_txn_state
     return make(
         types.TxnOffsetCommitResponse,
         throttle_time=NO_THROTTLE,
