@@ -24,13 +24,15 @@ from nullbroker.broker import Broker
 from nullbroker.config import Config
 from nullbroker.producers import MAX_EPOCH
 from perf.kafka_broker import KafkaBroker
+from tests.broker_process import BrokerProcess, samples
 from tests.conftest import StartBroker
+from tests.kafka_tools import requires_kafka_tools, run_tool
 from tests.kafka_wire import FrameStream
 
 from .kio_calls import call, record_batch, types
 
 PRODUCE, INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, END_TXN = 0, 22, 24, 26
-TXN_OFFSET_COMMIT, OFFSET_FETCH, CREATE_TOPICS = 28, 9, 19
+TXN_OFFSET_COMMIT, OFFSET_FETCH, LIST_TRANSACTIONS, CREATE_TOPICS = 28, 9, 66, 19
 DESCRIBE_TRANSACTIONS = 65
 FIND_COORDINATOR, GROUP_KEY, TRANSACTION_KEY, GROUP = 10, 0, 1, "tv2-group"
 TOPIC = "orders"
@@ -288,17 +290,43 @@ def test_an_exhausted_epoch_goes_on_as_a_new_producer_id_and_a_retry_is_answered
     assert script.end(commit=True) == (ErrorCode.none, new_id, 0)
 
 
+def test_list_transactions_v2_keeps_the_ids_its_pattern_matches_whole() -> None:
+    b = Broker(Config())
+    for transactional_id in ("orders-1", "orders-2", "payments"):
+        call(b, INIT_PRODUCER_ID, 5, **init_fields(transactional_id))
+
+    def listed(pattern: str | None) -> tuple[ErrorCode, list[str]]:
+        answer = call(
+            b,
+            LIST_TRANSACTIONS,
+            2,
+            state_filters=(),
+            producer_id_filters=(),
+            duration_filter=-1,
+            transactional_id_pattern=pattern,
+        )
+        ids = sorted(state.transactional_id for state in answer.transaction_states)
+        return answer.error_code, ids
+
+    everything = (ErrorCode.none, ["orders-1", "orders-2", "payments"])
+    assert listed(None) == listed("") == everything
+    assert listed("orders") == (ErrorCode.none, [])
+    assert listed("orders-.*") == (ErrorCode.none, ["orders-1", "orders-2"])
+    assert listed("[unclosed") == (ErrorCode.invalid_regular_expression, [])
+
+
 # Kafka as the oracle: the same requests to both brokers, the same answers.
 
 RETRIABLE = {
     ErrorCode.concurrent_transactions,
     ErrorCode.coordinator_not_available,
     ErrorCode.coordinator_load_in_progress,
+    ErrorCode.not_coordinator,
     ErrorCode.not_leader_or_follower,
     ErrorCode.unknown_topic_or_partition,
 }
-"""What Kafka answers while it writes markers or elects a new topic's leader; nullbroker
-never does. A step is sent again after them."""
+"""What Kafka answers while it writes markers, loads its coordinators or elects a new
+topic's leader; nullbroker never does. A step is sent again after them."""
 ATTEMPTS = 100
 PAUSE_SECONDS = 0.1
 
@@ -472,3 +500,33 @@ async def test_every_answer_is_kafkas(kafka: KafkaBroker, start_broker: StartBro
     kafkas, ours = answers
     assert ours == kafkas
     assert kafkas[6] == ("none", 1), "Kafka bumps the epoch at a commit (transactions v2)"
+
+
+# Kafka's Java producer
+
+
+@requires_kafka_tools
+def test_kafkas_java_producer_runs_transactions_v2_its_epoch_bumped_at_every_commit(
+    start_broker: StartBroker,
+) -> None:
+    broker: BrokerProcess = start_broker("--partitions", "2")
+    output = run_tool(
+        "kafka-producer-perf-test", "--topic", "tv2", "--num-records", "5000",
+        "--record-size", "100", "--throughput", "-1", "--transactional-id", "tv2-perf",
+        "--transaction-duration-ms", "50",
+        "--producer-props", f"bootstrap.servers={broker.bootstrap}",
+    )  # fmt: skip
+    assert output.strip().splitlines()[-1].startswith("5000 records sent"), output
+    commits = samples(broker.scrape(), "nullbroker_transactions_total")[(("outcome", "committed"),)]
+    described = run_tool(
+        "kafka-transactions", "--bootstrap-server", broker.bootstrap, "describe",
+        "--transactional-id", "tv2-perf",
+    )  # fmt: skip
+    header, row = described.strip().splitlines()[-2:]
+    fields = dict(zip(header.split(), row.split(), strict=False))
+    # From epoch 0 at InitProducerId, one bump per commit.
+    assert int(fields["ProducerEpoch"]) == commits >= 1
+    summary = broker.stop()
+    # Transactions v2: partitions join by Produce, no AddPartitionsToTxn.
+    assert "AddPartitionsToTxn" not in summary["requests"]
+    assert summary["requests"]["EndTxn"] == commits

@@ -5,6 +5,7 @@ change is nullbroker.transactions'."""
 from __future__ import annotations
 
 import datetime
+import re
 import time
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -302,9 +303,20 @@ def _datetime(ms: int) -> datetime.datetime:
 
 def handle_list_transactions(broker: Broker, request: Request, session: Session) -> Any:
     """What `kafka-transactions list` shows: the ids this node coordinates, filtered by
-    state, producer id and (v1) how long their transaction has been open."""
+    state, producer id, (v1) how long their transaction has been open and (v2) a regular
+    expression the whole id matches."""
     types = response_module(LIST_TRANSACTIONS, request.header.api_version)
     body = request.body
+    try:
+        pattern = re.compile(getattr(body, "transactional_id_pattern", None) or "")
+    except re.error:
+        return make(
+            types.ListTransactionsResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=counted(broker, ErrorCode.invalid_regular_expression),
+            unknown_state_filters=(),
+            transaction_states=(),
+        )
     known = {state.value for state in TxnState}
     states = set(body.state_filters)
     producers = set(body.producer_id_filters)
@@ -319,6 +331,7 @@ def handle_list_transactions(broker: Broker, request: Request, session: Session)
         )
         for transaction in broker.transactions.transactions.values()
         if _refused(broker, session, transaction.transactional_id) is None
+        and (not pattern.pattern or pattern.fullmatch(transaction.transactional_id))
         and (not states or transaction.state.value in states)
         and (not producers or transaction.producer_id in producers)
         and (
