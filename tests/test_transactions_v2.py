@@ -6,7 +6,8 @@ epoch is fenced. Older versions keep transactions v1. The answers asserted here 
 the shared Kafka 4.1.1 gave to the same requests; test_every_answer_is_kafkas replays the
 sequence against the session's Kafka and compares.
 
-In-process tests call a Broker with kio entities; one test runs Kafka's Java producer."""
+In-process tests call a Broker with kio entities; Kafka's Java producer runs transactions v2
+in test_java_tools.py."""
 
 from __future__ import annotations
 
@@ -24,9 +25,7 @@ from nullbroker.broker import Broker
 from nullbroker.config import Config
 from nullbroker.producers import MAX_EPOCH
 from perf.kafka_broker import KafkaBroker
-from tests.broker_process import BrokerProcess, samples
 from tests.conftest import StartBroker
-from tests.kafka_tools import requires_kafka_tools, run_tool
 from tests.kafka_wire import FrameStream
 
 from .kio_calls import call, record_batch, types
@@ -63,26 +62,33 @@ def init_fields(transactional_id: str, version: int = 5) -> dict[str, Any]:
 
 
 def produce_fields(
-    version: int, producer: tuple[int, int], sequence: int, partition: int = 0
+    version: int,
+    producer: tuple[int, int],
+    sequence: int,
+    partition: int = 0,
+    topic: str = TOPIC,
+    transactional_id: str = TRANSACTIONAL_ID,
 ) -> dict[str, Any]:
     t = types(PRODUCE, version)
     batch = transactional_batch(*producer, sequence)
     return {
-        "transactional_id": TRANSACTIONAL_ID,
+        "transactional_id": transactional_id,
         "acks": -1,
         "timeout": datetime.timedelta(seconds=5),
         "topic_data": (
             t.TopicProduceData(
-                name=TOPIC,
+                name=topic,
                 partition_data=(t.PartitionProduceData(index=partition, records=batch),),
             ),
         ),
     }
 
 
-def end_fields(producer: tuple[int, int], commit: bool) -> dict[str, Any]:
+def end_fields(
+    producer: tuple[int, int], commit: bool, transactional_id: str = TRANSACTIONAL_ID
+) -> dict[str, Any]:
     return {
-        "transactional_id": TRANSACTIONAL_ID,
+        "transactional_id": transactional_id,
         "producer_id": producer[0],
         "producer_epoch": producer[1],
         "committed": commit,
@@ -99,20 +105,26 @@ def add_fields(producer: tuple[int, int], partition: int = 0) -> dict[str, Any]:
     }
 
 
-def offset_commit_fields(version: int, producer: tuple[int, int], group: str) -> dict[str, Any]:
+def offset_commit_fields(
+    version: int,
+    producer: tuple[int, int],
+    group: str,
+    topic: str = TOPIC,
+    transactional_id: str = TRANSACTIONAL_ID,
+) -> dict[str, Any]:
     t = types(TXN_OFFSET_COMMIT, version)
     partition = t.TxnOffsetCommitRequestPartition(
         partition_index=0, committed_offset=5, committed_leader_epoch=-1, committed_metadata=None
     )
     return {
-        "transactional_id": TRANSACTIONAL_ID,
+        "transactional_id": transactional_id,
         "group_id": group,
         "producer_id": producer[0],
         "producer_epoch": producer[1],
         "generation_id": -1,
         "member_id": "",
         "group_instance_id": None,
-        "topics": (t.TxnOffsetCommitRequestTopic(name=TOPIC, partitions=(partition,)),),
+        "topics": (t.TxnOffsetCommitRequestTopic(name=topic, partitions=(partition,)),),
     }
 
 
@@ -353,13 +365,6 @@ class Remote:
             await trio.sleep(PAUSE_SECONDS)
         raise AssertionError(f"still {error(answer)} after {ATTEMPTS} attempts")
 
-    def _ids(self, fields: dict[str, Any]) -> dict[str, Any]:
-        fields = dict(fields)
-        for name in fields:
-            if name.endswith("transactional_id"):
-                fields[name] = self.transactional_id
-        return fields
-
     async def find_coordinator(self, key_type: int, key: str) -> None:
         """As clients do first: Kafka makes its transaction state or offsets topic then."""
         await self.request(
@@ -376,12 +381,9 @@ class Remote:
         return answer.error_code.name, answer.producer_epoch
 
     async def produce(self, version: int, epoch: int, sequence: int, partition: int) -> str:
-        fields = self._ids(produce_fields(version, (self.producer[0], epoch), sequence, partition))
-        t = types(PRODUCE, version)
-        fields["topic_data"] = (
-            t.TopicProduceData(
-                name=self.topic, partition_data=fields["topic_data"][0].partition_data
-            ),
+        producer = (self.producer[0], epoch)
+        fields = produce_fields(
+            version, producer, sequence, partition, self.topic, self.transactional_id
         )
         answer = await self.request(
             PRODUCE, version, lambda a: a.responses[0].partition_responses[0].error_code, **fields
@@ -389,7 +391,7 @@ class Remote:
         return str(answer.responses[0].partition_responses[0].error_code.name)
 
     async def end(self, version: int, epoch: int, commit: bool) -> tuple[str, int]:
-        fields = self._ids(end_fields((self.producer[0], epoch), commit))
+        fields = end_fields((self.producer[0], epoch), commit, self.transactional_id)
         answer = await self.request(END_TXN, version, lambda a: a.error_code, **fields)
         new_epoch = getattr(answer, "producer_epoch", -1)
         if answer.error_code is ErrorCode.none and version >= 5:
@@ -414,13 +416,8 @@ class Remote:
 
     async def commit_offsets(self, version: int, epoch: int) -> str:
         await self.find_coordinator(GROUP_KEY, GROUP)
-        fields = self._ids(offset_commit_fields(version, (self.producer[0], epoch), GROUP))
-        t = types(TXN_OFFSET_COMMIT, version)
-        fields["topics"] = (
-            t.TxnOffsetCommitRequestTopic(
-                name=self.topic, partitions=fields["topics"][0].partitions
-            ),
-        )
+        producer = (self.producer[0], epoch)
+        fields = offset_commit_fields(version, producer, GROUP, self.topic, self.transactional_id)
         answer = await self.request(
             TXN_OFFSET_COMMIT, version, lambda a: a.topics[0].partitions[0].error_code, **fields
         )
@@ -500,33 +497,3 @@ async def test_every_answer_is_kafkas(kafka: KafkaBroker, start_broker: StartBro
     kafkas, ours = answers
     assert ours == kafkas
     assert kafkas[6] == ("none", 1), "Kafka bumps the epoch at a commit (transactions v2)"
-
-
-# Kafka's Java producer
-
-
-@requires_kafka_tools
-def test_kafkas_java_producer_runs_transactions_v2_its_epoch_bumped_at_every_commit(
-    start_broker: StartBroker,
-) -> None:
-    broker: BrokerProcess = start_broker("--partitions", "2")
-    output = run_tool(
-        "kafka-producer-perf-test", "--topic", "tv2", "--num-records", "5000",
-        "--record-size", "100", "--throughput", "-1", "--transactional-id", "tv2-perf",
-        "--transaction-duration-ms", "50",
-        "--producer-props", f"bootstrap.servers={broker.bootstrap}",
-    )  # fmt: skip
-    assert output.strip().splitlines()[-1].startswith("5000 records sent"), output
-    commits = samples(broker.scrape(), "nullbroker_transactions_total")[(("outcome", "committed"),)]
-    described = run_tool(
-        "kafka-transactions", "--bootstrap-server", broker.bootstrap, "describe",
-        "--transactional-id", "tv2-perf",
-    )  # fmt: skip
-    header, row = described.strip().splitlines()[-2:]
-    fields = dict(zip(header.split(), row.split(), strict=False))
-    # From epoch 0 at InitProducerId, one bump per commit.
-    assert int(fields["ProducerEpoch"]) == commits >= 1
-    summary = broker.stop()
-    # Transactions v2: partitions join by Produce, no AddPartitionsToTxn.
-    assert "AddPartitionsToTxn" not in summary["requests"]
-    assert summary["requests"]["EndTxn"] == commits
