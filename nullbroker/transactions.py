@@ -374,7 +374,8 @@ class TransactionCoordinator:
         transaction.bumped = bump
         marker = Marker(transaction.producer_id, transaction.epoch, commit)
         for topic, index in sorted(transaction.partitions if opened else ()):
-            self._write_marker(topic, index, marker)
+            if self._write_marker(topic, index, marker):
+                self._producers.marker_written(marker.producer_id, marker.epoch, topic, index)
         if commit:
             for group, offsets in transaction.offsets.items():
                 self._commit_offsets(group, offsets)

@@ -32,7 +32,7 @@ from .kio_calls import call, record_batch, types
 
 PRODUCE, INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, END_TXN = 0, 22, 24, 26
 TXN_OFFSET_COMMIT, OFFSET_FETCH, LIST_TRANSACTIONS, CREATE_TOPICS = 28, 9, 66, 19
-DESCRIBE_TRANSACTIONS = 65
+DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS = 61, 65
 FIND_COORDINATOR, GROUP_KEY, TRANSACTION_KEY, GROUP = 10, 0, 1, "tv2-group"
 TOPIC = "orders"
 TRANSACTIONAL_ID = "tv2"
@@ -235,6 +235,13 @@ def test_after_a_bump_the_old_epoch_is_fenced_and_sequences_start_again_at_zero(
     script.end(commit=True)
     assert script.produce(12, 2, epoch=epoch) == (ErrorCode.invalid_producer_epoch, -1)
     assert script.produce(12, 4) == (ErrorCode.out_of_order_sequence_number, -1)
+    # The partition's producer state took the marker's epoch: its sequences start afresh,
+    # and a batch of the epoch before is fenced there too, sent without transactional id.
+    ((_, state),) = script.broker.producers.on_partition(TOPIC, 0)
+    assert (state.epoch, state.last_sequence) == (epoch + 1, -1)
+    stale = produce_fields(12, (producer_id, epoch), 2) | {"transactional_id": None}
+    answer = call(script.broker, PRODUCE, 12, **stale).responses[0].partition_responses[0]
+    assert answer.error_code is ErrorCode.invalid_producer_epoch
     assert script.produce(12, 0) == (ErrorCode.none, 3)
     assert script.produce(12, 0) == (ErrorCode.none, 3)  # a duplicate
     assert script.end(commit=False) == (ErrorCode.none, producer_id, epoch + 2)
@@ -423,6 +430,18 @@ class Remote:
         )
         return str(answer.topics[0].partitions[0].error_code.name)
 
+    async def producers(self, partition: int) -> list[tuple[int, int, int]]:
+        """DescribeProducers: each producer's epoch, last sequence and open transaction's
+        first offset on the partition."""
+        t = types(DESCRIBE_PRODUCERS, 0)
+        asked = t.TopicRequest(name=self.topic, partition_indexes=(partition,))
+        answer = await self.stream.request(t.DescribeProducersRequest(topics=(asked,)))
+        (described,) = answer.topics[0].partitions
+        return [
+            (state.producer_epoch, state.last_sequence, state.current_txn_start_offset)
+            for state in described.active_producers
+        ]
+
     async def verify(self, version: int, epoch: int, partition: int) -> str:
         t = types(ADD_PARTITIONS_TO_TXN, version)
         transaction = t.AddPartitionsToTxnTransaction(
@@ -481,6 +500,8 @@ async def transactions_v2_script(remote: Remote) -> list[Any]:
         await remote.end(5, 9, commit=True),
         await remote.init(),
         await remote.end(4, 4, commit=False),
+        await remote.producers(0),
+        await remote.producers(1),
     ]
     return answers
 
