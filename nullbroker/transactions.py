@@ -305,6 +305,15 @@ class TransactionCoordinator:
             raise TransactionError(ErrorCode.transaction_abortable)
         transaction.offsets.setdefault(group, {}).update(offsets)
 
+    def staged_offsets(self, group: str) -> set[tuple[str, int]]:
+        """The partitions of `group` whose offsets an open transaction has staged."""
+        return {
+            partition
+            for transaction in self.transactions.values()
+            if transaction.state is TxnState.ONGOING
+            for partition in transaction.offsets.get(group, ())
+        }
+
     def end(
         self, transactional_id: str, producer_id: int, epoch: int, commit: bool, bump: bool
     ) -> tuple[int, int]:

@@ -296,6 +296,33 @@ def test_txn_offset_commit_v5_adds_its_group_and_commits_with_the_transaction(
     assert committed == (5 if error is ErrorCode.none else -1)
 
 
+def test_a_require_stable_offset_fetch_waits_out_offsets_an_open_transaction_staged() -> None:
+    script = Script()
+    group = "tv2-stable"
+    call(script.broker, TXN_OFFSET_COMMIT, 5, **offset_commit_fields(5, script.producer, group))
+    t = types(OFFSET_FETCH, 8)
+
+    def fetched(require_stable: bool) -> list[tuple[int, int, ErrorCode]]:
+        asked = t.OffsetFetchRequestTopics(name=TOPIC, partition_indexes=(0, 1))
+        answer = call(
+            script.broker,
+            OFFSET_FETCH,
+            8,
+            require_stable=require_stable,
+            groups=(t.OffsetFetchRequestGroup(group_id=group, topics=(asked,)),),
+        )
+        return [
+            (partition.partition_index, partition.committed_offset, partition.error_code)
+            for partition in answer.groups[0].topics[0].partitions
+        ]
+
+    none = ErrorCode.none
+    assert fetched(True) == [(0, -1, ErrorCode.unstable_offset_commit), (1, -1, none)]
+    assert fetched(False) == [(0, -1, none), (1, -1, none)]
+    script.end(commit=True)
+    assert fetched(True) == [(0, 5, none), (1, -1, none)]
+
+
 def test_an_exhausted_epoch_goes_on_as_a_new_producer_id_and_a_retry_is_answered() -> None:
     script = Script()
     producer_id, _ = script.producer
@@ -430,6 +457,20 @@ class Remote:
         )
         return str(answer.topics[0].partitions[0].error_code.name)
 
+    async def stable_offsets(self) -> list[tuple[int, int, str]]:
+        """OffsetFetch v8 with require_stable (KIP-447) of the group's partitions 0 and 1."""
+        t = types(OFFSET_FETCH, 8)
+        asked = t.OffsetFetchRequestTopics(name=self.topic, partition_indexes=(0, 1))
+        group = t.OffsetFetchRequestGroup(group_id=GROUP, topics=(asked,))
+        answer = await self.stream.request(
+            t.OffsetFetchRequest(groups=(group,), require_stable=True)
+        )
+        return [
+            (partition.partition_index, partition.committed_offset, partition.error_code.name)
+            for topic in answer.groups[0].topics
+            for partition in topic.partitions
+        ]
+
     async def producers(self, partition: int) -> list[tuple[int, int, int]]:
         """DescribeProducers: each producer's epoch, last sequence and open transaction's
         first offset on the partition."""
@@ -494,7 +535,9 @@ async def transactions_v2_script(remote: Remote) -> list[Any]:
         await remote.produce(12, 1, 0, partition=0),
         await remote.commit_offsets(4, 1),
         await remote.commit_offsets(5, 1),
+        await remote.stable_offsets(),
         await remote.end(5, 1, commit=False),
+        await remote.stable_offsets(),
         await remote.end(4, 1, commit=False),
         await remote.end(5, 2, commit=False),
         await remote.end(5, 9, commit=True),

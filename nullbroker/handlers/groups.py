@@ -342,7 +342,9 @@ def handle_offset_fetch(broker: Broker, request: Request, session: Session) -> A
     if hasattr(body, "groups"):  # v8+: a batch of groups
         groups = []
         for asked in body.groups:
-            error, topics = _fetched_offsets(broker, session, types, asked.group_id, asked.topics)
+            error, topics = _fetched_offsets(
+                broker, session, types, asked.group_id, asked.topics, body.require_stable
+            )
             groups.append(
                 make(
                     types.OffsetFetchResponseGroup,
@@ -352,7 +354,10 @@ def handle_offset_fetch(broker: Broker, request: Request, session: Session) -> A
                 )
             )
         return make(types.OffsetFetchResponse, throttle_time=NO_THROTTLE, groups=tuple(groups))
-    error, topics = _fetched_offsets(broker, session, types, body.group_id, body.topics)
+    require_stable = getattr(body, "require_stable", False)
+    error, topics = _fetched_offsets(
+        broker, session, types, body.group_id, body.topics, require_stable
+    )
     if error is not ErrorCode.none and not has_field(types.OffsetFetchResponse, "error_code"):
         # v1 has no group-level error: every partition asked for carries it.
         topics = tuple(
@@ -380,17 +385,21 @@ def _fetched_offsets(
     types: Any,
     group_id: str,
     asked_topics: Iterable[Any] | None,
+    require_stable: bool = False,
 ) -> tuple[ErrorCode, tuple[Any, ...]]:
     """One group's committed offsets, for the topics asked (all of them for null);
-    -1 where nothing is committed."""
+    -1 where nothing is committed. With `require_stable` (KIP-447), a partition whose
+    offset an open transaction has staged is UNSTABLE_OFFSET_COMMIT until it ends: the
+    consumer asks again, and an exactly-once pipeline does not read its input twice."""
     if not group_id:
         return ErrorCode.invalid_group_id, ()
     if coordinated_elsewhere(broker, session, group_id):
         return ErrorCode.not_coordinator, ()
     committed = broker.groups.committed(group_id) or {}
+    unstable = _staged_in_transactions(broker, group_id) if require_stable else set()
     topic_type = getattr(types, "OffsetFetchResponseTopics", None) or types.OffsetFetchResponseTopic
     if asked_topics is None:
-        return ErrorCode.none, _all_committed(broker, types, topic_type, committed)
+        return ErrorCode.none, _all_committed(broker, types, topic_type, committed, unstable)
     topics = []
     for asked in asked_topics:
         error = ErrorCode.none
@@ -409,6 +418,8 @@ def _fetched_offsets(
                 topic_id=getattr(asked, "topic_id", None),
                 partitions=tuple(
                     _fetched_partition(types, index, partitions.get(index), error)
+                    if (name, index) not in unstable
+                    else _fetched_partition(types, index, None, ErrorCode.unstable_offset_commit)
                     for index in asked.partition_indexes
                 ),
             )
@@ -416,8 +427,18 @@ def _fetched_offsets(
     return ErrorCode.none, tuple(topics)
 
 
+def _staged_in_transactions(broker: Broker, group_id: str) -> set[tuple[str, int]]:
+    if "transactions" not in vars(broker):
+        return set()  # no transactional producer yet: nothing staged
+    return broker.transactions.staged_offsets(group_id)
+
+
 def _all_committed(
-    broker: Broker, types: Any, topic_type: Any, committed: dict[str, dict[int, CommittedOffset]]
+    broker: Broker,
+    types: Any,
+    topic_type: Any,
+    committed: dict[str, dict[int, CommittedOffset]],
+    unstable: set[tuple[str, int]],
 ) -> tuple[Any, ...]:
     by_id = has_field(topic_type, "topic_id")
     topics = []
@@ -433,6 +454,8 @@ def _all_committed(
                 topic_id=topic.id if topic is not None else None,
                 partitions=tuple(
                     _fetched_partition(types, index, partitions[index], ErrorCode.none)
+                    if (name, index) not in unstable
+                    else _fetched_partition(types, index, None, ErrorCode.unstable_offset_commit)
                     for index in sorted(partitions)
                 ),
             )
