@@ -4,7 +4,7 @@ Nothing here touches a socket, a clock or a thread, so all of it is testable and
 benchmarkable in isolation.
 """
 
-from .apis import API_VERSIONS_KEY, KAFKA_4_RANGES, ApiRange, api_name
+from .apis import API_VERSIONS_KEY, KAFKA_4_RANGES, NOT_SERVED, ApiRange, advertised, api_name
 from .errors import (
     FrameTooLarge,
     InvalidFrameSize,
@@ -34,6 +34,7 @@ __all__ = [
     "API_VERSIONS_KEY",
     "DEFAULT_MAX_FRAME_BYTES",
     "KAFKA_4_RANGES",
+    "NOT_SERVED",
     "ApiRange",
     "FrameReader",
     "FrameTooLarge",
@@ -47,6 +48,7 @@ __all__ = [
     "UndecodableRequest",
     "UnsupportedApi",
     "UnsupportedVersion",
+    "advertised",
     "api_name",
     "check_served",
     "crc_matches",

@@ -1,13 +1,15 @@
 """The table of Kafka APIs: keys, names, version ranges, header versions, schemas.
 
-Version ranges are those an Apache Kafka 4.x broker advertises (KIP-896 removed the old
-ones), capped at what kio defines. Schema modules are imported lazily, per (key, version)
-actually used: importing all of kio's schemas costs about 27 MiB.
+Version ranges are those Apache Kafka 4.1.1's broker advertises (KIP-896 removed the old
+ones; versions Kafka marks unstable are left out, as Kafka leaves them out of ApiVersions),
+and tests/test_api_versions_as_kafka.py compares them with a running Kafka's answer. Schema
+modules are imported lazily, per (key, version) actually used: importing all of kio's
+schemas costs about 27 MiB.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -35,10 +37,10 @@ def _ranges(*rows: tuple[int, str, int, int]) -> dict[int, ApiRange]:
 KAFKA_4_RANGES: dict[int, ApiRange] = _ranges(
     (0, "Produce", 3, 13),
     (1, "Fetch", 4, 18),
-    (2, "ListOffsets", 1, 11),
+    (2, "ListOffsets", 1, 10),
     (3, "Metadata", 0, 13),
-    (8, "OffsetCommit", 2, 10),
-    (9, "OffsetFetch", 1, 10),
+    (8, "OffsetCommit", 2, 9),
+    (9, "OffsetFetch", 1, 9),
     (10, "FindCoordinator", 0, 6),
     (11, "JoinGroup", 0, 9),
     (12, "Heartbeat", 0, 4),
@@ -51,7 +53,7 @@ KAFKA_4_RANGES: dict[int, ApiRange] = _ranges(
     (19, "CreateTopics", 2, 7),
     (20, "DeleteTopics", 1, 6),
     (21, "DeleteRecords", 0, 2),
-    (22, "InitProducerId", 0, 6),
+    (22, "InitProducerId", 0, 5),
     (23, "OffsetForLeaderEpoch", 2, 4),
     (24, "AddPartitionsToTxn", 0, 5),
     (25, "AddOffsetsToTxn", 0, 4),
@@ -66,14 +68,68 @@ KAFKA_4_RANGES: dict[int, ApiRange] = _ranges(
     (60, "DescribeCluster", 0, 2),
     (61, "DescribeProducers", 0, 0),
     (65, "DescribeTransactions", 0, 0),
-    (66, "ListTransactions", 0, 1),
+    (66, "ListTransactions", 0, 2),
     (68, "ConsumerGroupHeartbeat", 0, 1),
     (69, "ConsumerGroupDescribe", 0, 1),
     (75, "DescribeTopicPartitions", 0, 0),
 )
 """Every API nullbroker may serve; the broker advertises the subset it has handlers for."""
 
+ADVERTISED_MIN_VERSIONS: dict[int, int] = {0: 0}
+"""Where ApiVersions advertises below the served range, as Kafka 4 does: Produce from v0
+(KAFKA-18659: librdkafka judges from Produce v0 being listed whether a broker takes gzip,
+snappy and lz4 batches, librdkafka#4956), while a Produce below v3 closes the connection,
+in Kafka and here."""
+
+NOT_SERVED: dict[int, str] = {
+    23: "OffsetForLeaderEpoch: Metadata reports no leader epochs (-1), so clients never ask",
+    27: "WriteTxnMarkers: broker to broker; nullbroker's coordinator writes its markers itself",
+    29: "DescribeAcls: no authorizer (every client may do everything)",
+    30: "CreateAcls: no authorizer (every client may do everything)",
+    31: "DeleteAcls: no authorizer (every client may do everything)",
+    33: "AlterConfigs: the legacy whole-set form; IncrementalAlterConfigs (44) is served",
+    34: "AlterReplicaLogDirs: no log directories, the storage is /dev/null",
+    35: "DescribeLogDirs: no log directories, the storage is /dev/null",
+    38: "CreateDelegationToken: no delegation tokens",
+    39: "RenewDelegationToken: no delegation tokens",
+    40: "ExpireDelegationToken: no delegation tokens",
+    41: "DescribeDelegationToken: no delegation tokens",
+    43: "ElectLeaders: leaders come from the node map, never elected",
+    45: "AlterPartitionReassignments: replicas come from the node map, never moved",
+    46: "ListPartitionReassignments: replicas come from the node map, never moved",
+    48: "DescribeClientQuotas: no client quotas",
+    49: "AlterClientQuotas: no client quotas",
+    50: "DescribeUserScramCredentials: SASL users come from the settings",
+    51: "AlterUserScramCredentials: SASL users come from the settings",
+    55: "DescribeQuorum: KRaft controller API, no quorum here",
+    57: "UpdateFeatures: the features are fixed, Kafka 4.1's",
+    64: "UnregisterBroker: KRaft controller API, no quorum here",
+    74: "ListConfigResources: no client-metrics resources (KIP-714)",
+    76: "ShareGroupHeartbeat: share groups (KIP-932) not served yet",
+    77: "ShareGroupDescribe: share groups (KIP-932) not served yet",
+    78: "ShareFetch: share groups (KIP-932) not served yet",
+    79: "ShareAcknowledge: share groups (KIP-932) not served yet",
+    80: "AddRaftVoter: KRaft controller API, no quorum here",
+    81: "RemoveRaftVoter: KRaft controller API, no quorum here",
+    83: "InitializeShareGroupState: the share coordinator's, share groups not served yet",
+    84: "ReadShareGroupState: the share coordinator's, share groups not served yet",
+    85: "WriteShareGroupState: the share coordinator's, share groups not served yet",
+    86: "DeleteShareGroupState: the share coordinator's, share groups not served yet",
+    87: "ReadShareGroupStateSummary: the share coordinator's, share groups not served yet",
+    90: "DescribeShareGroupOffsets: share groups (KIP-932) not served yet",
+    91: "AlterShareGroupOffsets: share groups (KIP-932) not served yet",
+    92: "DeleteShareGroupOffsets: share groups (KIP-932) not served yet",
+}
+"""The APIs Kafka 4.1.1 lists in ApiVersions that nullbroker does not serve, each with why:
+the one list of differences tests/test_api_versions_as_kafka.py allows."""
+
 API_VERSIONS_KEY = 18
+
+
+def advertised(api: ApiRange) -> ApiRange:
+    """The range ApiVersions lists for a served API (ADVERTISED_MIN_VERSIONS)."""
+    low = ADVERTISED_MIN_VERSIONS.get(api.key)
+    return api if low is None else replace(api, min_version=low)
 
 
 def api_name(key: int) -> str:

@@ -124,6 +124,15 @@ class ProducerRegistry:
         state.last_sequence = last_sequence
         state.recent.append(RecentBatch(first_sequence, last_sequence, base_offset))
 
+    def marker_written(self, producer_id: int, epoch: int, topic: str, partition: int) -> None:
+        """A transaction's marker of `epoch` went into the partition. From a newer epoch
+        (transactions v2 bump it at every end) the producer starts there afresh, as Kafka's
+        producer state does: its sequences from 0, a batch of the epoch before fenced."""
+        key = (producer_id, topic, partition)
+        state = self._sequences.get(key)
+        if state is None or state.epoch < epoch:
+            self._sequences[key] = PartitionSequences(epoch)
+
     def sequences_table(self) -> dict[tuple[int, str, int], PartitionSequences]:
         """The sequence state by (producer id, topic, partition), itself, not a copy: the
         Produce lane (nullbroker/produce_lane.py) checks and moves it in C."""

@@ -7,6 +7,12 @@ commits, and ends it: a commit or abort marker takes one offset in every partiti
 transaction wrote, as in Kafka, and staged offsets are committed to their groups only on a
 commit. A transaction left open past its timeout is aborted by the broker.
 
+Transactions v2 (KIP-890 part 2, Kafka 4.1's finalized transaction.version=2): a producer
+adds partitions by producing to them (Produce v12+) and groups by committing to them
+(TxnOffsetCommit v5+), and each EndTxn v5 bumps its epoch, the markers carrying the new one:
+a zombie's batches of the old epoch are fenced at once, and the producer's sequences start
+again from 0. Older clients (transactions v1) add partitions first, and keep their epoch.
+
 A partition keeps, for Fetch, the spans of offsets written transactionally (by whom), its
 markers, its aborted transactions, and the first offset of each transaction still open: the
 last stable offset, up to which a read_committed consumer may read. Nothing else is stored:
@@ -60,6 +66,11 @@ class Transaction:
     started_ms: int = -1
     """When the last transaction began, in ms since the epoch (DescribeTransactions); -1
     before the first, as Kafka reports it."""
+    bumped: bool = False
+    """The last end bumped the epoch (transactions v2): the same EndTxn again with the epoch
+    before is a retry, answered with the producer's new id and epoch."""
+    previous_producer_id: int = -1
+    """The producer id before the last end ran out of epochs and took a new one."""
 
 
 class Segment(NamedTuple):
@@ -232,6 +243,30 @@ class TransactionCoordinator:
         transaction.partitions.update(partitions)
         return ErrorCode.none
 
+    def verify_produce(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partition: tuple[str, int],
+        add: bool,
+    ) -> ErrorCode:
+        """A transactional batch for `partition` (KIP-890): its producer's, at its epoch,
+        and in the transaction, where `add` (Produce v12+, transactions v2) puts it, as
+        AddPartitionsToTxn would. TRANSACTION_ABORTABLE for a partition not added; a batch
+        of another epoch is INVALID_PRODUCER_EPOCH, as Kafka answers Produce."""
+        transaction = self.transactions.get(transactional_id)
+        if transaction is None or transaction.producer_id != producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if transaction.epoch != epoch:
+            return ErrorCode.invalid_producer_epoch
+        if add:
+            self._begin(transaction)
+            transaction.partitions.add(partition)
+        elif transaction.state is not TxnState.ONGOING or partition not in transaction.partitions:
+            return ErrorCode.transaction_abortable
+        return ErrorCode.none
+
     def has_partitions(
         self, transactional_id: str, producer_id: int, epoch: int, partitions: list[tuple[str, int]]
     ) -> dict[tuple[str, int], ErrorCode]:
@@ -241,7 +276,7 @@ class TransactionCoordinator:
         return {
             partition: ErrorCode.none
             if ongoing and partition in transaction.partitions
-            else ErrorCode.invalid_txn_state
+            else ErrorCode.transaction_abortable
             for partition in partitions
         }
 
@@ -257,22 +292,64 @@ class TransactionCoordinator:
         epoch: int,
         group: str,
         offsets: dict[tuple[str, int], CommittedOffset],
+        add: bool = False,
     ) -> None:
-        """TxnOffsetCommit: offsets committed to `group` if the transaction commits."""
+        """TxnOffsetCommit: offsets committed to `group` if the transaction commits. With
+        `add` (v5+, transactions v2) the group joins the transaction, as AddOffsetsToTxn
+        would add it; else a group not added is TRANSACTION_ABORTABLE."""
         transaction = self._current(transactional_id, producer_id, epoch)
+        if add:
+            self._begin(transaction)
+            transaction.groups.add(group)
         if group not in transaction.groups or transaction.state is not TxnState.ONGOING:
-            raise TransactionError(ErrorCode.invalid_txn_state)
+            raise TransactionError(ErrorCode.transaction_abortable)
         transaction.offsets.setdefault(group, {}).update(offsets)
 
-    def end(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> None:
-        """EndTxn: write the markers, and commit the staged offsets on a commit. A retried
-        EndTxn of a transaction that already ended the same way is answered again."""
-        transaction = self._current(transactional_id, producer_id, epoch)
+    def staged_offsets(self, group: str) -> set[tuple[str, int]]:
+        """The partitions of `group` whose offsets an open transaction has staged."""
+        return {
+            partition
+            for transaction in self.transactions.values()
+            if transaction.state is TxnState.ONGOING
+            for partition in transaction.offsets.get(group, ())
+        }
+
+    def end(
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool, bump: bool
+    ) -> tuple[int, int]:
+        """EndTxn: write the markers, and commit the staged offsets on a commit; the
+        producer's id and epoch after it. With `bump` (EndTxn v5, transactions v2) the epoch
+        goes up by one, the markers carrying the new one, and an abort with no transaction
+        open bumps it too; a retry (the epoch before a bump) is answered again. Without, a
+        retried EndTxn of a transaction that already ended the same way is answered again."""
+        transaction = self.transactions.get(transactional_id)
+        rotated_retry = (
+            transaction is not None
+            and transaction.bumped
+            and producer_id == transaction.previous_producer_id
+            and epoch == MAX_EPOCH - 1
+            and transaction.epoch == 0
+        )
+        if transaction is None or (transaction.producer_id != producer_id and not rotated_retry):
+            raise TransactionError(ErrorCode.invalid_producer_id_mapping)
+        retry = bump and (rotated_retry or (transaction.bumped and transaction.epoch == epoch + 1))
         state = transaction.state
+        completed = state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+        if epoch != transaction.epoch and not (retry and completed):
+            raise TransactionError(ErrorCode.producer_fenced)
+        ended_so = state is (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT)
         if state is TxnState.ONGOING:
-            self._end(transaction, commit)
-        elif state is not (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT):
+            self._end(transaction, commit, bump)
+        elif retry or (ended_so and not bump):
+            if not ended_so:
+                raise TransactionError(ErrorCode.invalid_txn_state)
+        elif bump and not commit:
+            # Transactions v2: an abort with nothing open still bumps the epoch (a producer
+            # recovering from an abortable error starts over with it).
+            self._end(transaction, commit, bump)
+        else:
             raise TransactionError(ErrorCode.invalid_txn_state)
+        return transaction.producer_id, transaction.epoch
 
     def expire(self, now: float | None = None) -> int:
         """Abort every transaction open past its timeout; how many there were."""
@@ -284,9 +361,9 @@ class TransactionCoordinator:
             and now - transaction.started > transaction.timeout_ms / 1000
         ]
         for transaction in expired:
-            self._end(transaction, commit=False)
-            # As Kafka does: the epoch is bumped, so the producer that let it expire is fenced.
-            transaction.epoch = min(transaction.epoch + 1, MAX_EPOCH)
+            # As Kafka does: the epoch is bumped (the markers carry the new one), so the
+            # producer that let it expire is fenced.
+            self._end(transaction, commit=False, bump=True)
         return len(expired)
 
     def _begin(self, transaction: Transaction) -> None:
@@ -298,15 +375,27 @@ class TransactionCoordinator:
             transaction.started = time.monotonic()
             transaction.started_ms = int(time.time() * 1000)
 
-    def _end(self, transaction: Transaction, commit: bool) -> None:
+    def _end(self, transaction: Transaction, commit: bool, bump: bool = False) -> None:
+        opened = transaction.state is TxnState.ONGOING
+        exhausted = bump and transaction.epoch >= MAX_EPOCH - 1
+        if bump:
+            transaction.epoch += 1
+        transaction.bumped = bump
         marker = Marker(transaction.producer_id, transaction.epoch, commit)
-        for topic, index in sorted(transaction.partitions):
-            self._write_marker(topic, index, marker)
+        for topic, index in sorted(transaction.partitions if opened else ()):
+            if self._write_marker(topic, index, marker):
+                self._producers.marker_written(marker.producer_id, marker.epoch, topic, index)
         if commit:
             for group, offsets in transaction.offsets.items():
                 self._commit_offsets(group, offsets)
         transaction.state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
-        self._ended(commit)
+        transaction.partitions = set()
+        transaction.offsets = {}
+        if exhausted:  # as Kafka: the producer goes on as a new id, from epoch 0
+            transaction.previous_producer_id = transaction.producer_id
+            transaction.producer_id, transaction.epoch = self._producers.init_producer()
+        if opened:
+            self._ended(commit)
 
 
 class TransactionError(Exception):

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -30,6 +31,7 @@ START_TIMEOUT = 120.0
 """Kafka starts in about ten seconds on a quiet machine; a loaded CI machine is slower."""
 STARTED = "Kafka Server started"
 HEAP = "-Xmx1g"
+CLUSTER_ID_ATTEMPTS = 100
 
 # One node, every internal topic's replication at 1; a group's first rebalance is not
 # delayed (Kafka's default 3 s makes every group test wait), as nullbroker's tests run theirs.
@@ -71,14 +73,15 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def random_cluster_id() -> str:
-    """A KRaft cluster id: a uuid in URL-safe base64 without padding (22 characters). One
-    that starts with '-' would read as an option to StorageTool; Kafka's own Uuid.randomUuid
-    draws again for it, and so does this."""
-    while True:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+def kraft_cluster_id(random_bytes: Callable[[], bytes] = lambda: uuid.uuid4().bytes) -> str:
+    """A KRaft cluster id: a uuid in URL-safe unpadded base64, 22 characters, that does not
+    start with '-', which StorageTool's `-t` would take for an option and fail (Kafka's own
+    Uuid.randomUuid never makes one): one uuid in 64 does."""
+    for _ in range(CLUSTER_ID_ATTEMPTS):
+        cluster_id = base64.urlsafe_b64encode(random_bytes()).decode().rstrip("=")
         if not cluster_id.startswith("-"):
             return cluster_id
+    raise RuntimeError(f"{CLUSTER_ID_ATTEMPTS} random cluster ids all began with '-'")
 
 
 class KafkaBroker:
@@ -149,7 +152,7 @@ class KafkaBroker:
         )
         text += "".join(f"{name}={value}\n" for name, value in self.properties.items())
         config.write_text(text)
-        cluster_id = random_cluster_id()
+        cluster_id = kraft_cluster_id()
         classpath = f"{LIB}/*"
         subprocess.run(
             ["java", "-cp", classpath, "kafka.tools.StorageTool", "format", "--standalone",

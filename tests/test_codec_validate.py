@@ -298,7 +298,7 @@ ARRAY_FREE = {
     "EndTxn": range(0, 6),
     "FindCoordinator": range(0, 4),
     "Heartbeat": range(0, 5),
-    "InitProducerId": range(0, 7),
+    "InitProducerId": range(0, 6),
     "LeaveGroup": range(0, 3),
     "ListGroups": range(0, 4),
     "SaslAuthenticate": range(0, 3),

@@ -24,7 +24,7 @@ from kio.schema.consumer_protocol_subscription.v0 import ConsumerProtocolSubscri
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 
-from codec import KAFKA_4_RANGES
+from codec import KAFKA_4_RANGES, UnsupportedVersion, decode_request
 from codec.apis import request_schema
 from codec.entities import make
 from nullbroker.broker import Broker
@@ -844,71 +844,16 @@ async def test_offset_fetch_of_null_topics_returns_every_committed_offset(broker
     ] == [("a", [(1, 100), (2, 200)]), ("b", [(0, 1)]), ("none", [])]
 
 
-async def test_offset_commit_and_fetch_v10_name_topics_by_id(broker: Broker) -> None:
-    topic_id = broker.topics.get(TOPIC).id
-    t = types(OFFSET_COMMIT, 10)
-    unknown_id = uuid.uuid4()
-    response = await acall(
-        broker,
-        OFFSET_COMMIT,
-        10,
-        group_id="g",
-        generation_id_or_member_epoch=-1,
-        member_id="",
-        group_instance_id=None,
-        topics=tuple(
-            t.OffsetCommitRequestTopic(
-                topic_id=tid,
-                partitions=(
-                    make(
-                        t.OffsetCommitRequestPartition,
-                        partition_index=2,
-                        committed_offset=42,
-                        committed_leader_epoch=-1,
-                        committed_metadata=None,
-                    ),
-                ),
-            )
-            for tid in (topic_id, unknown_id)
-        ),
-    )
-    assert [(topic.topic_id, topic.partitions[0].error_code) for topic in response.topics] == [
-        (topic_id, ErrorCode.none),
-        (unknown_id, ErrorCode.unknown_topic_id),
-    ]
-    f = types(OFFSET_FETCH, 10)
-    fetched = await acall(
-        broker,
-        OFFSET_FETCH,
-        10,
-        require_stable=False,
-        groups=(
-            f.OffsetFetchRequestGroup(
-                group_id="g",
-                member_id=None,
-                member_epoch=-1,
-                topics=(
-                    f.OffsetFetchRequestTopics(topic_id=topic_id, partition_indexes=(2,)),
-                    f.OffsetFetchRequestTopics(topic_id=unknown_id, partition_indexes=(0,)),
-                ),
-            ),
-        ),
-    )
-    (group,) = fetched.groups
-    assert [
-        (topic.topic_id, topic.partitions[0].committed_offset, topic.partitions[0].error_code)
-        for topic in group.topics
-    ] == [(topic_id, 42, ErrorCode.none), (unknown_id, -1, ErrorCode.unknown_topic_id)]
-    everything = await acall(
-        broker,
-        OFFSET_FETCH,
-        10,
-        require_stable=False,
-        groups=(
-            f.OffsetFetchRequestGroup(group_id="g", member_id=None, member_epoch=-1, topics=None),
-        ),
-    )
-    assert [topic.topic_id for topic in everything.groups[0].topics] == [topic_id]
+@pytest.mark.parametrize("api_key", [OFFSET_COMMIT, OFFSET_FETCH])
+async def test_offset_commit_and_fetch_v10_are_not_served_as_kafka_4_1_leaves_them_unstable(
+    broker: Broker, api_key: int
+) -> None:
+    """Kafka 4.1.1 marks v10 (topics by id) unstable: not advertised, and a request at it
+    closes the connection there, as an unserved version does here."""
+    assert KAFKA_4_RANGES[api_key].max_version == TOPIC_IDS_FROM - 1
+    header = struct.pack(">hhih", api_key, TOPIC_IDS_FROM, 7, -1) + b"\x00"
+    with pytest.raises(UnsupportedVersion, match=f"v{TOPIC_IDS_FROM} is not served"):
+        decode_request(header, broker.served)
 
 
 # Group administration

@@ -211,8 +211,18 @@ def test_kafka_producer_perf_test_with_a_transactional_id_is_counted_exactly(
         "--timeout-ms", "30000",
     )  # fmt: skip
     assert len(read.splitlines()) == 20000, read[-500:]
+    # Transactions v2 (KIP-890, transaction.version=2 finalized): from epoch 0 at
+    # InitProducerId, one bump per commit, and partitions join by Produce alone.
+    described = run_tool(
+        "kafka-transactions", "--bootstrap-server", broker.bootstrap, "describe",
+        "--transactional-id", "perf-txn",
+    )  # fmt: skip
+    header, row = described.strip().splitlines()[-2:]
+    fields = dict(zip(header.split(), row.split(), strict=False))
+    assert int(fields["ProducerEpoch"]) == transactions[(("outcome", "committed"),)]
     summary = broker.stop()
     assert summary["requests"]["EndTxn"] == transactions[(("outcome", "committed"),)]
+    assert "AddPartitionsToTxn" not in summary["requests"]
     assert set(summary["errors"]) <= {"member_id_required"}  # the consumer's group join
 
 

@@ -1,19 +1,48 @@
-"""ApiVersions: what this broker serves. The answer never changes, so it is encoded once."""
+"""ApiVersions: what this broker serves, and the features Kafka 4.1 finalizes. The answer
+never changes, so it is encoded once per version."""
 
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import API_VERSIONS_KEY, ApiRange, Request, encode_response_body
+from codec import API_VERSIONS_KEY, ApiRange, Request, advertised, encode_response_body
 from codec.entities import make, response_module
 
 from .common import NO_THROTTLE
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
+
+SUPPORTED_FEATURES: tuple[tuple[str, int, int], ...] = (
+    ("group.version", 0, 1),
+    ("kraft.version", 0, 1),
+    ("metadata.version", 7, 27),
+    ("share.version", 0, 1),
+    ("transaction.version", 0, 2),
+    ("eligible.leader.replicas.version", 0, 1),
+)
+"""(name, min, max) of each feature, as Apache Kafka 4.1.1 lists them."""
+
+FINALIZED_FEATURES: tuple[tuple[str, int], ...] = (
+    ("group.version", 1),
+    ("transaction.version", 2),
+    ("eligible.leader.replicas.version", 1),
+    ("kraft.version", 1),
+    ("metadata.version", 27),
+)
+"""(name, level) of each feature a new Kafka 4.1.1 cluster finalizes. Clients act on two:
+transaction.version 2 makes a Java 4.x producer run transactions v2 (KIP-890: the epoch
+bumps at every commit or abort, Produce v12 and TxnOffsetCommit v5 add to the transaction),
+which nullbroker serves; group.version 1 is the new consumer group protocol (KIP-848)."""
+
+FIRST_ZERO_MIN_FEATURES_VERSION = 4
+
+FINALIZED_FEATURES_EPOCH = 1
+"""Kafka's is the metadata offset of the last feature change; a client keeps the features of
+the highest epoch it has seen, and ignores them at -1."""
 
 
 def handle_api_versions(broker: Broker, request: Request, session: Session) -> bytes:
@@ -30,11 +59,34 @@ def _encoded_body(version: int, served: tuple[ApiRange, ...]) -> bytes:
             types.ApiVersion(
                 api_key=api.key, min_version=api.min_version, max_version=api.max_version
             )
-            for api in served
+            for api in map(advertised, served)
         ),
         throttle_time=NO_THROTTLE,
+        **_features(types, version),
     )
     return encode_response_body(API_VERSIONS_KEY, version, body)
+
+
+def _features(types: Any, version: int) -> dict[str, Any]:
+    """The feature fields of ApiVersions v3+ (tagged fields: none before). Before v4 Kafka
+    leaves out the supported features whose range starts at 0 (KAFKA-17011: older clients
+    fail on a minimum of 0); its finalized features are all listed."""
+    if not hasattr(types, "SupportedFeatureKey"):
+        return {}
+    lowest = 0 if version >= FIRST_ZERO_MIN_FEATURES_VERSION else 1
+    return {
+        "supported_features": tuple(
+            types.SupportedFeatureKey(name=name, min_version=low, max_version=high)
+            for name, low, high in SUPPORTED_FEATURES
+            if low >= lowest
+        ),
+        "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
+        "finalized_features": tuple(
+            types.FinalizedFeatureKey(name=name, max_version_level=level, min_version_level=level)
+            for name, level in FINALIZED_FEATURES
+        ),
+        "zk_migration_ready": False,
+    }
 
 
 HANDLERS = {API_VERSIONS_KEY: handle_api_versions}

@@ -365,6 +365,7 @@ def handle_offset_fetch(broker: Broker, request: Request, session: Session) -> A
                 asked.topics,
                 getattr(asked, "member_id", None),
                 getattr(asked, "member_epoch", -1),
+                body.require_stable,
             )
             groups.append(
                 make(
@@ -375,7 +376,10 @@ def handle_offset_fetch(broker: Broker, request: Request, session: Session) -> A
                 )
             )
         return make(types.OffsetFetchResponse, throttle_time=NO_THROTTLE, groups=tuple(groups))
-    error, topics = _fetched_offsets(broker, session, types, body.group_id, body.topics)
+    require_stable = getattr(body, "require_stable", False)
+    error, topics = _fetched_offsets(
+        broker, session, types, body.group_id, body.topics, require_stable
+    )
     if error is not ErrorCode.none and not has_field(types.OffsetFetchResponse, "error_code"):
         # v1 has no group-level error: every partition asked for carries it.
         topics = tuple(
@@ -405,9 +409,13 @@ def _fetched_offsets(
     asked_topics: Iterable[Any] | None,
     member_id: str | None = None,
     member_epoch: int = -1,
+    require_stable: bool = False,
 ) -> tuple[ErrorCode, tuple[Any, ...]]:
     """One group's committed offsets, for the topics asked (all of them for null);
-    -1 where nothing is committed. A member (OffsetFetch v9+) reads at its epoch."""
+    -1 where nothing is committed. A member (OffsetFetch v9+) reads at its epoch. With
+    `require_stable` (KIP-447), a partition whose offset an open transaction has staged is
+    UNSTABLE_OFFSET_COMMIT until it ends: the consumer asks again, and an exactly-once
+    pipeline does not read its input twice."""
     if not group_id:
         return ErrorCode.invalid_group_id, ()
     if coordinated_elsewhere(broker, session, group_id):
@@ -416,9 +424,10 @@ def _fetched_offsets(
     if error is not ErrorCode.none:
         return error, ()
     committed = broker.groups.committed(group_id) or {}
+    unstable = _staged_in_transactions(broker, group_id) if require_stable else set()
     topic_type = getattr(types, "OffsetFetchResponseTopics", None) or types.OffsetFetchResponseTopic
     if asked_topics is None:
-        return ErrorCode.none, _all_committed(broker, types, topic_type, committed)
+        return ErrorCode.none, _all_committed(broker, types, topic_type, committed, unstable)
     topics = []
     for asked in asked_topics:
         error = ErrorCode.none
@@ -437,6 +446,8 @@ def _fetched_offsets(
                 topic_id=getattr(asked, "topic_id", None),
                 partitions=tuple(
                     _fetched_partition(types, index, partitions.get(index), error)
+                    if (name, index) not in unstable
+                    else _fetched_partition(types, index, None, ErrorCode.unstable_offset_commit)
                     for index in asked.partition_indexes
                 ),
             )
@@ -444,8 +455,18 @@ def _fetched_offsets(
     return ErrorCode.none, tuple(topics)
 
 
+def _staged_in_transactions(broker: Broker, group_id: str) -> set[tuple[str, int]]:
+    if "transactions" not in vars(broker):
+        return set()  # no transactional producer yet: nothing staged
+    return broker.transactions.staged_offsets(group_id)
+
+
 def _all_committed(
-    broker: Broker, types: Any, topic_type: Any, committed: dict[str, dict[int, CommittedOffset]]
+    broker: Broker,
+    types: Any,
+    topic_type: Any,
+    committed: dict[str, dict[int, CommittedOffset]],
+    unstable: set[tuple[str, int]],
 ) -> tuple[Any, ...]:
     by_id = has_field(topic_type, "topic_id")
     topics = []
@@ -461,6 +482,8 @@ def _all_committed(
                 topic_id=topic.id if topic is not None else None,
                 partitions=tuple(
                     _fetched_partition(types, index, partitions[index], ErrorCode.none)
+                    if (name, index) not in unstable
+                    else _fetched_partition(types, index, None, ErrorCode.unstable_offset_commit)
                     for index in sorted(partitions)
                 ),
             )

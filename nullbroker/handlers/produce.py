@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import InvalidRecordBatch, Request, read_batch_header
 from codec.entities import make, response_module
 from codec.produce import (
     PartitionResult,
@@ -27,6 +27,11 @@ PRODUCE = 0
 INIT_PRODUCER_ID = 22
 FIRST_PRODUCER_FENCED_INIT_VERSION = 4
 """Before it (KIP-588), a fenced producer is told INVALID_PRODUCER_EPOCH."""
+FIRST_ADDING_PRODUCE_VERSION = 12
+"""Produce v12+ in a transaction is transactions v2 (KIP-890): it adds its partitions."""
+FIRST_ABORTABLE_PRODUCE_VERSION = 11
+"""Produce v11+ knows TRANSACTION_ABORTABLE (KIP-890); older ones INVALID_TXN_STATE."""
+NOT_ADDED = "Partition was not added to the transaction"
 
 
 def handle_produce(broker: Broker, request: Request, session: Session) -> bytes | None:
@@ -36,6 +41,7 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
     topic_results: list[TopicResults] = []
     # An error fault answers every partition with its code, appending nothing.
     injected = broker.faults.error("Produce", session.node_id) if broker.faults.active else None
+    transactional_id = body.transactional_id
     for topic_data in body.topic_data:
         topic, error = _resolve_topic(broker, topic_data)
         followed = led_elsewhere(broker, session.node_id, topic)
@@ -56,7 +62,12 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
                 )
             elif topic is not None and 0 <= index < len(topic.partitions):
                 partition = topic.partitions[index]
-                result = null_sink.append(
+                refused = None
+                if transactional_id is not None:
+                    refused = _transaction_refusal(
+                        broker, request, transactional_id, topic.name, partition_data
+                    )
+                result = refused or null_sink.append(
                     topic.name,
                     partition,
                     partition_data.records,
@@ -94,6 +105,33 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
         if throttle_ms:
             answer = with_throttle(answer, version, throttle_ms)
     return answer
+
+
+def _transaction_refusal(
+    broker: Broker, request: Request, transactional_id: str, topic: str, partition_data: Any
+) -> null_sink.AppendResult | None:
+    """Why a transactional batch may not go in (KIP-890: the coordinator is asked whether
+    its partition is in the producer's transaction, and Produce v12+ adds it), or None."""
+    records = partition_data.records
+    try:
+        batch = read_batch_header(records) if records else None
+    except InvalidRecordBatch:
+        return None  # null_sink.append says what is wrong with it
+    if batch is None or not batch.is_transactional:
+        return None
+    version = request.header.api_version
+    error = broker.transactions.verify_produce(
+        transactional_id,
+        batch.producer_id,
+        batch.producer_epoch,
+        (topic, partition_data.index),
+        add=version >= FIRST_ADDING_PRODUCE_VERSION,
+    )
+    if error is ErrorCode.none:
+        return None
+    if error is ErrorCode.transaction_abortable and version < FIRST_ABORTABLE_PRODUCE_VERSION:
+        return null_sink.AppendResult(ErrorCode.invalid_txn_state, message=NOT_ADDED)
+    return null_sink.AppendResult(error)
 
 
 def _resolve_topic(broker: Broker, topic_data: Any) -> tuple[Topic | None, ErrorCode]:

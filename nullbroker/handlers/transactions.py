@@ -5,6 +5,7 @@ change is nullbroker.transactions'."""
 from __future__ import annotations
 
 import datetime
+import re
 import time
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -35,6 +36,12 @@ FIRST_BATCHED_ADD_PARTITIONS_VERSION = 4
 """AddPartitionsToTxn v4+ (KIP-890) carries a list of transactions; brokers send it."""
 FIRST_PRODUCER_FENCED_VERSION = 2
 """Before these versions (KIP-588), clients know a fenced producer as INVALID_PRODUCER_EPOCH."""
+FIRST_BUMPING_END_TXN_VERSION = 5
+"""EndTxn v5+ is transactions v2 (KIP-890): every end bumps the producer's epoch."""
+FIRST_ADDING_TXN_OFFSET_COMMIT_VERSION = 5
+"""TxnOffsetCommit v5+ is transactions v2: it adds its group to the transaction itself."""
+FIRST_ABORTABLE_TXN_OFFSET_COMMIT_VERSION = 4
+"""TxnOffsetCommit v4+ knows TRANSACTION_ABORTABLE (KIP-890); older ones INVALID_TXN_STATE."""
 
 
 def _refused(
@@ -174,21 +181,28 @@ def handle_add_offsets_to_txn(broker: Broker, request: Request, session: Session
 
 
 def handle_end_txn(broker: Broker, request: Request, session: Session) -> Any:
+    """The end of a transaction; from v5 (transactions v2) the answer carries the producer's
+    id and epoch after it, bumped, or -1 and -1 when refused, as Kafka's."""
     version = request.header.api_version
     body = request.body
-    error = _coordinated(
-        broker, session, body.transactional_id, body, version,
-        broker.transactions.end, body.committed,
-    )  # fmt: skip
+    bump = version >= FIRST_BUMPING_END_TXN_VERSION
+    producer = (-1, -1)
+    error = _refused(broker, session, body.transactional_id)
+    if error is None:
+        try:
+            producer = broker.transactions.end(
+                body.transactional_id, body.producer_id, body.producer_epoch, body.committed, bump
+            )
+            error = ErrorCode.none
+        except TransactionError as refused:
+            error = _for_version(refused.code, version)
     types = response_module(END_TXN, version)
-    fields: dict[str, Any] = {}
-    if version >= 5:  # KIP-890: the producer's id and epoch after the transaction
-        fields = {"producer_id": body.producer_id, "producer_epoch": body.producer_epoch}
     return make(
         types.EndTxnResponse,
         throttle_time=NO_THROTTLE,
         error_code=counted(broker, error),
-        **fields,
+        producer_id=producer[0],
+        producer_epoch=producer[1],
     )
 
 
@@ -213,6 +227,11 @@ def handle_txn_offset_commit(broker: Broker, request: Request, session: Session)
         broker, session, body.group_id, body, version,
         _stage_offsets, broker, body, version, wanted, internal=OFFSETS_TOPIC,
     )  # fmt: skip
+    if (
+        error is ErrorCode.transaction_abortable
+        and version < FIRST_ABORTABLE_TXN_OFFSET_COMMIT_VERSION
+    ):
+        error = ErrorCode.invalid_txn_state
     return make(
         types.TxnOffsetCommitResponse,
         throttle_time=NO_THROTTLE,
@@ -257,7 +276,14 @@ def _stage_offsets(
     )
     if error is not ErrorCode.none:
         raise TransactionError(error)
-    broker.transactions.stage_offsets(transactional_id, producer_id, epoch, body.group_id, offsets)
+    broker.transactions.stage_offsets(
+        transactional_id,
+        producer_id,
+        epoch,
+        body.group_id,
+        offsets,
+        add=version >= FIRST_ADDING_TXN_OFFSET_COMMIT_VERSION,
+    )
 
 
 def handle_describe_transactions(broker: Broker, request: Request, session: Session) -> Any:
@@ -314,9 +340,20 @@ def _datetime(ms: int) -> datetime.datetime:
 
 def handle_list_transactions(broker: Broker, request: Request, session: Session) -> Any:
     """What `kafka-transactions list` shows: the ids this node coordinates, filtered by
-    state, producer id and (v1) how long their transaction has been open."""
+    state, producer id, (v1) how long their transaction has been open and (v2) a regular
+    expression the whole id matches."""
     types = response_module(LIST_TRANSACTIONS, request.header.api_version)
     body = request.body
+    try:
+        pattern = re.compile(getattr(body, "transactional_id_pattern", None) or "")
+    except re.error:
+        return make(
+            types.ListTransactionsResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=counted(broker, ErrorCode.invalid_regular_expression),
+            unknown_state_filters=(),
+            transaction_states=(),
+        )
     known = {state.value for state in TxnState}
     states = set(body.state_filters)
     producers = set(body.producer_id_filters)
@@ -331,6 +368,7 @@ def handle_list_transactions(broker: Broker, request: Request, session: Session)
         )
         for transaction in broker.transactions.transactions.values()
         if _refused(broker, session, transaction.transactional_id) is None
+        and (not pattern.pattern or pattern.fullmatch(transaction.transactional_id))
         and (not states or transaction.state.value in states)
         and (not producers or transaction.producer_id in producers)
         and (

@@ -1,0 +1,119 @@
+"""ApiVersions as Kafka's: nullbroker and Apache Kafka 4.1.1 (the session's `kafka`) are asked
+the same ApiVersions requests and their answers compared field by field. Every API key Kafka
+lists is served at Kafka's version range, or named in codec.NOT_SERVED with its reason;
+nullbroker lists no key Kafka does not; the supported and finalized features are Kafka's
+(the epoch of the finalized ones is Kafka's metadata offset: data, not compared)."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import pytest
+import trio
+from kio.index import load_request_schema
+
+from codec import NOT_SERVED
+from perf.kafka_broker import KafkaBroker
+from tests.conftest import StartBroker
+from tests.kafka_wire import FrameStream, size_prefix
+
+API_VERSIONS = 18
+
+
+async def connect(bootstrap: str) -> FrameStream:
+    host, port = bootstrap.rsplit(":", 1)
+    return FrameStream(await trio.open_tcp_stream(host, int(port)))
+
+
+async def api_versions(bootstrap: str, version: int) -> Any:
+    """The ApiVersions answer to a request at `version`, as a Java 4.x client sends it."""
+    fields = (
+        {"client_software_name": "tests", "client_software_version": "1"} if version >= 3 else {}
+    )
+    stream = await connect(bootstrap)
+    try:
+        return await stream.request(load_request_schema(API_VERSIONS, version)(**fields))
+    finally:
+        await stream.aclose()
+
+
+def ranges(answer: Any) -> dict[int, tuple[int, int]]:
+    return {api.api_key: (api.min_version, api.max_version) for api in answer.api_keys}
+
+
+def differences(kafka: dict[int, tuple[int, int]], ours: dict[int, tuple[int, int]]) -> list[str]:
+    """Every way nullbroker's ranges differ from Kafka's that codec.NOT_SERVED does not name."""
+    found = []
+    for key, kafka_range in sorted(kafka.items()):
+        if key in NOT_SERVED:
+            if key in ours:
+                found.append(f"{key} is served at {ours[key]} yet listed in NOT_SERVED")
+        elif ours.get(key) != kafka_range:
+            found.append(f"{key}: Kafka {kafka_range}, nullbroker {ours.get(key)}")
+    found += [
+        f"{key}: nullbroker {ours[key]}, Kafka lists none"
+        for key in sorted(ours.keys() - kafka.keys())
+    ]
+    found += [
+        f"{key} in NOT_SERVED, Kafka lists none" for key in sorted(NOT_SERVED.keys() - kafka.keys())
+    ]
+    return found
+
+
+@pytest.mark.parametrize("version", range(5))
+async def test_every_api_kafka_lists_is_served_at_kafkas_range_or_named_not_served(
+    kafka: KafkaBroker, start_broker: StartBroker, version: int
+) -> None:
+    ours = await api_versions(start_broker().bootstrap, version)
+    theirs = await api_versions(kafka.bootstrap, version)
+    assert ours.error_code == theirs.error_code
+    assert differences(ranges(theirs), ranges(ours)) == []
+
+
+@pytest.mark.parametrize("version", [3, 4])
+async def test_the_features_are_kafkas(
+    kafka: KafkaBroker, start_broker: StartBroker, version: int
+) -> None:
+    ours = await api_versions(start_broker().bootstrap, version)
+    theirs = await api_versions(kafka.bootstrap, version)
+    assert set(ours.supported_features) == set(theirs.supported_features)
+    assert set(ours.finalized_features) == set(theirs.finalized_features)
+    finalized = {feature.name: feature.max_version_level for feature in ours.finalized_features}
+    assert finalized["transaction.version"] == 2 and finalized["group.version"] == 1
+    assert ours.finalized_features_epoch >= 0, "a client ignores features of epoch -1"
+    assert ours.zk_migration_ready == theirs.zk_migration_ready
+    assert ours.throttle_time == theirs.throttle_time
+
+
+@pytest.mark.parametrize("version", [5, 127])
+async def test_an_unknown_api_versions_version_gets_kafkas_v0_fallback_byte_for_byte(
+    kafka: KafkaBroker, start_broker: StartBroker, version: int
+) -> None:
+    # A v4 body behind a request header v2 naming `version`: KIP-511's client probe.
+    frame = struct.pack(">hhih", API_VERSIONS, version, 9, 5) + b"tests" + b"\x00"
+    frame += b"\x06tests\x021\x00"
+    answers = []
+    for bootstrap in (start_broker().bootstrap, kafka.bootstrap):
+        stream = await connect(bootstrap)
+        await stream.send(size_prefix(frame))
+        answers.append(await stream.receive_frame())
+        await stream.aclose()
+    ours, theirs = answers
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("version", [0, 2])
+async def test_a_produce_below_v3_closes_the_connection_though_v0_is_advertised(
+    kafka: KafkaBroker, start_broker: StartBroker, version: int
+) -> None:
+    """Kafka lists Produce from v0 (KAFKA-18659) and closes a connection that sends one."""
+    topic = b"api-versions-produce"
+    body = struct.pack(">hii", 1, 1000, 1) + struct.pack(">h", len(topic)) + topic
+    body += struct.pack(">iii", 1, 0, 0)  # one partition, an empty message set
+    frame = struct.pack(">hhih", 0, version, 3, 5) + b"tests" + body
+    for bootstrap in (start_broker().bootstrap, kafka.bootstrap):
+        stream = await connect(bootstrap)
+        await stream.send(size_prefix(frame))
+        assert await stream.is_closed_by_peer(), bootstrap
+        await stream.aclose()
