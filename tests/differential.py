@@ -87,8 +87,10 @@ def matching(
     entries: Iterable[Entry],
     difference: Difference,
     identities: dict[str, tuple[Any, Any]] | None = None,
-) -> Entry | None:
+) -> list[Entry]:
+    """The entries that explain a difference (its path, version, values)."""
     path = normalised(difference.path)
+    found = []
     for entry in entries:
         if not glob(entry.path).match(path):
             continue
@@ -98,8 +100,10 @@ def matching(
             entry.identity, difference, identities
         ):
             continue
-        return entry
-    return None
+        if entry.kafka is not None and difference.kafka not in entry.kafka:
+            continue
+        found.append(entry)
+    return found
 
 
 def _same_identity(
@@ -140,6 +144,8 @@ def _is_records(entity_field: Any) -> bool:
 
 def compare(kafka: Any, nullbroker: Any, path: str) -> list[tuple[str, Any, Any]]:
     """Every (path, kafka value, nullbroker value) where the two answers differ."""
+    if path.endswith(".batches") and isinstance(kafka, tuple):
+        return compare_batches(kafka, nullbroker, path)
     if is_dataclass(kafka) and type(kafka) is type(nullbroker):
         found: list[tuple[str, Any, Any]] = []
         for entity_field in fields(kafka):
@@ -147,8 +153,9 @@ def compare(kafka: Any, nullbroker: Any, path: str) -> list[tuple[str, Any, Any]
             right = getattr(nullbroker, entity_field.name)
             where = f"{path}.{entity_field.name}"
             if _is_records(entity_field):
-                left, right = decoded_batches(left), decoded_batches(right)
-            found += compare(left, right, where)
+                found += compare_batches(decoded_batches(left), decoded_batches(right), where)
+            else:
+                found += compare(left, right, where)
         return found
     if isinstance(kafka, tuple) and isinstance(nullbroker, tuple):
         key = UNORDERED.get(re.sub(r"\[[^\]]*\]", "[]", path))
@@ -167,6 +174,29 @@ def compare(kafka: Any, nullbroker: Any, path: str) -> list[tuple[str, Any, Any]
     if kafka != nullbroker:
         return [(path, kafka, nullbroker)]
     return []
+
+
+CONTROL = 0x20
+"""The control bit of a batch's attributes: a transaction marker, written by the broker."""
+
+
+def compare_batches(
+    kafka: tuple[Any, ...] | None, nullbroker: tuple[Any, ...] | None, path: str
+) -> list[tuple[str, Any, Any]]:
+    """Record batches batch by batch, record by record; a transaction marker's path says so
+    (`records[2].control.base_timestamp`), since the broker writes those fields."""
+    if kafka is None or nullbroker is None:
+        return compare(kafka, nullbroker, path)
+    found: list[tuple[str, Any, Any]] = []
+    for index in range(max(len(kafka), len(nullbroker))):
+        if index >= len(kafka) or index >= len(nullbroker):
+            left = kafka[index] if index < len(kafka) else "<absent>"
+            right = nullbroker[index] if index < len(nullbroker) else "<absent>"
+            found.append((f"{path}[{index}]", left, right))
+            continue
+        kind = ".control" if kafka[index].attributes & CONTROL else ""
+        found += compare(kafka[index], nullbroker[index], f"{path}[{index}]{kind}")
+    return found
 
 
 def _compare_keyed(
@@ -284,7 +314,10 @@ class Side:
             frame = await self.stream.receive_frame()
         except (trio.TooSlowError, EOFError) as error:
             raise AssertionError(f"{self.name} did not answer {payload!r}: {error!r}") from error
-        answered, body = decode_response(frame, payload.__api_key__, payload.__version__)
+        try:
+            answered, body = decode_response(frame, payload.__api_key__, payload.__version__)
+        except Exception as error:
+            raise AssertionError(f"{self.name}'s answer to {payload!r}: {error!r}") from error
         assert answered == self.correlation
         return body
 
@@ -320,7 +353,8 @@ class Pair:
             "port": (kafka.port, nullbroker.port),
         }
         self.unexplained: list[Difference] = []
-        self.known: dict[str, list[Difference]] = {}
+        self.known: list[tuple[Difference, frozenset[str]]] = []
+        """Known differences seen, each with the names of the KNOWN entries that fit it."""
         self.compared: set[int] = set()
 
     @property
@@ -387,17 +421,17 @@ class Pair:
                 return answer
             await trio.sleep(0.1)
 
-    def record(self, api_key: int, version: int, answers: Answers) -> None:
+    def record(self, api_key: int, version: int, answers: Answers, name: str = "") -> None:
         """Compare two answers of (key, version) and sort their differences."""
         self.compared.add(api_key)
-        name = type(answers.kafka).__name__
+        name = name or type(answers.kafka).__name__
         for path, left, right in compare(answers.kafka, answers.nullbroker, name):
             difference = Difference(api_name(api_key), version, path, left, right)
-            if matching(ALLOWED, difference, self.identities) is not None:
+            if matching(ALLOWED, difference, self.identities):
                 continue
-            known = matching(KNOWN, difference)
-            if known is not None:
-                self.known.setdefault(known.name, []).append(difference)
+            known = frozenset(entry.name for entry in matching(KNOWN, difference))
+            if known:
+                self.known.append((difference, known))
             else:
                 self.unexplained.append(difference)
 
@@ -406,10 +440,11 @@ class Pair:
         names (KNOWN) still seen: once one is fixed, its entry must go; and every known
         difference it meets named, so that the table says where each is seen."""
         lines = [str(difference) for difference in self.unexplained]
-        gone = [name for name in known if name not in self.known]
-        unnamed = [name for name in self.known if name not in known and name not in COMMON]
+        named = set(known) | COMMON
+        seen = {name for _, names in self.known for name in names & named}
         sometimes = {entry.name for entry in KNOWN if entry.sometimes}
-        gone = [name for name in gone if name not in sometimes]
+        gone = [name for name in known if name not in seen and name not in sometimes]
+        strays = [difference for difference, names in self.known if not names & named]
         message = "\n".join(
             [
                 *(["differences outside the allowed table:", *lines] if lines else []),
@@ -420,10 +455,15 @@ class Pair:
                 ),
                 *(
                     [
-                        f"known differences seen but not named by this sequence: {unnamed}: "
-                        + "; ".join(str(d) for name in unnamed for d in self.known[name][:1])
+                        "known differences this sequence does not name "
+                        + f"{sorted({name for _, names in self.known for name in names})}: "
+                        + "; ".join(
+                            f"{difference} ({' or '.join(sorted(names))})"
+                            for difference, names in self.known
+                            if difference in strays
+                        )
                     ]
-                    if unnamed
+                    if strays
                     else []
                 ),
             ]
@@ -469,7 +509,7 @@ def error_codes(value: Any) -> Iterable[int]:
     if is_dataclass(value):
         for entity_field in fields(value):
             inner = getattr(value, entity_field.name)
-            if entity_field.name == "error_code":
+            if entity_field.name.endswith("error_code"):
                 yield int(inner)
             else:
                 yield from error_codes(inner)
@@ -626,8 +666,9 @@ async def init_producer(
             producer_id=side.learned.get(("producer_id", transactional_id), -1),
             producer_epoch=side.learned.get(("producer_epoch", transactional_id), -1),
         ),
-        # CONCURRENT_TRANSACTIONS and COORDINATOR_LOAD_IN_PROGRESS are Kafka's for a moment
-        until=lambda answer: answer.error_code not in (14, 51),
+        # COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR and CONCURRENT_TRANSACTIONS are
+        # Kafka's for a moment (the transaction log loading, a transaction ending)
+        until=lambda answer: answer.error_code not in (14, 16, 51),
     )
     for side in pair.sides:
         side.learned["producer_id", transactional_id] = answers[side].producer_id
@@ -735,3 +776,54 @@ def member(side: Side, group: str) -> str:
 
 def generation(side: Side, group: str) -> int:
     return side.learned["generation", group]  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True)
+class Log:
+    """What a consumer reads of a partition, fetch after fetch, from an offset to the end
+    (the high watermark, or the last stable offset under read_committed)."""
+
+    batches: tuple[Any, ...]
+    aborted_transactions: tuple[Any, ...]
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+
+
+async def read_log(
+    pair: Pair, topic: str, version: int, isolation_level: int, start: int = 0
+) -> None:
+    """Read a partition whole on each broker and compare what was read: batch by batch,
+    record by record, and the aborted transactions listed on the way. A broker may end a
+    Fetch answer early (Kafka 4.1.1 stops one at the next transaction marker now and then),
+    so answers are compared as the log a consumer assembles from them, not one by one."""
+    logs = [await _read_log(side, topic, version, isolation_level, start) for side in pair.sides]
+    pair.record(1, version, Answers(*logs), name="FetchLog")
+
+
+async def _read_log(side: Side, topic: str, version: int, isolation_level: int, start: int) -> Log:
+    batches: list[Any] = []
+    aborted: set[Any] = set()
+    offset = start
+    for _ in range(100):
+        answer = await side.ask(
+            fetch_request(side, version, topic, offset, isolation_level=isolation_level)
+        )
+        (partition,) = answer.responses[0].partitions
+        aborted.update(partition.aborted_transactions or ())
+        found = decoded_batches(partition.records) or ()
+        end = partition.last_stable_offset if isolation_level else partition.high_watermark
+        batches += [
+            batch for batch in found if batch.base_offset + batch.last_offset_delta >= offset
+        ]
+        if found:
+            offset = found[-1].base_offset + found[-1].last_offset_delta + 1
+        if not found or offset >= end:
+            return Log(
+                tuple(batches),
+                tuple(sorted(aborted, key=lambda entry: (entry.first_offset, entry.producer_id))),
+                partition.high_watermark,
+                partition.last_stable_offset,
+                getattr(partition, "log_start_offset", -1),  # from v5
+            )
+    raise AssertionError(f"{side.name}: {topic} not read to its end in 100 fetches")

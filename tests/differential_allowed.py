@@ -21,6 +21,9 @@ class Entry:
     identity: str | None = None
     sometimes: bool = False
     """A known difference that depends on timing: not required to be seen."""
+    kafka: tuple[object, ...] | None = None
+    """When set, the entry matches only where Kafka's value is one of these (so that a
+    difference of another kind at the same path is not taken for this one)."""
     """When set, the difference is allowed only where each broker's value is its own
     identity of this name (Pair.identities: its node id, its port), so that a wrong node id
     is still caught."""
@@ -59,6 +62,25 @@ ALLOWED: tuple[Entry, ...] = (
         "free text for people (clients print it, none parses it): the wording may differ, "
         "not whether there is one",
         identity=ASSIGNED,
+    ),
+    *(
+        Entry(
+            "marker clock",
+            path,
+            "a transaction marker's timestamp is the broker's clock when it wrote it (and "
+            "its CRC covers that timestamp)",
+        )
+        for path in (
+            "*.control.base_timestamp",
+            "*.control.max_timestamp",
+            "*.control.records[].timestamp",
+        )
+    ),
+    Entry(
+        "batch crc",
+        "*.batches[]*crc",
+        "a batch's CRC-32C covers its producer id and, for a marker, the broker's timestamp: "
+        "every field it covers is compared one by one beside it",
     ),
     Entry(
         "transaction start",
@@ -151,31 +173,59 @@ KNOWN: tuple[Entry, ...] = (
             "DescribeConfigsResponse.results[*].error_message",
         )
     ),
-    Entry(
-        "find-coordinator-key-type",
-        "FindCoordinatorResponse.*",
-        "FindCoordinator key_type 7 (unknown): Kafka INVALID_REQUEST (42), node -1, host '', "
-        "port -1; nullbroker answers as for a group",
+    *(
+        Entry(
+            "find-coordinator-key-type",
+            f"FindCoordinatorResponse.{field}",
+            "FindCoordinator key_type 7 (unknown): Kafka INVALID_REQUEST (42), node -1, host "
+            "'', port -1; nullbroker answers as for a group",
+        )
+        for field in (
+            "error_code",
+            "node_id",
+            "host",
+            "port",
+            "coordinators[].error_code",
+            "coordinators[].node_id",
+            "coordinators[].host",
+            "coordinators[].port",
+        )
     ),
-    Entry(
-        "produce-message-too-large",
-        "ProduceResponse.responses[].partition_responses[]*",
-        "Produce of a batch over the topic's max.message.bytes (2000): Kafka "
-        "MESSAGE_TOO_LARGE (10), base_offset -1, log_start_offset -1; nullbroker takes it",
+    *(
+        Entry(
+            "produce-message-too-large",
+            f"ProduceResponse.responses[].partition_responses[].{field}",
+            "Produce of a batch over the topic's max.message.bytes (2000): Kafka "
+            "MESSAGE_TOO_LARGE (10), base_offset -1, log_start_offset -1; nullbroker takes it",
+            kafka=(10, -1),
+        )
+        for field in ("error_code", "base_offset", "log_start_offset")
     ),
-    Entry(
-        "fetch-error-partition",
-        "FetchResponse.responses[].partitions[]*",
-        "Fetch of a partition that does not exist (5 of a 1-partition topic): Kafka "
-        "high_watermark -1, last_stable_offset -1, log_start_offset -1, aborted_transactions "
-        "[]; nullbroker 4, 4, 0, null (the error code is the same)",
+    *(
+        Entry(
+            "fetch-error-partition",
+            f"FetchResponse.responses[].partitions[].{field}",
+            "Fetch of a partition that does not exist (5 of a 1-partition topic): Kafka "
+            "high_watermark -1, last_stable_offset -1, log_start_offset -1, "
+            "aborted_transactions []; nullbroker 4, 4, 0, null (the error code is the same)",
+        )
+        for field in (
+            "high_watermark",
+            "last_stable_offset",
+            "log_start_offset",
+            "aborted_transactions",
+        )
     ),
-    Entry(
-        "list-offsets-by-timestamp",
-        "ListOffsetsResponse.topics[*].partitions[]*",
-        "ListOffsets by timestamp and max timestamp (-3) with --retain: Kafka searches the "
-        "produced timestamps (1767225600001 -> offset 1, -3 -> offset 2 at 1767225600002); "
-        "nullbroker the synthetic records' (offset 0 and 4, timestamps near now + a year)",
+    *(
+        Entry(
+            "list-offsets-by-timestamp",
+            f"ListOffsetsResponse.topics[*].partitions[].{field}",
+            "ListOffsets by timestamp and max timestamp (-3) with --retain: Kafka searches the "
+            "produced timestamps (1767225600001 -> offset 1, -3 -> offset 2 at "
+            "1767225600002); nullbroker the synthetic records' (offset 0 and 4, timestamps "
+            "near now + a year)",
+        )
+        for field in ("offset", "timestamp")
     ),
     Entry(
         "sync-group-check-order",
@@ -238,38 +288,67 @@ KNOWN: tuple[Entry, ...] = (
         "CreatePartitions of a topic that does not exist: Kafka error_message null, "
         "nullbroker a message",
     ),
-    Entry(
-        "subtract-to-empty-list",
-        "IncrementalAlterConfigsResponse.responses[*]*",
-        "IncrementalAlterConfigs SUBTRACT of cleanup.policy's only value: Kafka accepts it "
-        "(DescribeConfigs then shows 'delete'), nullbroker INVALID_CONFIG (40)",
+    *(
+        Entry(
+            "subtract-to-empty-list",
+            path,
+            "IncrementalAlterConfigs SUBTRACT of cleanup.policy's only value: Kafka accepts it "
+            "(DescribeConfigs then shows 'delete'), nullbroker INVALID_CONFIG (40)",
+        )
+        for path in (
+            "IncrementalAlterConfigsResponse.responses[*].error_code",
+            "IncrementalAlterConfigsResponse.responses[*].error_message",
+        )
     ),
     Entry(
         "subtract-to-empty-list",
         "DescribeConfigsResponse.results[*].configs[cleanup.policy].value",
         "after the SUBTRACT above: Kafka 'delete', nullbroker 'compact'",
     ),
-    Entry(
-        "describe-producers",
-        "DescribeProducersResponse.topics[*].partitions[*]*",
-        "DescribeProducers: last_timestamp Kafka the batch's max timestamp (1767225600001), "
-        "nullbroker -1; a partition that does not exist: Kafka error_message 'This server "
-        "does not host this topic-partition.', nullbroker null",
+    *(
+        Entry(
+            "describe-producers",
+            path,
+            "DescribeProducers: last_timestamp Kafka the batch's max timestamp (1767225600001), "
+            "nullbroker -1; a partition that does not exist: Kafka error_message 'This server "
+            "does not host this topic-partition.', nullbroker null",
+        )
+        for path in (
+            "DescribeProducersResponse.topics[*].partitions[].active_producers[].last_timestamp",
+            "DescribeProducersResponse.topics[*].partitions[].error_message",
+        )
     ),
-    Entry(
-        "consumer-heartbeat-fenced",
-        "ConsumerGroupHeartbeatResponse.*",
-        "ConsumerGroupHeartbeat with a member epoch ahead of the group's "
-        "(FENCED_MEMBER_EPOCH): Kafka member_epoch 0, heartbeat_interval 0, assignment null; "
-        "nullbroker -1, 5 s, and the member's assignment",
+    *(
+        Entry(
+            "consumer-heartbeat-fenced",
+            path,
+            "ConsumerGroupHeartbeat with a member epoch ahead of the group's "
+            "(FENCED_MEMBER_EPOCH): Kafka member_epoch 0, heartbeat_interval 0, assignment null; "
+            "nullbroker -1, 5 s, and the member's assignment",
+        )
+        for path in (
+            "ConsumerGroupHeartbeatResponse.member_epoch",
+            "ConsumerGroupHeartbeatResponse.heartbeat_interval",
+            "ConsumerGroupHeartbeatResponse.assignment",
+        )
     ),
-    Entry(
-        "consumer-group-describe",
-        "ConsumerGroupDescribeResponse.groups[*]*",
-        "ConsumerGroupDescribe of a classic group: Kafka GROUP_ID_NOT_FOUND with state '', "
-        "epochs 0, assignor ''; nullbroker state 'Dead', epochs -1, assignor 'uniform'; of a "
-        "member: subscribed_topic_regex Kafka '', nullbroker null; member_type (v1) Kafka 1, "
-        "nullbroker -1",
+    *(
+        Entry(
+            "consumer-group-describe",
+            path,
+            "ConsumerGroupDescribe of a classic group: Kafka GROUP_ID_NOT_FOUND with state '', "
+            "epochs 0, assignor ''; nullbroker state 'Dead', epochs -1, assignor 'uniform'; of a "
+            "member: subscribed_topic_regex Kafka '', nullbroker null; member_type (v1) Kafka 1, "
+            "nullbroker -1",
+        )
+        for path in (
+            "ConsumerGroupDescribeResponse.groups[*].group_state",
+            "ConsumerGroupDescribeResponse.groups[*].group_epoch",
+            "ConsumerGroupDescribeResponse.groups[*].assignment_epoch",
+            "ConsumerGroupDescribeResponse.groups[*].assignor_name",
+            "ConsumerGroupDescribeResponse.groups[*].members[].subscribed_topic_regex",
+            "ConsumerGroupDescribeResponse.groups[*].members[].member_type",
+        )
     ),
 )
 
@@ -278,6 +357,88 @@ COMMON = frozenset(
 )
 """Known differences in the steps most sequences share (CreateTopics, Metadata,
 FindCoordinator): a sequence need not name them; the sequences that test those APIs do."""
+
+KNOWN += (
+    Entry(
+        "marker-leader-epoch",
+        "*.batches[].control.partition_leader_epoch",
+        "a transaction marker's partition_leader_epoch: Kafka 0 (the leader's epoch), "
+        "nullbroker -1",
+    ),
+    Entry(
+        "fenced-produce-accepted",
+        "ProduceResponse.responses[].partition_responses[].*",
+        "Produce of a transactional batch at the epoch an InitProducerId has just fenced: "
+        "Kafka INVALID_PRODUCER_EPOCH (47), base_offset -1, log_start_offset -1; nullbroker "
+        "appends it (so the log differs from there: FetchLog.high_watermark Kafka 6, "
+        "nullbroker 7, and one more batch)",
+        kafka=(47, -1),
+    ),
+    *(
+        Entry(
+            "fenced-produce-accepted",
+            path,
+            "the batch nullbroker appended for the fenced producer",
+        )
+        for path in ("FetchLog.high_watermark", "FetchLog.batches[]")
+    ),
+    Entry(
+        "abort-marker-epoch",
+        "*.batches[].control.producer_epoch",
+        "the abort marker of a transaction that InitProducerId fenced: Kafka writes it at the "
+        "new epoch (1), nullbroker at the fenced one (0)",
+    ),
+)
+
+KNOWN += (
+    *(
+        Entry(
+            "kip848-txn-offsets-dropped",
+            path,
+            "TxnOffsetCommit to a KIP-848 group, then EndTxn commit: Kafka commits the offset "
+            "(OffsetFetch 7, metadata 'txn'), nullbroker drops it (3, '')",
+        )
+        for path in (
+            "OffsetFetchResponse.groups[*].topics[*].partitions[].committed_offset",
+            "OffsetFetchResponse.groups[*].topics[*].partitions[].metadata",
+        )
+    ),
+    *(
+        Entry(
+            "kip848-offset-delete",
+            path,
+            "OffsetDelete on an empty KIP-848 group: Kafka NONE and the partition deleted "
+            "(OffsetFetch then -1), nullbroker GROUP_ID_NOT_FOUND (69), the offset kept",
+        )
+        for path in (
+            "OffsetDeleteResponse.error_code",
+            "OffsetDeleteResponse.topics[]",
+            "OffsetFetchResponse.groups[*].topics[*].partitions[].committed_offset",
+        )
+    ),
+    *(
+        Entry(
+            "kip848-delete-groups",
+            path,
+            "DeleteGroups of an empty KIP-848 group: Kafka NONE (ConsumerGroupDescribe then "
+            "GROUP_ID_NOT_FOUND), nullbroker GROUP_ID_NOT_FOUND (69), the group kept",
+        )
+        for path in (
+            "DeleteGroupsResponse.results[*].error_code",
+            "ConsumerGroupDescribeResponse.groups[*].error_code",
+            "ConsumerGroupDescribeResponse.groups[*].error_message",
+        )
+    ),
+    *(
+        Entry(
+            "consumer-heartbeat-leave",
+            f"ConsumerGroupHeartbeatResponse.{field}",
+            "ConsumerGroupHeartbeat leaving (member_epoch -1): Kafka assignment null and "
+            "heartbeat_interval 0, nullbroker the member's last assignment and 5 s",
+        )
+        for field in ("assignment", "heartbeat_interval")
+    ),
+)
 
 UNORDERED: dict[str, str] = {
     "CreatePartitionsResponse.results": "name",
