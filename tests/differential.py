@@ -102,6 +102,8 @@ def matching(
             continue
         if entry.kafka is not None and difference.kafka not in entry.kafka:
             continue
+        if entry.nullbroker is not None and difference.nullbroker not in entry.nullbroker:
+            continue
         found.append(entry)
     return found
 
@@ -456,7 +458,7 @@ class Pair:
                 *(
                     [
                         "known differences this sequence does not name "
-                        + f"{sorted({name for _, names in self.known for name in names})}: "
+                        + f"{sorted({n for d, ns in self.known if d in strays for n in ns})}: "
                         + "; ".join(
                             f"{difference} ({' or '.join(sorted(names))})"
                             for difference, names in self.known

@@ -24,6 +24,8 @@ class Entry:
     kafka: tuple[object, ...] | None = None
     """When set, the entry matches only where Kafka's value is one of these (so that a
     difference of another kind at the same path is not taken for this one)."""
+    nullbroker: tuple[object, ...] | None = None
+    """Likewise for nullbroker's value ("<absent>": an entry it does not send)."""
     """When set, the difference is allowed only where each broker's value is its own
     identity of this name (Pair.identities: its node id, its port), so that a wrong node id
     is still caught."""
@@ -75,6 +77,15 @@ ALLOWED: tuple[Entry, ...] = (
             "*.control.max_timestamp",
             "*.control.records[].timestamp",
         )
+    ),
+    *(
+        Entry(
+            "batch crc",
+            path,
+            "a batch's CRC-32C covers its producer id and, for a marker, the broker's "
+            "timestamp: every field it covers is compared one by one beside it",
+        )
+        for path in ("*.records[]*crc",)
     ),
     Entry(
         "batch crc",
@@ -366,6 +377,62 @@ KNOWN += (
         "nullbroker -1",
     ),
     Entry(
+        "batch-leader-epoch",
+        "FetchResponse.responses[].partitions[].records[]*partition_leader_epoch",
+        "a produced batch read back: Kafka stamps the leader's epoch (0) on it when it "
+        "appends, nullbroker serves the producer's (-1 from the clients that write it)",
+    ),
+    Entry(
+        "fetch-sessions",
+        "FetchResponse.session_id",
+        "Fetch v7+ asking for a session (epoch 0): Kafka opens one (a random id), "
+        "nullbroker answers 0, no session, by design (KIP-227 allows it; README)",
+    ),
+    *(
+        Entry(
+            "first-sequence-nonzero",
+            f"ProduceResponse.responses[*].partition_responses[].{field}",
+            "an idempotent producer's first batch to a partition at sequence 555 (the Java "
+            "recording): Kafka takes it (no state for the producer there), nullbroker "
+            "OUT_OF_ORDER_SEQUENCE_NUMBER (45)",
+            kafka=(0, None, -1),
+        )
+        for field in ("error_code", "base_offset", "error_message", "log_start_offset")
+    ),
+    *(
+        Entry(
+            "txn-produce-partition-not-added",
+            f"ProduceResponse.responses[*].partition_responses[].{field}",
+            "a transactional Produce to a partition the transaction did not add "
+            "(AddPartitionsToTxn): Kafka INVALID_TXN_STATE (48) 'Partition was not added to "
+            "the transaction', nullbroker appends it",
+            kafka=(48, -1, "Partition was not added to the transaction"),
+        )
+        for field in ("error_code", "base_offset", "error_message", "log_start_offset")
+    ),
+    *(
+        Entry(
+            "fetch-zero-topic-id",
+            path,
+            "Fetch v13+ naming a topic by the zero id: Kafka UNKNOWN_SERVER_ERROR (-1) at the "
+            "top and no topics, nullbroker UNKNOWN_TOPIC_ID (100) on the partition",
+        )
+        for path in ("FetchResponse.error_code", "FetchResponse.responses[]")
+    ),
+    Entry(
+        "delete-records-beyond-end",
+        "DeleteRecordsResponse.topics[*].partitions[].error_code",
+        "DeleteRecords to an offset above the high watermark: Kafka OFFSET_OUT_OF_RANGE (1), "
+        "nullbroker NONE",
+        kafka=(1,),
+    ),
+    Entry(
+        "describe-producers-extra",
+        "DescribeProducersResponse.topics[*].partitions[].active_producers[]",
+        "DescribeProducers after the Java recording's Produce at sequence 555 (which "
+        "nullbroker refused): nullbroker lists a producer Kafka does not",
+    ),
+    Entry(
         "fenced-produce-accepted",
         "ProduceResponse.responses[].partition_responses[].*",
         "Produce of a transactional batch at the epoch an InitProducerId has just fenced: "
@@ -458,6 +525,10 @@ UNORDERED: dict[str, str] = {
     "DescribeProducersResponse.topics[].partitions": "partition_index",
     "DescribeTransactionsResponse.transaction_states": "transactional_id",
     "IncrementalAlterConfigsResponse.responses": "resource_name",
+    "ProduceResponse.responses": "name",
+    "OffsetFetchResponse.topics[].partitions": "partition_index",
+    "OffsetFetchResponse.groups[].topics[].partitions": "partition_index",
+    "ProduceResponse.responses[].partition_responses": "index",
     "MetadataResponse.topics": "name",
     "MetadataResponse.topics[].partitions": "partition_index",
     "CreateTopicsResponse.topics[].configs": "name",
