@@ -205,7 +205,7 @@ KNOWN: tuple[Entry, ...] = (
     *(
         Entry(
             "produce-message-too-large",
-            f"ProduceResponse.responses[].partition_responses[].{field}",
+            f"ProduceResponse.responses[*].partition_responses[].{field}",
             "Produce of a batch over the topic's max.message.bytes (2000): Kafka "
             "MESSAGE_TOO_LARGE (10), base_offset -1, log_start_offset -1; nullbroker takes it",
             kafka=(10, -1),
@@ -282,7 +282,7 @@ KNOWN: tuple[Entry, ...] = (
     ),
     Entry(
         "produce-log-start-in-transaction",
-        "ProduceResponse.responses[].partition_responses[].log_start_offset",
+        "ProduceResponse.responses[*].partition_responses[].log_start_offset",
         "Produce v13 of a transactional batch after committed and aborted transactions: "
         "Kafka log_start_offset 2, nullbroker 0, seen in one run of three (a race in Kafka)",
         sometimes=True,
@@ -434,7 +434,7 @@ KNOWN += (
     ),
     Entry(
         "fenced-produce-accepted",
-        "ProduceResponse.responses[].partition_responses[].*",
+        "ProduceResponse.responses[*].partition_responses[].*",
         "Produce of a transactional batch at the epoch an InitProducerId has just fenced: "
         "Kafka INVALID_PRODUCER_EPOCH (47), base_offset -1, log_start_offset -1; nullbroker "
         "appends it (so the log differs from there: FetchLog.high_watermark Kafka 6, "
@@ -446,6 +446,7 @@ KNOWN += (
             "fenced-produce-accepted",
             path,
             "the batch nullbroker appended for the fenced producer",
+            kafka=(6, "<absent>"),
         )
         for path in ("FetchLog.high_watermark", "FetchLog.batches[]")
     ),
