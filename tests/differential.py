@@ -787,6 +787,7 @@ class Log:
     """What a consumer reads of a partition, fetch after fetch, from an offset to the end
     (the high watermark, or the last stable offset under read_committed)."""
 
+    error_code: int
     batches: tuple[Any, ...]
     aborted_transactions: tuple[Any, ...]
     high_watermark: int
@@ -829,6 +830,7 @@ async def _read_log(side: Side, topic: str, version: int, isolation_level: int, 
         # sends one now and then under read_committed); ten in a row end the read.
         if offset >= end or partition.error_code or empty >= 10:
             return Log(
+                partition.error_code,
                 tuple(batches),
                 tuple(sorted(aborted, key=lambda entry: (entry.first_offset, entry.producer_id))),
                 partition.high_watermark,
@@ -838,3 +840,86 @@ async def _read_log(side: Side, topic: str, version: int, isolation_level: int, 
         if not found:
             await trio.sleep(0.05)
     raise AssertionError(f"{side.name}: {topic} not read to its end in 100 fetches")
+
+
+def list_offsets_request(
+    version: int, topic: str, timestamp: int, isolation_level: int = 0, partition: int = 0
+) -> Any:
+    """ListOffsets of one partition at one timestamp (-1 latest, -2 earliest, -3 max)."""
+    return request(
+        2,
+        version,
+        replica_id=-1,
+        isolation_level=isolation_level,
+        timeout=datetime.timedelta(seconds=10),
+        topics=[
+            {
+                "name": topic,
+                "partitions": [
+                    {
+                        "partition_index": partition,
+                        "current_leader_epoch": -1,
+                        "timestamp": timestamp,
+                    }
+                ],
+            }
+        ],
+    )
+
+
+async def commit_classic(pair: Pair, group: str, topic: str, offset: int) -> Answers:
+    """OffsetCommit of partition 0 by a classic group's member, at its generation."""
+    return await pair.step(
+        lambda side: request(
+            8,
+            pair.versions(8)[-1],
+            group_id=group,
+            generation_id_or_member_epoch=generation(side, group),
+            member_id=member(side, group),
+            topics=[
+                {
+                    "name": topic,
+                    "topic_id": side.learned["topic_id", topic],
+                    "partitions": [
+                        {"partition_index": 0, "committed_offset": offset, "committed_metadata": ""}
+                    ],
+                }
+            ],
+        )
+    )
+
+
+def txn_offset_commit_request(
+    side: Side,
+    version: int,
+    transactional_id: str,
+    group: str,
+    topic: str,
+    offset: int,
+    metadata: str = "txn",
+) -> Any:
+    """TxnOffsetCommit of partition 0 by the transactional producer (no group member)."""
+    return request(
+        28,
+        version,
+        transactional_id=transactional_id,
+        group_id=group,
+        producer_id=side.learned["producer_id", transactional_id],
+        producer_epoch=side.learned["producer_epoch", transactional_id],
+        generation_id=-1,
+        member_id="",
+        group_instance_id=None,
+        topics=[
+            {
+                "name": topic,
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "committed_offset": offset,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": metadata,
+                    }
+                ],
+            }
+        ],
+    )

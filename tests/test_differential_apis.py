@@ -5,14 +5,17 @@ equal but for data. Each sequence returns the KNOWN differences it meets."""
 from __future__ import annotations
 
 import datetime
+import struct
 import uuid
 from collections.abc import Awaitable, Callable
 
 import pytest
+import trio
 
 from tests.differential import (
     Pair,
     Side,
+    commit_classic,
     create_topic,
     fetch_request,
     find_coordinator,
@@ -20,14 +23,17 @@ from tests.differential import (
     generation,
     init_producer,
     join_classic,
+    list_offsets_request,
     member,
     pair,
     produce,
     producer_batch,
     records_batch,
     request,
+    txn_offset_commit_request,
     unique,
 )
+from tests.kafka_wire import FrameStream, size_prefix
 
 pytestmark = pytest.mark.differential
 __all__ = ["pair"]
@@ -51,13 +57,17 @@ async def metadata(pair: Pair) -> tuple[str, ...]:
     topic = unique("metadata")
     await create_topic(pair, topic, partitions=2)
     missing = unique("missing")
+    await find_coordinator(pair, unique("group"))  # Kafka creates __consumer_offsets
 
     async def run(version: int) -> None:
         await pair.step(
             request(
                 3,
                 version,
-                topics=[{"name": topic, "topic_id": ZERO}, {"name": missing, "topic_id": ZERO}],
+                topics=[
+                    {"name": name, "topic_id": ZERO}
+                    for name in (topic, missing, "__consumer_offsets")
+                ],
                 allow_auto_topic_creation=False,
                 include_topic_authorized_operations=True,
                 include_cluster_authorized_operations=version <= 10,
@@ -69,6 +79,7 @@ async def metadata(pair: Pair) -> tuple[str, ...]:
         "leader-epoch",
         "cluster-operations",
         "metadata-unknown-topic-operations",
+        "internal-topics",
         "topic-configs-missing",
         "min-insync-source",
     )
@@ -244,27 +255,7 @@ async def list_offsets(pair: Pair) -> tuple[str, ...]:
                 )
             )
             for timestamp in timestamps:
-                await pair.step(
-                    request(
-                        2,
-                        version,
-                        replica_id=-1,
-                        isolation_level=isolation_level,
-                        timeout=SECONDS,
-                        topics=[
-                            {
-                                "name": topic,
-                                "partitions": [
-                                    {
-                                        "partition_index": 0,
-                                        "current_leader_epoch": -1,
-                                        "timestamp": timestamp,
-                                    }
-                                ],
-                            }
-                        ],
-                    )
-                )
+                await pair.step(list_offsets_request(version, topic, timestamp, isolation_level))
 
     await for_each_version(pair, 2, run)
     return ("list-offsets-by-timestamp",)
@@ -596,24 +587,7 @@ async def offset_commit(pair: Pair) -> tuple[str, ...]:
 @sweep(9)
 async def offset_fetch(pair: Pair) -> tuple[str, ...]:
     topic, group = await classic_group(pair, "fetchoffsets")
-    await pair.step(
-        lambda side: request(
-            8,
-            pair.versions(8)[-1],
-            group_id=group,
-            generation_id_or_member_epoch=generation(side, group),
-            member_id=member(side, group),
-            topics=[
-                {
-                    "name": topic,
-                    "topic_id": side_topic_id(side, topic),
-                    "partitions": [
-                        {"partition_index": 0, "committed_offset": 3, "committed_metadata": "m"}
-                    ],
-                }
-            ],
-        )
-    )
+    await commit_classic(pair, group, topic, 3)
 
     no_group = unique("nogroup")
 
@@ -703,24 +677,7 @@ async def delete_groups(pair: Pair) -> tuple[str, ...]:
 @sweep(47)
 async def offset_delete(pair: Pair) -> tuple[str, ...]:
     topic, group = await classic_group(pair, "offsetdelete")
-    await pair.step(
-        lambda side: request(
-            8,
-            pair.versions(8)[-1],
-            group_id=group,
-            generation_id_or_member_epoch=generation(side, group),
-            member_id=member(side, group),
-            topics=[
-                {
-                    "name": topic,
-                    "topic_id": side_topic_id(side, topic),
-                    "partitions": [
-                        {"partition_index": 0, "committed_offset": 3, "committed_metadata": "m"}
-                    ],
-                }
-            ],
-        )
-    )
+    await commit_classic(pair, group, topic, 3)
 
     async def run(version: int) -> None:
         for name in (group, unique("missing")):
@@ -865,29 +822,8 @@ async def txn_offset_commit(pair: Pair) -> tuple[str, ...]:
         )
         for target in (group, unique("missing")):
             await pair.step(
-                lambda side, target=target: request(
-                    28,
-                    version,
-                    transactional_id=transactional_id,
-                    group_id=target,
-                    producer_id=side.learned["producer_id", transactional_id],
-                    producer_epoch=side.learned["producer_epoch", transactional_id],
-                    generation_id=-1,
-                    member_id="",
-                    group_instance_id=None,
-                    topics=[
-                        {
-                            "name": topic,
-                            "partitions": [
-                                {
-                                    "partition_index": 0,
-                                    "committed_offset": 1,
-                                    "committed_leader_epoch": -1,
-                                    "committed_metadata": "",
-                                }
-                            ],
-                        }
-                    ],
+                lambda side, target=target: txn_offset_commit_request(
+                    side, version, transactional_id, target, topic, 1, metadata=""
                 ),
                 until=lambda answer: 51 not in error_codes_of(answer),
             )
@@ -1081,3 +1017,32 @@ async def consumer_group_describe(pair: Pair) -> tuple[str, ...]:
 async def test_every_version_answers_as_kafka_does(pair: Pair, api_key: int) -> None:
     known = await SWEEP[api_key](pair)
     pair.check(*known)
+
+
+async def outcome_of_version(side: Side, api_key: int, version: int) -> str:
+    """What a broker does with a request at `version` on a fresh connection: "closed" or
+    "answered" (the body is zeros: a version refused is refused before its body is read)."""
+    stream = FrameStream(await trio.open_tcp_stream(side.host, side.port))
+    try:
+        header = struct.pack(">hhih", api_key, version, 1, 5) + b"tests"
+        await stream.send(size_prefix(header + bytes(32)))
+        try:
+            await stream.receive_frame()
+        except EOFError:
+            return "closed"
+        return "answered"
+    finally:
+        await stream.aclose()
+
+
+async def test_a_version_below_either_broker_s_minimum_is_refused_alike(pair: Pair) -> None:
+    outcomes = {}
+    for api_key in sorted(SWEEP):
+        lows = {side.ranges[api_key][0] for side in pair.sides}
+        for version in sorted(low - 1 for low in lows if low > 0):
+            outcomes[api_key, version] = [
+                await outcome_of_version(side, api_key, version) for side in pair.sides
+            ]
+    assert outcomes, "every API key starts at version 0 on both brokers"
+    different = {key: both for key, both in outcomes.items() if both[0] != both[1]}
+    assert not different, f"(key, version): [kafka, nullbroker]: {different}"

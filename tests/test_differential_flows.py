@@ -16,12 +16,14 @@ from tests.differential import (
     Answers,
     Pair,
     Side,
+    commit_classic,
     create_topic,
     error_codes,
     find_coordinator,
     generation,
     init_producer,
     join_classic,
+    list_offsets_request,
     member,
     pair,
     produce,
@@ -29,6 +31,7 @@ from tests.differential import (
     read_log,
     records_batch,
     request,
+    txn_offset_commit_request,
     unique,
 )
 
@@ -86,21 +89,7 @@ async def end_transaction(pair: Pair, transactional_id: str, committed: bool, to
 async def log_end(pair: Pair, topic: str, above: int = -1) -> Answers:
     """ListOffsets latest (read_uncommitted), repeated until it is above `above`."""
     return await pair.step(
-        request(
-            2,
-            pair.versions(2)[-1],
-            replica_id=-1,
-            isolation_level=0,
-            timeout=SECONDS,
-            topics=[
-                {
-                    "name": topic,
-                    "partitions": [
-                        {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}
-                    ],
-                }
-            ],
-        ),
+        list_offsets_request(pair.versions(2)[-1], topic, -1),
         until=lambda answer: answer.topics[0].partitions[0].offset > above,
     )
 
@@ -144,25 +133,7 @@ async def list_offsets(pair: Pair, topic: str, timestamps: list[int]) -> None:
     for isolation_level in (0, 1):
         for timestamp in timestamps:
             await pair.step(
-                request(
-                    2,
-                    pair.versions(2)[-1],
-                    replica_id=-1,
-                    isolation_level=isolation_level,
-                    timeout=SECONDS,
-                    topics=[
-                        {
-                            "name": topic,
-                            "partitions": [
-                                {
-                                    "partition_index": 0,
-                                    "current_leader_epoch": -1,
-                                    "timestamp": timestamp,
-                                }
-                            ],
-                        }
-                    ],
-                )
+                list_offsets_request(pair.versions(2)[-1], topic, timestamp, isolation_level)
             )
 
 
@@ -236,29 +207,8 @@ async def txn_offset_commit(
         )
     )
     await pair.step(
-        lambda side: request(
-            28,
-            pair.versions(28)[-1],
-            transactional_id=transactional_id,
-            group_id=group,
-            producer_id=producer(side, transactional_id)[0],
-            producer_epoch=producer(side, transactional_id)[1],
-            generation_id=-1,
-            member_id="",
-            group_instance_id=None,
-            topics=[
-                {
-                    "name": topic,
-                    "partitions": [
-                        {
-                            "partition_index": 0,
-                            "committed_offset": offset,
-                            "committed_leader_epoch": -1,
-                            "committed_metadata": "txn",
-                        }
-                    ],
-                }
-            ],
+        lambda side: txn_offset_commit_request(
+            side, pair.versions(28)[-1], transactional_id, group, topic, offset
         )
     )
 
@@ -344,24 +294,7 @@ async def test_classic_group_from_join_to_deletion(pair: Pair) -> None:
             member_id=member(side, group),
         )
     )
-    await pair.step(
-        lambda side: request(
-            8,
-            pair.versions(8)[-1],
-            group_id=group,
-            generation_id_or_member_epoch=generation(side, group),
-            member_id=member(side, group),
-            topics=[
-                {
-                    "name": topic,
-                    "topic_id": side.learned["topic_id", topic],
-                    "partitions": [
-                        {"partition_index": 0, "committed_offset": 4, "committed_metadata": ""}
-                    ],
-                }
-            ],
-        )
-    )
+    await commit_classic(pair, group, topic, 4)
     await offset_fetch(pair, group, topic)
     await pair.step(describe_groups(pair, group))
     offset_delete = request(
