@@ -9,7 +9,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 ARGS ?=
 
-.PHONY: serve test perf bytecode fuzz kafka-tools spark-connector lint clean
+.PHONY: serve test oracle perf bytecode fuzz kafka-tools spark-connector lint clean
 
 serve: $(VENV)/.installed-broker bytecode
 	$(BIN)/nullbroker serve $(ARGS)
@@ -22,11 +22,19 @@ test: $(VENV)/.installed-test bytecode
 	scripts/ensure-kgo-suite
 	$(BIN)/pytest $(ARGS)
 	@# The whole suite ran with codec/_native.c; the codec and broker tests run again on the
-	@# pure-Python path it equals (the real-client tests drive the same code through sockets).
+	@# pure-Python path it equals (the real-client tests drive the same code through sockets,
+	@# and the comparison with Kafka asks the same answers of both paths once is enough).
 	@if [ -z "$(ARGS)" ]; then \
 	  echo "again without the C decoders (NULLBROKER_NATIVE=off): the codec and broker tests"; \
-	  NULLBROKER_NATIVE=off $(BIN)/pytest -m "not clients" tests; \
+	  NULLBROKER_NATIVE=off $(BIN)/pytest -m "not clients and not differential" tests; \
 	fi
+
+# Kafka as the oracle alone: Apache Kafka 4.1.1 and nullbroker asked the same requests, the
+# answers compared field by field (tests/differential.py; README, Development).
+oracle: $(VENV)/.installed-test bytecode
+	scripts/ensure-test-tools
+	scripts/ensure-kafka-tools
+	$(BIN)/pytest -m differential tests $(ARGS)
 
 # perf/'s tools need their client and plots (confluent-kafka, matplotlib) beside the broker,
 # not the whole test stack.

@@ -1,0 +1,549 @@
+"""What may differ between Kafka's answers and nullbroker's (tests/differential.py).
+
+ALLOWED is data: values that differ between any two brokers (ids, ports, clocks), each with
+its reason. KNOWN is behaviour that should not differ and does, each entry a bug to fix with
+the values seen; a sequence names the KNOWN entries it meets, and fails once one is gone.
+Patterns are shell globs over a path with its indices dropped
+(`MetadataResponse.topics[].partitions[].leader_id`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    name: str
+    path: str
+    reason: str
+    versions: range | None = None
+    identity: str | None = None
+    sometimes: bool = False
+    """A known difference that depends on timing: not required to be seen."""
+    kafka: tuple[object, ...] | None = None
+    """When set, the entry matches only where Kafka's value is one of these (so that a
+    difference of another kind at the same path is not taken for this one)."""
+    nullbroker: tuple[object, ...] | None = None
+    """Likewise for nullbroker's value ("<absent>": an entry it does not send)."""
+    """When set, the difference is allowed only where each broker's value is its own
+    identity of this name (Pair.identities: its node id, its port), so that a wrong node id
+    is still caught."""
+
+
+ASSIGNED = "assigned"
+"""The identity of what a broker makes up (a member id, a producer id): any non-empty string,
+any id from 0 up, on both sides; a missing one (-1, null, "") is still a difference."""
+
+NODE = "each broker's own node id (Kafka's fixture is node 1, nullbroker's only node is 0)"
+
+MEMBER = "a classic group's member ids are the broker's (client id and a random UUID)"
+
+ALLOWED: tuple[Entry, ...] = (
+    Entry("throttle", "*.throttle_time", "throttle times depend on the broker's quotas and load"),
+    Entry("cluster id", "*.cluster_id", "each cluster's own id (Kafka's is random)"),
+    Entry("topic id", "*.topic_id", "topic ids are random in Kafka, derived from the name here"),
+    Entry("node", "*.node_id", NODE, identity="node"),
+    Entry("leader", "*.leader_id", NODE, identity="node"),
+    Entry("controller", "*.controller_id", NODE, identity="node"),
+    Entry("replicas", "*.replica_nodes[]", NODE, identity="node"),
+    Entry("isr", "*.isr_nodes[]", NODE, identity="node"),
+    Entry("port", "*.port", "each broker listens on a port the OS picked", identity="port"),
+    Entry("broker", "*.broker_id", NODE, identity="node"),
+    Entry("member id", "*.member_id", MEMBER, identity=ASSIGNED),
+    Entry(
+        "producer id",
+        "*.producer_id",
+        "producer ids are the broker's counter (Kafka's from 0 over the session's tests, "
+        "nullbroker's from 1000)",
+        identity=ASSIGNED,
+    ),
+    Entry(
+        "error message",
+        "*.error_message",
+        "free text for people (clients print it, none parses it): the wording may differ, "
+        "not whether there is one",
+        identity=ASSIGNED,
+    ),
+    *(
+        Entry(
+            "marker clock",
+            path,
+            "a transaction marker's timestamp is the broker's clock when it wrote it (and "
+            "its CRC covers that timestamp)",
+        )
+        for path in (
+            "*.control.base_timestamp",
+            "*.control.max_timestamp",
+            "*.control.records[].timestamp",
+        )
+    ),
+    *(
+        Entry(
+            "batch crc",
+            path,
+            "a batch's CRC-32C covers its producer id and, for a marker, the broker's "
+            "timestamp: every field it covers is compared one by one beside it",
+        )
+        for path in ("*.records[]*crc",)
+    ),
+    Entry(
+        "batch crc",
+        "*.batches[]*crc",
+        "a batch's CRC-32C covers its producer id and, for a marker, the broker's timestamp: "
+        "every field it covers is compared one by one beside it",
+    ),
+    Entry(
+        "transaction start",
+        "DescribeTransactionsResponse.transaction_states[*].transaction_start_time",
+        "the broker's clock when the transaction began",
+    ),
+    Entry("group leader", "*.leader", MEMBER, identity=ASSIGNED),
+)
+
+MISSING_TOPIC_CONFIGS = (
+    "compression.gzip.level",
+    "compression.lz4.level",
+    "compression.zstd.level",
+    "follower.replication.throttled.replicas",
+    "leader.replication.throttled.replicas",
+    "local.retention.bytes",
+    "local.retention.ms",
+    "remote.log.copy.disable",
+    "remote.log.delete.on.disable",
+    "remote.storage.enable",
+)
+
+KNOWN: tuple[Entry, ...] = (
+    Entry(
+        "leader-epoch",
+        "*.leader_epoch",
+        "Kafka 0 (a new topic's first epoch), nullbroker -1, by design (README: clients then "
+        "skip OffsetForLeaderEpoch, which nullbroker does not serve); Metadata, ListOffsets "
+        "v4+, DescribeTopicPartitions",
+    ),
+    Entry(
+        "cluster-operations",
+        "*.cluster_authorized_operations",
+        "Metadata v8-v10 and DescribeCluster with include_cluster_authorized_operations: "
+        "Kafka 8096, nullbroker 32672",
+    ),
+    Entry(
+        "metadata-unknown-topic-operations",
+        "MetadataResponse.topics[*].topic_authorized_operations",
+        "Metadata v8+ asking a topic that does not exist with "
+        "include_topic_authorized_operations: Kafka 3576, nullbroker -2147483648",
+    ),
+    *(
+        Entry(
+            "topic-configs-missing",
+            f"*.configs[{name}]",
+            "Kafka 4.1 reports topic configs nullbroker lacks (CreateTopics v5+, "
+            "DescribeConfigs): compression.gzip.level (-1), compression.lz4.level (9), "
+            "compression.zstd.level (3), follower/leader.replication.throttled.replicas (''), "
+            "local.retention.bytes and .ms (-2), remote.log.copy.disable, "
+            "remote.log.delete.on.disable, remote.storage.enable (false)",
+        )
+        for name in MISSING_TOPIC_CONFIGS
+    ),
+    Entry(
+        "min-insync-source",
+        "*.configs[min.insync.replicas]*source",
+        "Kafka 3 (DYNAMIC_DEFAULT_BROKER_CONFIG: a KRaft cluster sets min.insync.replicas "
+        "cluster-wide when formatted, and lists it first among the synonyms), nullbroker 5",
+    ),
+    Entry(
+        "min-insync-source",
+        "DescribeConfigsResponse.results[*].configs[min.insync.replicas].synonyms[]",
+        "Kafka lists a second synonym (min.insync.replicas=1, source 5) after the dynamic one",
+    ),
+    Entry(
+        "config-synonyms",
+        "DescribeConfigsResponse.results[*].configs[*].synonyms[]*",
+        "DescribeConfigs include_synonyms: Kafka's synonym of a topic config is the broker "
+        "config it defaults to (log.cleanup.policy, message.max.bytes, log.segment.bytes, ...) "
+        "and none for flush.ms, segment.jitter.ms, segment.ms; nullbroker names the topic "
+        "config itself",
+    ),
+    Entry(
+        "config-documentation",
+        "DescribeConfigsResponse.results[*].configs[*].documentation",
+        "DescribeConfigs v3+ include_documentation: Kafka sends each config's documentation, "
+        "nullbroker null",
+    ),
+    *(
+        Entry(
+            "empty-error-message",
+            path,
+            "'' from Kafka where nullbroker sends null: FindCoordinator v4+ coordinators, "
+            "DescribeConfigs results; 'NONE' for FindCoordinator v1-3 with an unknown key type",
+        )
+        for path in (
+            "FindCoordinatorResponse.error_message",
+            "FindCoordinatorResponse.coordinators[].error_message",
+            "DescribeConfigsResponse.results[*].error_message",
+        )
+    ),
+    *(
+        Entry(
+            "find-coordinator-key-type",
+            f"FindCoordinatorResponse.{field}",
+            "FindCoordinator key_type 7 (unknown): Kafka INVALID_REQUEST (42), node -1, host "
+            "'', port -1; nullbroker answers as for a group",
+        )
+        for field in (
+            "error_code",
+            "node_id",
+            "host",
+            "port",
+            "coordinators[].error_code",
+            "coordinators[].node_id",
+            "coordinators[].host",
+            "coordinators[].port",
+        )
+    ),
+    *(
+        Entry(
+            "produce-message-too-large",
+            f"ProduceResponse.responses[*].partition_responses[].{field}",
+            "Produce of a batch over the topic's max.message.bytes (2000): Kafka "
+            "MESSAGE_TOO_LARGE (10), base_offset -1, log_start_offset -1; nullbroker takes it",
+            kafka=(10, -1),
+        )
+        for field in ("error_code", "base_offset", "log_start_offset")
+    ),
+    *(
+        Entry(
+            "fetch-error-partition",
+            f"FetchResponse.responses[].partitions[].{field}",
+            "Fetch of a partition that does not exist (5 of a 1-partition topic): Kafka "
+            "high_watermark -1, last_stable_offset -1, log_start_offset -1, "
+            "aborted_transactions []; nullbroker 4, 4, 0, null (the error code is the same)",
+        )
+        for field in (
+            "high_watermark",
+            "last_stable_offset",
+            "log_start_offset",
+            "aborted_transactions",
+        )
+    ),
+    *(
+        Entry(
+            "list-offsets-by-timestamp",
+            f"ListOffsetsResponse.topics[*].partitions[].{field}",
+            "ListOffsets by timestamp and max timestamp (-3) with --retain: Kafka searches the "
+            "produced timestamps (1767225600001 -> offset 1, -3 -> offset 2 at "
+            "1767225600002); nullbroker the synthetic records' (offset 0 and 4, timestamps "
+            "near now + a year)",
+        )
+        for field in ("offset", "timestamp")
+    ),
+    Entry(
+        "sync-group-check-order",
+        "SyncGroupResponse.error_code",
+        "SyncGroup v5 from an unknown member without protocol type and name: Kafka "
+        "INCONSISTENT_GROUP_PROTOCOL (23), nullbroker UNKNOWN_MEMBER_ID (25)",
+    ),
+    Entry(
+        "group-operations",
+        "*Response.groups[*].authorized_operations",
+        "DescribeGroups v3+ and ConsumerGroupDescribe include_authorized_operations: Kafka "
+        "3400, nullbroker 328 (DescribeGroups) and -2147483648 (ConsumerGroupDescribe)",
+    ),
+    Entry(
+        "create-topics-bad-config",
+        "CreateTopicsResponse.topics[diff-bad*",
+        "CreateTopics with an unknown config name or a bad value: Kafka INVALID_CONFIG (40), "
+        "num_partitions and replication_factor -1, configs []; nullbroker creates the topic",
+    ),
+    Entry(
+        "create-topics-error-configs",
+        "CreateTopicsResponse.topics[*].configs",
+        "CreateTopics v5+, a topic that fails (replication factor 3, 0 partitions, already "
+        "exists): Kafka configs [], nullbroker null",
+    ),
+    Entry(
+        "delete-records-error-low-watermark",
+        "DeleteRecordsResponse.topics[*].partitions[].low_watermark",
+        "DeleteRecords beyond the high watermark (OFFSET_OUT_OF_RANGE): Kafka low_watermark "
+        "-1, nullbroker the partition's log start",
+    ),
+    Entry(
+        "idempotent-epoch-bump",
+        "InitProducerIdResponse.producer_epoch",
+        "InitProducerId v3+ without a transactional id, giving the producer id and epoch it "
+        "had (KIP-360): Kafka a new producer id at epoch 0, nullbroker the same id at the "
+        "next epoch",
+    ),
+    Entry(
+        "end-txn-v5",
+        "EndTxnResponse.producer_epoch",
+        "EndTxn v5 (KIP-890 transactions v2): Kafka returns the bumped epoch (1), nullbroker 0",
+    ),
+    Entry(
+        "produce-log-start-in-transaction",
+        "ProduceResponse.responses[*].partition_responses[].log_start_offset",
+        "Produce v13 of a transactional batch after committed and aborted transactions: "
+        "Kafka log_start_offset 2, nullbroker 0, seen in one run of three (a race in Kafka)",
+        sometimes=True,
+    ),
+    Entry(
+        "txn-offset-commit-without-add-offsets",
+        "TxnOffsetCommitResponse.topics[].partitions[].error_code",
+        "TxnOffsetCommit to a group the transaction did not add (no AddOffsetsToTxn): Kafka "
+        "NONE, nullbroker INVALID_TXN_STATE (48)",
+    ),
+    Entry(
+        "create-partitions-unknown-topic-message",
+        "CreatePartitionsResponse.results[*].error_message",
+        "CreatePartitions of a topic that does not exist: Kafka error_message null, "
+        "nullbroker a message",
+    ),
+    *(
+        Entry(
+            "subtract-to-empty-list",
+            path,
+            "IncrementalAlterConfigs SUBTRACT of cleanup.policy's only value: Kafka accepts it "
+            "(DescribeConfigs then shows 'delete'), nullbroker INVALID_CONFIG (40)",
+        )
+        for path in (
+            "IncrementalAlterConfigsResponse.responses[*].error_code",
+            "IncrementalAlterConfigsResponse.responses[*].error_message",
+        )
+    ),
+    Entry(
+        "subtract-to-empty-list",
+        "DescribeConfigsResponse.results[*].configs[cleanup.policy].value",
+        "after the SUBTRACT above: Kafka 'delete', nullbroker 'compact'",
+    ),
+    *(
+        Entry(
+            "describe-producers",
+            path,
+            "DescribeProducers: last_timestamp Kafka the batch's max timestamp (1767225600001), "
+            "nullbroker -1; a partition that does not exist: Kafka error_message 'This server "
+            "does not host this topic-partition.', nullbroker null",
+        )
+        for path in (
+            "DescribeProducersResponse.topics[*].partitions[].active_producers[].last_timestamp",
+            "DescribeProducersResponse.topics[*].partitions[].error_message",
+        )
+    ),
+    *(
+        Entry(
+            "consumer-heartbeat-fenced",
+            path,
+            "ConsumerGroupHeartbeat with a member epoch ahead of the group's "
+            "(FENCED_MEMBER_EPOCH): Kafka member_epoch 0, heartbeat_interval 0, assignment null; "
+            "nullbroker -1, 5 s, and the member's assignment",
+        )
+        for path in (
+            "ConsumerGroupHeartbeatResponse.member_epoch",
+            "ConsumerGroupHeartbeatResponse.heartbeat_interval",
+            "ConsumerGroupHeartbeatResponse.assignment",
+        )
+    ),
+    *(
+        Entry(
+            "consumer-group-describe",
+            path,
+            "ConsumerGroupDescribe of a classic group: Kafka GROUP_ID_NOT_FOUND with state '', "
+            "epochs 0, assignor ''; nullbroker state 'Dead', epochs -1, assignor 'uniform'; of a "
+            "member: subscribed_topic_regex Kafka '', nullbroker null; member_type (v1) Kafka 1, "
+            "nullbroker -1",
+        )
+        for path in (
+            "ConsumerGroupDescribeResponse.groups[*].group_state",
+            "ConsumerGroupDescribeResponse.groups[*].group_epoch",
+            "ConsumerGroupDescribeResponse.groups[*].assignment_epoch",
+            "ConsumerGroupDescribeResponse.groups[*].assignor_name",
+            "ConsumerGroupDescribeResponse.groups[*].members[].subscribed_topic_regex",
+            "ConsumerGroupDescribeResponse.groups[*].members[].member_type",
+        )
+    ),
+)
+
+COMMON = frozenset(
+    {"topic-configs-missing", "min-insync-source", "leader-epoch", "empty-error-message"}
+)
+"""Known differences in the steps most sequences share (CreateTopics, Metadata,
+FindCoordinator): a sequence need not name them; the sequences that test those APIs do."""
+
+KNOWN += (
+    Entry(
+        "marker-leader-epoch",
+        "*.batches[].control.partition_leader_epoch",
+        "a transaction marker's partition_leader_epoch: Kafka 0 (the leader's epoch), "
+        "nullbroker -1",
+    ),
+    Entry(
+        "batch-leader-epoch",
+        "FetchResponse.responses[].partitions[].records[]*partition_leader_epoch",
+        "a produced batch read back: Kafka stamps the leader's epoch (0) on it when it "
+        "appends, nullbroker serves the producer's (-1 from the clients that write it)",
+    ),
+    Entry(
+        "fetch-sessions",
+        "FetchResponse.session_id",
+        "Fetch v7+ asking for a session (epoch 0): Kafka opens one (a random id), "
+        "nullbroker answers 0, no session, by design (KIP-227 allows it; README)",
+    ),
+    *(
+        Entry(
+            "first-sequence-nonzero",
+            f"ProduceResponse.responses[*].partition_responses[].{field}",
+            "an idempotent producer's first batch to a partition at sequence 555 (the Java "
+            "recording): Kafka takes it (no state for the producer there), nullbroker "
+            "OUT_OF_ORDER_SEQUENCE_NUMBER (45)",
+            kafka=(0, None, -1),
+        )
+        for field in ("error_code", "base_offset", "error_message", "log_start_offset")
+    ),
+    *(
+        Entry(
+            "txn-produce-partition-not-added",
+            f"ProduceResponse.responses[*].partition_responses[].{field}",
+            "a transactional Produce to a partition the transaction did not add "
+            "(AddPartitionsToTxn): Kafka INVALID_TXN_STATE (48) 'Partition was not added to "
+            "the transaction', nullbroker appends it",
+            kafka=(48, -1, "Partition was not added to the transaction"),
+        )
+        for field in ("error_code", "base_offset", "error_message", "log_start_offset")
+    ),
+    *(
+        Entry(
+            "fetch-zero-topic-id",
+            path,
+            "Fetch v13+ naming a topic by the zero id: Kafka UNKNOWN_SERVER_ERROR (-1) at the "
+            "top and no topics, nullbroker UNKNOWN_TOPIC_ID (100) on the partition",
+        )
+        for path in ("FetchResponse.error_code", "FetchResponse.responses[]")
+    ),
+    Entry(
+        "delete-records-beyond-end",
+        "DeleteRecordsResponse.topics[*].partitions[].error_code",
+        "DeleteRecords to an offset above the high watermark: Kafka OFFSET_OUT_OF_RANGE (1), "
+        "nullbroker NONE",
+        kafka=(1,),
+    ),
+    Entry(
+        "describe-producers-extra",
+        "DescribeProducersResponse.topics[*].partitions[].active_producers[]",
+        "DescribeProducers after the Java recording's Produce at sequence 555 (which "
+        "nullbroker refused): nullbroker lists a producer Kafka does not",
+    ),
+    Entry(
+        "fenced-produce-accepted",
+        "ProduceResponse.responses[*].partition_responses[].*",
+        "Produce of a transactional batch at the epoch an InitProducerId has just fenced: "
+        "Kafka INVALID_PRODUCER_EPOCH (47), base_offset -1, log_start_offset -1; nullbroker "
+        "appends it (so the log differs from there: FetchLog.high_watermark Kafka 6, "
+        "nullbroker 7, and one more batch)",
+        kafka=(47, -1),
+    ),
+    *(
+        Entry(
+            "fenced-produce-accepted",
+            path,
+            "the batch nullbroker appended for the fenced producer",
+            kafka=(6, "<absent>"),
+        )
+        for path in ("FetchLog.high_watermark", "FetchLog.batches[]")
+    ),
+    Entry(
+        "abort-marker-epoch",
+        "*.batches[].control.producer_epoch",
+        "the abort marker of a transaction that InitProducerId fenced: Kafka writes it at the "
+        "new epoch (1), nullbroker at the fenced one (0)",
+    ),
+)
+
+KNOWN += (
+    *(
+        Entry(
+            "internal-topics",
+            f"MetadataResponse.topics[__consumer_offsets].{field}",
+            "Metadata naming __consumer_offsets (once a group exists): Kafka NONE, "
+            "is_internal true, its partitions (1 in the fixture); nullbroker "
+            "UNKNOWN_TOPIC_OR_PARTITION (3), is_internal false, none",
+        )
+        for field in ("error_code", "is_internal", "partitions[]", "topic_authorized_operations")
+    ),
+    *(
+        Entry(
+            "kip848-txn-offsets-dropped",
+            path,
+            "TxnOffsetCommit to a KIP-848 group, then EndTxn commit: Kafka commits the offset "
+            "(OffsetFetch 7, metadata 'txn'), nullbroker drops it (3, '')",
+        )
+        for path in (
+            "OffsetFetchResponse.groups[*].topics[*].partitions[].committed_offset",
+            "OffsetFetchResponse.groups[*].topics[*].partitions[].metadata",
+        )
+    ),
+    *(
+        Entry(
+            "kip848-offset-delete",
+            path,
+            "OffsetDelete on an empty KIP-848 group: Kafka NONE and the partition deleted "
+            "(OffsetFetch then -1), nullbroker GROUP_ID_NOT_FOUND (69), the offset kept",
+        )
+        for path in (
+            "OffsetDeleteResponse.error_code",
+            "OffsetDeleteResponse.topics[]",
+            "OffsetFetchResponse.groups[*].topics[*].partitions[].committed_offset",
+        )
+    ),
+    *(
+        Entry(
+            "kip848-delete-groups",
+            path,
+            "DeleteGroups of an empty KIP-848 group: Kafka NONE (ConsumerGroupDescribe then "
+            "GROUP_ID_NOT_FOUND), nullbroker GROUP_ID_NOT_FOUND (69), the group kept",
+        )
+        for path in (
+            "DeleteGroupsResponse.results[*].error_code",
+            "ConsumerGroupDescribeResponse.groups[*].error_code",
+            "ConsumerGroupDescribeResponse.groups[*].error_message",
+        )
+    ),
+    *(
+        Entry(
+            "consumer-heartbeat-leave",
+            f"ConsumerGroupHeartbeatResponse.{field}",
+            "ConsumerGroupHeartbeat leaving (member_epoch -1): Kafka assignment null and "
+            "heartbeat_interval 0, nullbroker the member's last assignment and 5 s",
+        )
+        for field in ("assignment", "heartbeat_interval")
+    ),
+)
+
+UNORDERED: dict[str, str] = {
+    "CreatePartitionsResponse.results": "name",
+    "CreateTopicsResponse.topics": "name",
+    "DeleteGroupsResponse.results": "group_id",
+    "DeleteRecordsResponse.topics": "name",
+    "DeleteTopicsResponse.responses": "name",
+    "DescribeConfigsResponse.results": "resource_name",
+    "DescribeGroupsResponse.groups": "group_id",
+    "ConsumerGroupDescribeResponse.groups": "group_id",
+    "ListOffsetsResponse.topics": "name",
+    "ListOffsetsResponse.topics[].partitions": "partition_index",
+    "OffsetFetchResponse.groups": "group_id",
+    "OffsetFetchResponse.topics": "name",
+    "OffsetFetchResponse.groups[].topics": "name",
+    "DescribeProducersResponse.topics": "name",
+    "DescribeProducersResponse.topics[].partitions": "partition_index",
+    "DescribeTransactionsResponse.transaction_states": "transactional_id",
+    "IncrementalAlterConfigsResponse.responses": "resource_name",
+    "ProduceResponse.responses": "name",
+    "OffsetFetchResponse.topics[].partitions": "partition_index",
+    "OffsetFetchResponse.groups[].topics[].partitions": "partition_index",
+    "ProduceResponse.responses[].partition_responses": "index",
+    "MetadataResponse.topics": "name",
+    "MetadataResponse.topics[].partitions": "partition_index",
+    "CreateTopicsResponse.topics[].configs": "name",
+    "DescribeConfigsResponse.results[].configs": "name",
+}
+"""Arrays whose order Kafka takes from a hash map (so no client may rely on it), by path
+pattern, with the field they are matched by."""

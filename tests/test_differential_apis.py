@@ -1,0 +1,1048 @@
+"""Every API key nullbroker serves, at every version both brokers serve, asked of Kafka 4.1.1
+and of nullbroker alike (tests/differential.py), error paths included: the answers must be
+equal but for data. Each sequence returns the KNOWN differences it meets."""
+
+from __future__ import annotations
+
+import datetime
+import struct
+import uuid
+from collections.abc import Awaitable, Callable
+
+import pytest
+import trio
+
+from tests.differential import (
+    Pair,
+    Side,
+    commit_classic,
+    create_topic,
+    fetch_request,
+    find_coordinator,
+    for_each_version,
+    generation,
+    init_producer,
+    join_classic,
+    list_offsets_request,
+    member,
+    pair,
+    produce,
+    producer_batch,
+    records_batch,
+    request,
+    txn_offset_commit_request,
+    unique,
+)
+from tests.kafka_wire import FrameStream, size_prefix
+
+pytestmark = pytest.mark.differential
+__all__ = ["pair"]
+
+Sequence_ = Callable[[Pair], Awaitable[tuple[str, ...]]]
+SWEEP: dict[int, Sequence_] = {}
+ZERO = uuid.UUID(int=0)
+SECONDS = datetime.timedelta(seconds=10)
+
+
+def sweep(api_key: int) -> Callable[[Sequence_], Sequence_]:
+    def register(run: Sequence_) -> Sequence_:
+        SWEEP[api_key] = run
+        return run
+
+    return register
+
+
+@sweep(3)
+async def metadata(pair: Pair) -> tuple[str, ...]:
+    topic = unique("metadata")
+    await create_topic(pair, topic, partitions=2)
+    missing = unique("missing")
+    await find_coordinator(pair, unique("group"))  # Kafka creates __consumer_offsets
+
+    async def run(version: int) -> None:
+        await pair.step(
+            request(
+                3,
+                version,
+                topics=[
+                    {"name": name, "topic_id": ZERO}
+                    for name in (topic, missing, "__consumer_offsets")
+                ],
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=True,
+                include_cluster_authorized_operations=version <= 10,
+            )
+        )
+
+    await for_each_version(pair, 3, run, low=4)
+    return (
+        "leader-epoch",
+        "cluster-operations",
+        "metadata-unknown-topic-operations",
+        "internal-topics",
+        "topic-configs-missing",
+        "min-insync-source",
+    )
+
+
+@sweep(19)
+async def create_topics(pair: Pair) -> tuple[str, ...]:
+    async def run(version: int) -> None:
+        good = unique(f"create-v{version}")
+        await pair.step(
+            request(
+                19,
+                version,
+                topics=[
+                    topic_spec(good, 3, {"retention.ms": "1000"}),
+                    topic_spec(unique("rf"), 1, {}, replication_factor=3),
+                    topic_spec(unique("badname"), 1, {"no.such.config": "1"}),
+                    topic_spec(unique("badvalue"), 1, {"retention.ms": "soon"}),
+                    topic_spec(unique("zero"), 0, {}),
+                ],
+                timeout=SECONDS,
+                validate_only=False,
+            )
+        )
+        await pair.step(  # again: TOPIC_ALREADY_EXISTS
+            request(19, version, topics=[topic_spec(good, 3, {})], timeout=SECONDS)
+        )
+
+    await for_each_version(pair, 19, run)
+    return (
+        "create-topics-bad-config",
+        "topic-configs-missing",
+        "min-insync-source",
+        "create-topics-error-configs",
+    )
+
+
+def topic_spec(
+    name: str, partitions: int, configs: dict[str, str], replication_factor: int = 1
+) -> dict[str, object]:
+    return {
+        "name": name,
+        "num_partitions": partitions,
+        "replication_factor": replication_factor,
+        "assignments": [],
+        "configs": [{"name": key, "value": value} for key, value in configs.items()],
+    }
+
+
+@sweep(20)
+async def delete_topics(pair: Pair) -> tuple[str, ...]:
+    async def run(version: int) -> None:
+        topic = unique(f"delete-v{version}")
+        missing = unique("missing")
+        await create_topic(pair, topic)
+        await pair.step(
+            lambda side: request(
+                20,
+                version,
+                topic_names=[topic, missing],
+                topics=[
+                    {"name": None, "topic_id": side_topic_id(side, topic)},
+                    {"name": missing, "topic_id": ZERO},
+                ],
+                timeout=SECONDS,
+            )
+        )
+
+    await for_each_version(pair, 20, run)
+    return ()
+
+
+def side_topic_id(side: Side, topic: str) -> uuid.UUID:
+    return side.learned.get(("topic_id", topic), ZERO)  # type: ignore[no-any-return]
+
+
+@sweep(37)
+async def create_partitions(pair: Pair) -> tuple[str, ...]:
+    async def run(version: int) -> None:
+        topic = unique(f"partitions-v{version}")
+        await create_topic(pair, topic)
+        for count in (3, 2):  # growing, then shrinking (INVALID_PARTITIONS)
+            await pair.step(
+                request(
+                    37,
+                    version,
+                    topics=[
+                        {"name": topic, "count": count, "assignments": None},
+                        {"name": unique("missing"), "count": 2, "assignments": None},
+                    ],
+                    timeout=SECONDS,
+                    validate_only=False,
+                )
+            )
+
+    await for_each_version(pair, 37, run)
+    return ("create-partitions-unknown-topic-message",)
+
+
+@sweep(0)
+async def produce_every_version(pair: Pair) -> tuple[str, ...]:
+    topic = unique("produce")
+    await create_topic(pair, topic)
+    # Its own topic: nullbroker takes the batch over the limit, which moves the offsets.
+    small = unique("small")
+    await create_topic(pair, small, configs={"max.message.bytes": "2000"})
+
+    async def run(version: int) -> None:
+        await produce(pair, topic, records_batch([b"v%d" % version] * 3), version=version)
+        await produce(pair, topic, records_batch([b"x"]), version=version, partition=7)
+        await produce(pair, small, records_batch([b"x" * 3000]), version=version)
+
+    await for_each_version(pair, 0, run)
+    return ("produce-message-too-large",)
+
+
+@sweep(1)
+async def fetch_every_version(pair: Pair) -> tuple[str, ...]:
+    topic = unique("fetch")
+    await create_topic(pair, topic)
+    await produce(pair, topic, records_batch([b"a", b"b", b"c"]))
+    await produce(pair, topic, records_batch([b"d"], timestamp_ms=1_767_225_700_000))
+
+    async def run(version: int) -> None:
+        for offset in (0, 1, 3):
+            await pair.step(lambda side, offset=offset: fetch_request(side, version, topic, offset))
+        await pair.step(lambda side: fetch_request(side, version, topic, 99))  # out of range
+        await pair.step(lambda side: fetch_request(side, version, topic, 0, partition=5))
+
+    await for_each_version(pair, 1, run)
+    return ("fetch-error-partition",)
+
+
+@sweep(2)
+async def list_offsets(pair: Pair) -> tuple[str, ...]:
+    topic = unique("offsets")
+    await create_topic(pair, topic)
+    await produce(pair, topic, records_batch([b"a", b"b", b"c"], timestamp_ms=1_767_225_600_000))
+    await produce(pair, topic, records_batch([b"d", b"e"], timestamp_ms=1_767_225_500_000))
+
+    async def run(version: int) -> None:
+        timestamps = [-2, -1, 1_767_225_600_001, 1_767_225_500_000, 1_900_000_000_000]
+        if version >= 7:
+            timestamps.append(-3)  # max timestamp
+        if version >= 8:
+            timestamps.append(-4)  # earliest local (KIP-405)
+        if version >= 9:
+            timestamps.append(-5)  # latest tiered
+        for isolation_level in (0, 1):
+            await pair.step(
+                request(
+                    2,
+                    version,
+                    replica_id=-1,
+                    isolation_level=isolation_level,
+                    timeout=SECONDS,
+                    topics=[
+                        {
+                            "name": topic,
+                            "partitions": [
+                                {"partition_index": 0, "current_leader_epoch": -1, "timestamp": t}
+                                for t in timestamps[:1]
+                            ]
+                            + [{"partition_index": 9, "current_leader_epoch": -1, "timestamp": -1}],
+                        },
+                        {
+                            "name": unique("missing"),
+                            "partitions": [
+                                {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}
+                            ],
+                        },
+                    ],
+                )
+            )
+            for timestamp in timestamps:
+                await pair.step(list_offsets_request(version, topic, timestamp, isolation_level))
+
+    await for_each_version(pair, 2, run)
+    return ("list-offsets-by-timestamp",)
+
+
+@sweep(21)
+async def delete_records(pair: Pair) -> tuple[str, ...]:
+    async def run(version: int) -> None:
+        topic = unique(f"deleterecords-v{version}")
+        await create_topic(pair, topic)
+        await produce(pair, topic, records_batch([b"a", b"b", b"c", b"d"]))
+        for offset in (2, 1, 9, -1):
+            await pair.step(
+                request(
+                    21,
+                    version,
+                    topics=[
+                        {"name": topic, "partitions": [{"partition_index": 0, "offset": offset}]},
+                        {
+                            "name": unique("missing"),
+                            "partitions": [{"partition_index": 0, "offset": 1}],
+                        },
+                    ],
+                    timeout=SECONDS,
+                )
+            )
+
+    await for_each_version(pair, 21, run)
+    return ("delete-records-error-low-watermark",)
+
+
+@sweep(32)
+async def describe_configs(pair: Pair) -> tuple[str, ...]:
+    topic = unique("configs")
+    await create_topic(pair, topic, configs={"retention.ms": "12345"})
+
+    async def run(version: int) -> None:
+        for keys in (None, ["retention.ms", "cleanup.policy", "no.such.config"]):
+            await pair.step(
+                request(
+                    32,
+                    version,
+                    resources=[
+                        {"resource_type": 2, "resource_name": topic, "configuration_keys": keys},
+                        {
+                            "resource_type": 2,
+                            "resource_name": unique("missing"),
+                            "configuration_keys": keys,
+                        },
+                    ],
+                    include_synonyms=True,
+                    include_documentation=True,
+                )
+            )
+
+    await for_each_version(pair, 32, run)
+    return (
+        "config-synonyms",
+        "config-documentation",
+        "empty-error-message",
+        "topic-configs-missing",
+        "min-insync-source",
+    )
+
+
+@sweep(44)
+async def incremental_alter_configs(pair: Pair) -> tuple[str, ...]:
+    topic = unique("alter")
+    await create_topic(pair, topic)
+
+    async def run(version: int) -> None:
+        for name, operation, value in (
+            ("retention.ms", 0, str(1000 + version)),
+            ("retention.ms", 1, None),
+            ("cleanup.policy", 2, "compact"),
+            ("cleanup.policy", 3, "compact"),
+            ("retention.ms", 0, "soon"),
+            ("no.such.config", 0, "1"),
+        ):
+            await pair.step(
+                request(
+                    44,
+                    version,
+                    resources=[
+                        {
+                            "resource_type": 2,
+                            "resource_name": topic,
+                            "configs": [
+                                {"name": name, "config_operation": operation, "value": value}
+                            ],
+                        }
+                    ],
+                    validate_only=False,
+                )
+            )
+        await pair.step(
+            request(
+                44,
+                version,
+                resources=[
+                    {
+                        "resource_type": 2,
+                        "resource_name": unique("missing"),
+                        "configs": [{"name": "retention.ms", "config_operation": 0, "value": "1"}],
+                    }
+                ],
+                validate_only=False,
+            )
+        )
+        await pair.step(
+            request(
+                32,
+                pair.versions(32)[-1],
+                resources=[
+                    {
+                        "resource_type": 2,
+                        "resource_name": topic,
+                        "configuration_keys": ["retention.ms", "cleanup.policy"],
+                    }
+                ],
+                include_synonyms=False,
+                include_documentation=False,
+            )
+        )
+
+    await for_each_version(pair, 44, run)
+    return ("subtract-to-empty-list",)
+
+
+@sweep(60)
+async def describe_cluster(pair: Pair) -> tuple[str, ...]:
+    async def run(version: int) -> None:
+        for operations in (False, True):
+            await pair.step(
+                request(
+                    60,
+                    version,
+                    include_cluster_authorized_operations=operations,
+                    endpoint_type=1,
+                    include_fenced_brokers=False,
+                )
+            )
+
+    await for_each_version(pair, 60, run)
+    return ("cluster-operations",)
+
+
+@sweep(75)
+async def describe_topic_partitions(pair: Pair) -> tuple[str, ...]:
+    topic = unique("dtp")
+    await create_topic(pair, topic, partitions=3)
+
+    async def run(version: int) -> None:
+        await pair.step(
+            request(
+                75,
+                version,
+                topics=[{"name": topic}, {"name": unique("missing")}],
+                response_partition_limit=2,
+                cursor=None,
+            )
+        )
+        await pair.step(
+            request(
+                75,
+                version,
+                topics=[{"name": topic}],
+                response_partition_limit=2000,
+                cursor={"topic_name": topic, "partition_index": 1},
+            )
+        )
+
+    await for_each_version(pair, 75, run)
+    return ("leader-epoch",)
+
+
+@sweep(10)
+async def find_coordinators(pair: Pair) -> tuple[str, ...]:
+    group = unique("coordinator")
+    await find_coordinator(pair, group)
+
+    async def run(version: int) -> None:
+        await pair.step(request(10, version, key=group, key_type=0, coordinator_keys=[group]))
+        await pair.step(request(10, version, key=group, key_type=7, coordinator_keys=[group]))
+
+    await for_each_version(pair, 10, run)
+    return ("empty-error-message", "find-coordinator-key-type")
+
+
+@sweep(11)
+async def join_group(pair: Pair) -> tuple[str, ...]:
+    topic = unique("join")
+    await create_topic(pair, topic)
+
+    async def run(version: int) -> None:
+        await join_classic(pair, unique(f"join-v{version}"), topic, version=version)
+
+    await for_each_version(pair, 11, run)
+    return ()
+
+
+async def classic_group(pair: Pair, name: str) -> tuple[str, str]:
+    topic = unique(f"{name}-topic")
+    group = unique(name)
+    await create_topic(pair, topic)
+    await join_classic(pair, group, topic)
+    return topic, group
+
+
+@sweep(12)
+async def heartbeat(pair: Pair) -> tuple[str, ...]:
+    _, group = await classic_group(pair, "heartbeat")
+
+    async def run(version: int) -> None:
+        for generation_offset in (0, 1):
+            await pair.step(
+                lambda side, generation_offset=generation_offset: request(
+                    12,
+                    version,
+                    group_id=group,
+                    generation_id=generation(side, group) + generation_offset,
+                    member_id=member(side, group),
+                    group_instance_id=None,
+                )
+            )
+        await pair.step(request(12, version, group_id=group, generation_id=1, member_id="nobody"))
+        await pair.step(
+            request(12, version, group_id=unique("missing"), generation_id=1, member_id="nobody")
+        )
+
+    await for_each_version(pair, 12, run)
+    return ()
+
+
+@sweep(14)
+async def sync_group(pair: Pair) -> tuple[str, ...]:
+    _, group = await classic_group(pair, "sync")
+
+    async def run(version: int) -> None:
+        await pair.step(
+            lambda side: request(
+                14,
+                version,
+                group_id=group,
+                generation_id=generation(side, group),
+                member_id=member(side, group),
+                protocol_type="consumer",
+                protocol_name="range",
+                assignments=[],
+            )
+        )
+        await pair.step(
+            request(14, version, group_id=group, generation_id=1, member_id="x", assignments=[])
+        )
+
+    await for_each_version(pair, 14, run)
+    return ("sync-group-check-order",)
+
+
+@sweep(13)
+async def leave_group(pair: Pair) -> tuple[str, ...]:
+    topic = unique("leave")
+    await create_topic(pair, topic)
+
+    async def run(version: int) -> None:
+        group = unique(f"leave-v{version}")
+        await join_classic(pair, group, topic)
+        await pair.step(
+            lambda side: request(
+                13,
+                version,
+                group_id=group,
+                member_id=member(side, group),
+                members=[{"member_id": member(side, group), "group_instance_id": None}],
+            )
+        )
+        await pair.step(
+            request(
+                13,
+                version,
+                group_id=group,
+                member_id="nobody",
+                members=[{"member_id": "nobody", "group_instance_id": None}],
+            )
+        )
+
+    await for_each_version(pair, 13, run)
+    return ()
+
+
+@sweep(8)
+async def offset_commit(pair: Pair) -> tuple[str, ...]:
+    topic, group = await classic_group(pair, "commit")
+
+    async def run(version: int) -> None:
+        for generation_id, offset in ((None, 5 + version), (-1, 7), (99, 8)):
+            await pair.step(
+                lambda side, generation_id=generation_id, offset=offset: request(
+                    8,
+                    version,
+                    group_id=group,
+                    generation_id_or_member_epoch=(
+                        generation(side, group) if generation_id is None else generation_id
+                    ),
+                    member_id=member(side, group) if generation_id != -1 else "",
+                    group_instance_id=None,
+                    retention_time=datetime.timedelta(milliseconds=-1),
+                    topics=[
+                        {
+                            "name": topic,
+                            "topic_id": side_topic_id(side, topic),
+                            "partitions": [
+                                {
+                                    "partition_index": 0,
+                                    "committed_offset": offset,
+                                    "committed_leader_epoch": -1,
+                                    "committed_metadata": "m",
+                                }
+                            ],
+                        }
+                    ],
+                )
+            )
+
+    await for_each_version(pair, 8, run)
+    return ()
+
+
+@sweep(9)
+async def offset_fetch(pair: Pair) -> tuple[str, ...]:
+    topic, group = await classic_group(pair, "fetchoffsets")
+    await commit_classic(pair, group, topic, 3)
+
+    no_group = unique("nogroup")
+
+    async def run(version: int) -> None:
+        for topics in (None, [(topic, [0, 1]), (unique("missing"), [0])]):
+            if topics is None and version < 2:
+                continue
+            listed = (
+                None
+                if topics is None
+                else [{"name": name, "partition_indexes": parts} for name, parts in topics]
+            )
+            await pair.step(
+                lambda side, listed=listed, topics=topics: request(
+                    9,
+                    version,
+                    group_id=group,
+                    topics=listed,
+                    groups=[
+                        {
+                            "group_id": group,
+                            "member_id": None,
+                            "member_epoch": -1,
+                            "topics": None
+                            if topics is None
+                            else [
+                                {
+                                    "name": name,
+                                    "topic_id": side_topic_id(side, name),
+                                    "partition_indexes": parts,
+                                }
+                                for name, parts in topics
+                            ],
+                        },
+                        {"group_id": no_group, "member_epoch": -1, "topics": None},
+                    ],
+                    require_stable=True,
+                )
+            )
+
+    await for_each_version(pair, 9, run)
+    return ()
+
+
+@sweep(15)
+async def describe_groups(pair: Pair) -> tuple[str, ...]:
+    _, group = await classic_group(pair, "describe")
+
+    async def run(version: int) -> None:
+        await pair.step(
+            request(
+                15, version, groups=[group, unique("missing")], include_authorized_operations=True
+            )
+        )
+
+    await for_each_version(pair, 15, run)
+    return ("group-operations",)
+
+
+@sweep(16)
+async def list_groups(pair: Pair) -> tuple[str, ...]:
+    # Kafka's groups are the session's (other tests'): only a filter that matches none of
+    # them compares whole lists.
+    async def run(version: int) -> None:
+        await pair.step(
+            request(16, version, states_filter=["PreparingRebalance"], types_filter=["share"])
+        )
+
+    await for_each_version(pair, 16, run, low=4)
+    return ()
+
+
+@sweep(42)
+async def delete_groups(pair: Pair) -> tuple[str, ...]:
+    topic = unique("deletegroups")
+    await create_topic(pair, topic)
+
+    async def run(version: int) -> None:
+        alive = unique(f"alive-v{version}")
+        await join_classic(pair, alive, topic)
+        await pair.step(request(42, version, groups_names=[alive, unique("missing")]))
+
+    await for_each_version(pair, 42, run)
+    return ()
+
+
+@sweep(47)
+async def offset_delete(pair: Pair) -> tuple[str, ...]:
+    topic, group = await classic_group(pair, "offsetdelete")
+    await commit_classic(pair, group, topic, 3)
+
+    async def run(version: int) -> None:
+        for name in (group, unique("missing")):
+            await pair.step(
+                request(
+                    47,
+                    version,
+                    group_id=name,
+                    topics=[{"name": topic, "partitions": [{"partition_index": 0}]}],
+                )
+            )
+
+    await for_each_version(pair, 47, run)
+    return ()
+
+
+@sweep(17)
+async def sasl_handshake(pair: Pair) -> tuple[str, ...]:
+    async def run(version: int) -> None:
+        await pair.step(request(17, version, mechanism="PLAIN"))
+
+    await for_each_version(pair, 17, run)
+    return ()
+
+
+@sweep(36)
+async def sasl_authenticate(pair: Pair) -> tuple[str, ...]:
+    async def run(version: int) -> None:
+        await pair.step(request(36, version, auth_bytes=b"\0user\0password"))
+
+    await for_each_version(pair, 36, run)
+    return ()
+
+
+@sweep(22)
+async def init_producer_id(pair: Pair) -> tuple[str, ...]:
+    async def run(version: int) -> None:
+        await init_producer(pair, None, version=version)
+        await init_producer(pair, unique(f"txn-v{version}"), version=version)
+
+    await for_each_version(pair, 22, run)
+    return ("idempotent-epoch-bump",)
+
+
+async def open_transaction(pair: Pair, topic: str) -> str:
+    """A transactional producer with a transaction open on the topic's partition 0."""
+    transactional_id = unique("txn")
+    await init_producer(pair, transactional_id)
+    await add_partitions(pair, transactional_id, topic, pair.versions(24)[-1])
+    await produce(
+        pair,
+        topic,
+        producer_batch(transactional_id, [b"t1", b"t2"], 0, transactional=True),
+        transactional_id=transactional_id,
+    )
+    return transactional_id
+
+
+async def add_partitions(pair: Pair, transactional_id: str, topic: str, version: int) -> None:
+    await pair.step(
+        lambda side: request(
+            24,
+            version,
+            v3_and_below_transactional_id=transactional_id,
+            v3_and_below_producer_id=side.learned["producer_id", transactional_id],
+            v3_and_below_producer_epoch=side.learned["producer_epoch", transactional_id],
+            v3_and_below_topics=[{"name": topic, "partitions": [0]}],
+            transactions=[
+                {
+                    "transactional_id": transactional_id,
+                    "producer_id": side.learned["producer_id", transactional_id],
+                    "producer_epoch": side.learned["producer_epoch", transactional_id],
+                    "verify_only": False,
+                    "topics": [{"name": topic, "partitions": [0]}],
+                }
+            ],
+        )
+    )
+
+
+@sweep(24)
+async def add_partitions_to_txn(pair: Pair) -> tuple[str, ...]:
+    topic = unique("addpartitions")
+    await create_topic(pair, topic)
+
+    async def run(version: int) -> None:
+        transactional_id = unique(f"txn-v{version}")
+        await init_producer(pair, transactional_id)
+        await add_partitions(pair, transactional_id, topic, version)
+        await add_partitions(pair, transactional_id, unique("missing"), version)
+
+    await for_each_version(pair, 24, run)
+    return ()
+
+
+@sweep(25)
+async def add_offsets_to_txn(pair: Pair) -> tuple[str, ...]:
+    topic = unique("addoffsets")
+    await create_topic(pair, topic)
+
+    async def run(version: int) -> None:
+        transactional_id = await open_transaction(pair, topic)
+        group = unique("g")
+        await pair.step(lambda side: add_offsets(side, version, transactional_id, group))
+        await pair.step(
+            lambda side: request(
+                25,
+                version,
+                transactional_id=transactional_id,
+                producer_id=side.learned["producer_id", transactional_id],
+                producer_epoch=side.learned["producer_epoch", transactional_id] + 1,
+                group_id="g",
+            )
+        )
+
+    await for_each_version(pair, 25, run)
+    return ()
+
+
+def add_offsets(side: Side, version: int, transactional_id: str, group: str) -> object:
+    return request(
+        25,
+        version,
+        transactional_id=transactional_id,
+        producer_id=side.learned["producer_id", transactional_id],
+        producer_epoch=side.learned["producer_epoch", transactional_id],
+        group_id=group,
+    )
+
+
+@sweep(28)
+async def txn_offset_commit(pair: Pair) -> tuple[str, ...]:
+    topic = unique("txncommit")
+    await create_topic(pair, topic)
+
+    async def run(version: int) -> None:
+        group = unique(f"txngroup-v{version}")
+        transactional_id = await open_transaction(pair, topic)
+        await find_coordinator(pair, group)
+        await pair.step(
+            lambda side: add_offsets(side, pair.versions(25)[-1], transactional_id, group)
+        )
+        for target in (group, unique("missing")):
+            await pair.step(
+                lambda side, target=target: txn_offset_commit_request(
+                    side, version, transactional_id, target, topic, 1, metadata=""
+                ),
+                until=lambda answer: 51 not in error_codes_of(answer),
+            )
+
+    await for_each_version(pair, 28, run)
+    return ("txn-offset-commit-without-add-offsets",)
+
+
+def error_codes_of(answer: object) -> set[int]:
+    from tests.differential import error_codes
+
+    return set(error_codes(answer))
+
+
+@sweep(26)
+async def end_txn(pair: Pair) -> tuple[str, ...]:
+    topic = unique("endtxn")
+    await create_topic(pair, topic)
+
+    async def run(version: int) -> None:
+        for committed in (True, False):
+            transactional_id = await open_transaction(pair, topic)
+            for _ in range(2):  # the second: no transaction open any more
+                await pair.step(
+                    lambda side, committed=committed, transactional_id=transactional_id: request(
+                        26,
+                        version,
+                        transactional_id=transactional_id,
+                        producer_id=side.learned["producer_id", transactional_id],
+                        producer_epoch=side.learned["producer_epoch", transactional_id],
+                        committed=committed,
+                    ),
+                    until=lambda answer: answer.error_code != 51,
+                )
+
+    await for_each_version(pair, 26, run)
+    return ("end-txn-v5", "produce-log-start-in-transaction")
+
+
+@sweep(61)
+async def describe_producers(pair: Pair) -> tuple[str, ...]:
+    topic = unique("producers")
+    await create_topic(pair, topic)
+    await init_producer(pair, None)
+    await produce(pair, topic, producer_batch(None, [b"a", b"b"], 0))
+
+    async def run(version: int) -> None:
+        await pair.step(
+            request(
+                61,
+                version,
+                topics=[
+                    {"name": topic, "partition_indexes": [0, 4]},
+                    {"name": unique("missing"), "partition_indexes": [0]},
+                ],
+            )
+        )
+
+    await for_each_version(pair, 61, run)
+    return ("describe-producers",)
+
+
+@sweep(65)
+async def describe_transactions(pair: Pair) -> tuple[str, ...]:
+    topic = unique("describetxn")
+    await create_topic(pair, topic)
+    transactional_id = await open_transaction(pair, topic)
+
+    async def run(version: int) -> None:
+        await pair.step(
+            request(65, version, transactional_ids=[transactional_id, unique("missing")])
+        )
+
+    await for_each_version(pair, 65, run)
+    return ()
+
+
+@sweep(66)
+async def list_transactions(pair: Pair) -> tuple[str, ...]:
+    # Kafka's transactions are the session's: filter by a producer id no one has.
+    async def run(version: int) -> None:
+        await pair.step(
+            request(
+                66,
+                version,
+                state_filters=["Ongoing"],
+                producer_id_filters=[987654321],
+                duration_filter=-1,
+            )
+        )
+
+    await for_each_version(pair, 66, run)
+    return ()
+
+
+@sweep(68)
+async def consumer_group_heartbeat(pair: Pair) -> tuple[str, ...]:
+    topic = unique("cgh")
+    await create_topic(pair, topic, partitions=2)
+
+    async def run(version: int) -> None:
+        group = unique(f"cgh-v{version}")
+        member_id = str(uuid.uuid4())
+        await find_coordinator(pair, group)
+        answers = await pair.step(
+            request(
+                68,
+                version,
+                group_id=group,
+                member_id=member_id,
+                member_epoch=0,
+                rebalance_timeout=datetime.timedelta(seconds=30),
+                subscribed_topic_names=[topic],
+                server_assignor="uniform",
+                topic_partitions=[],
+            )
+        )
+        for side in pair.sides:
+            side.learned["epoch", group] = answers[side].member_epoch
+        await pair.step(
+            lambda side: request(
+                68,
+                version,
+                group_id=group,
+                member_id=member_id,
+                member_epoch=side.learned["epoch", group],
+                topic_partitions=[{"topic_id": side_topic_id(side, topic), "partitions": [0, 1]}],
+            )
+        )
+        await pair.step(
+            request(
+                68,
+                version,
+                group_id=group,
+                member_id=member_id,
+                member_epoch=99,
+                topic_partitions=None,
+            )
+        )
+        await pair.step(
+            lambda side: request(
+                68,
+                version,
+                group_id=group,
+                member_id=member_id,
+                member_epoch=-1,
+                topic_partitions=None,
+            )
+        )
+
+    await for_each_version(pair, 68, run)
+    return ("consumer-heartbeat-fenced",)
+
+
+@sweep(69)
+async def consumer_group_describe(pair: Pair) -> tuple[str, ...]:
+    topic = unique("cgd")
+    await create_topic(pair, topic)
+    group = unique("cgd")
+    await find_coordinator(pair, group)
+    await pair.step(
+        request(
+            68,
+            pair.versions(68)[-1],
+            group_id=group,
+            member_id=str(uuid.uuid4()),
+            member_epoch=0,
+            rebalance_timeout=datetime.timedelta(seconds=30),
+            subscribed_topic_names=[topic],
+            server_assignor="uniform",
+            topic_partitions=[],
+        )
+    )
+    _, classic = await classic_group(pair, "cgd-classic")
+
+    async def run(version: int) -> None:
+        await pair.step(
+            request(
+                69,
+                version,
+                group_ids=[group, classic, unique("missing")],
+                include_authorized_operations=True,
+            )
+        )
+
+    await for_each_version(pair, 69, run)
+    return ("consumer-group-describe", "group-operations")
+
+
+@pytest.mark.parametrize("api_key", sorted(SWEEP))
+async def test_every_version_answers_as_kafka_does(pair: Pair, api_key: int) -> None:
+    known = await SWEEP[api_key](pair)
+    pair.check(*known)
+
+
+async def outcome_of_version(side: Side, api_key: int, version: int) -> str:
+    """What a broker does with a request at `version` on a fresh connection: "closed" or
+    "answered" (the body is zeros: a version refused is refused before its body is read)."""
+    stream = FrameStream(await trio.open_tcp_stream(side.host, side.port))
+    try:
+        header = struct.pack(">hhih", api_key, version, 1, 5) + b"tests"
+        await stream.send(size_prefix(header + bytes(32)))
+        try:
+            await stream.receive_frame()
+        except EOFError:
+            return "closed"
+        return "answered"
+    finally:
+        await stream.aclose()
+
+
+async def test_a_version_below_either_broker_s_minimum_is_refused_alike(pair: Pair) -> None:
+    outcomes = {}
+    for api_key in sorted(SWEEP):
+        lows = {side.ranges[api_key][0] for side in pair.sides}
+        for version in sorted(low - 1 for low in lows if low > 0):
+            outcomes[api_key, version] = [
+                await outcome_of_version(side, api_key, version) for side in pair.sides
+            ]
+    assert outcomes, "every API key starts at version 0 on both brokers"
+    different = {key: both for key, both in outcomes.items() if both[0] != both[1]}
+    assert not different, f"(key, version): [kafka, nullbroker]: {different}"

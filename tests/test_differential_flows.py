@@ -1,0 +1,409 @@
+"""Sequences end to end, asked of Kafka 4.1.1 and of nullbroker alike (tests/differential.py):
+produced batches read back with --retain (offsets, timestamps, keys, headers, transaction
+markers) in both isolation levels, ListOffsets while a transaction is open, transactions
+with their offsets and fencing, and classic and KIP-848 consumer groups from join to
+deletion."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+
+import pytest
+from kio.records.schema import RecordHeader
+
+from tests.differential import (
+    Answers,
+    Pair,
+    Side,
+    commit_classic,
+    create_topic,
+    error_codes,
+    find_coordinator,
+    generation,
+    init_producer,
+    join_classic,
+    list_offsets_request,
+    member,
+    pair,
+    produce,
+    producer_batch,
+    read_log,
+    records_batch,
+    request,
+    txn_offset_commit_request,
+    unique,
+)
+
+pytestmark = pytest.mark.differential
+__all__ = ["pair"]
+
+SECONDS = datetime.timedelta(seconds=10)
+CONCURRENT_TRANSACTIONS = 51
+START = 1_767_225_600_000
+ADD_PARTITIONS_VERSION = 3
+"""The last version a client sends (v4+ is the brokers' verification, KIP-890)."""
+END_TXN_VERSION = 4
+"""Transactions v1: v5 (KIP-890 part 2) bumps the epoch at every end, a known difference."""
+
+
+def producer(side: Side, transactional_id: str | None) -> tuple[int, int]:
+    return (
+        side.learned["producer_id", transactional_id],
+        side.learned["producer_epoch", transactional_id],
+    )
+
+
+async def add_partition(pair: Pair, transactional_id: str, topic: str) -> None:
+    await pair.step(
+        lambda side: request(
+            24,
+            ADD_PARTITIONS_VERSION,
+            v3_and_below_transactional_id=transactional_id,
+            v3_and_below_producer_id=producer(side, transactional_id)[0],
+            v3_and_below_producer_epoch=producer(side, transactional_id)[1],
+            v3_and_below_topics=[{"name": topic, "partitions": [0]}],
+        ),
+        until=not_concurrent,
+    )
+
+
+async def end_transaction(pair: Pair, transactional_id: str, committed: bool, topic: str) -> None:
+    """EndTxn, then wait for the marker on the topic's partition 0: Kafka writes markers
+    after it answers EndTxn, so a Produce sent at once may land before the marker."""
+    before = (await log_end(pair, topic)).kafka.topics[0].partitions[0].offset
+    await pair.step(
+        lambda side: request(
+            26,
+            END_TXN_VERSION,
+            transactional_id=transactional_id,
+            producer_id=producer(side, transactional_id)[0],
+            producer_epoch=producer(side, transactional_id)[1],
+            committed=committed,
+        ),
+        until=not_concurrent,
+    )
+    await log_end(pair, topic, above=before)
+
+
+async def log_end(pair: Pair, topic: str, above: int = -1) -> Answers:
+    """ListOffsets latest (read_uncommitted), repeated until it is above `above`."""
+    return await pair.step(
+        list_offsets_request(pair.versions(2)[-1], topic, -1),
+        until=lambda answer: answer.topics[0].partitions[0].offset > above,
+    )
+
+
+def not_concurrent(answer: object) -> bool:
+    """Kafka completes the end of a transaction after answering EndTxn: until then the
+    next one gets CONCURRENT_TRANSACTIONS, which clients retry (as here, on both)."""
+    return CONCURRENT_TRANSACTIONS not in set(error_codes(answer))
+
+
+async def transaction(
+    pair: Pair, transactional_id: str, topic: str, values: list[bytes], sequence: int
+) -> None:
+    """AddPartitionsToTxn and a transactional Produce; the transaction is left open."""
+    await add_partition(pair, transactional_id, topic)
+    await produce(
+        pair,
+        topic,
+        producer_batch(
+            transactional_id,
+            values,
+            sequence,
+            transactional=True,
+            timestamp_ms=START + 100 * sequence,
+        ),
+        transactional_id=transactional_id,
+    )
+
+
+async def fetch_everything(pair: Pair, topic: str, offsets: range) -> None:
+    """Read the partition from each offset to its end at the highest common version and
+    the lowest, in both isolation levels."""
+    versions = pair.versions(1)
+    for version in sorted({versions[0], versions[-1]}):
+        for isolation_level in (0, 1):
+            for offset in offsets:
+                await read_log(pair, topic, version, isolation_level, offset)
+
+
+async def list_offsets(pair: Pair, topic: str, timestamps: list[int]) -> None:
+    for isolation_level in (0, 1):
+        for timestamp in timestamps:
+            await pair.step(
+                list_offsets_request(pair.versions(2)[-1], topic, timestamp, isolation_level)
+            )
+
+
+async def test_produced_batches_read_back_as_from_kafka(pair: Pair) -> None:
+    topic = unique("readback")
+    await create_topic(pair, topic)
+    header = RecordHeader(key=b"trace", value=b"\x00\x01")
+    await produce(pair, topic, records_batch([b"a", b"b"], key=b"k", headers=(header,)))
+    await init_producer(pair, None)
+    await produce(pair, topic, producer_batch(None, [b"i1", b"i2", b"i3"], 0))
+    transactional_id = unique("txn")
+    await init_producer(pair, transactional_id)
+    await transaction(pair, transactional_id, topic, [b"c1", b"c2"], 0)
+    await end_transaction(pair, transactional_id, committed=True, topic=topic)
+    await transaction(pair, transactional_id, topic, [b"x1"], 2)
+    await end_transaction(pair, transactional_id, committed=False, topic=topic)
+    await produce(pair, topic, producer_batch(None, [b"i4"], 3))
+    # Offsets 0-1 plain, 2-4 idempotent, 5-6 committed, 7 its marker, 8 aborted, 9 its
+    # marker, 10 idempotent: every batch start and a record inside one.
+    await fetch_everything(pair, topic, range(12))
+    pair.check("marker-leader-epoch")
+
+
+async def test_list_offsets_and_fetch_while_a_transaction_is_open(pair: Pair) -> None:
+    topic = unique("open")
+    await create_topic(pair, topic)
+    await produce(pair, topic, records_batch([b"a", b"b", b"c"], timestamp_ms=START))
+    transactional_id = unique("txn")
+    await init_producer(pair, transactional_id)
+    await transaction(pair, transactional_id, topic, [b"t1", b"t2"], 0)
+    await produce(pair, topic, records_batch([b"d"], timestamp_ms=START + 50))
+    timestamps = [-2, -1, -3, START, START + 1, START + 50, START + 10_000]
+    # Open: read_committed stops at the transaction's first offset (3).
+    await list_offsets(pair, topic, timestamps)
+    await fetch_everything(pair, topic, range(0, 7, 3))
+    await end_transaction(pair, transactional_id, committed=True, topic=topic)
+    await list_offsets(pair, topic, timestamps)
+    await fetch_everything(pair, topic, range(0, 8, 3))
+    pair.check("list-offsets-by-timestamp", "marker-leader-epoch")
+
+
+async def offset_fetch(pair: Pair, group: str, topic: str) -> None:
+    await pair.step(
+        request(
+            9,
+            pair.versions(9)[-1],
+            groups=[
+                {
+                    "group_id": group,
+                    "member_id": None,
+                    "member_epoch": -1,
+                    "topics": [{"name": topic, "partition_indexes": [0]}],
+                }
+            ],
+            require_stable=False,
+        )
+    )
+
+
+async def txn_offset_commit(
+    pair: Pair, transactional_id: str, group: str, topic: str, offset: int
+) -> None:
+    await pair.step(
+        lambda side: request(
+            25,
+            pair.versions(25)[-1],
+            transactional_id=transactional_id,
+            producer_id=producer(side, transactional_id)[0],
+            producer_epoch=producer(side, transactional_id)[1],
+            group_id=group,
+        )
+    )
+    await pair.step(
+        lambda side: txn_offset_commit_request(
+            side, pair.versions(28)[-1], transactional_id, group, topic, offset
+        )
+    )
+
+
+async def test_transactions_commit_abort_offsets_and_fencing(pair: Pair) -> None:
+    topic = unique("txnflow")
+    group = unique("txngroup")
+    await create_topic(pair, topic)
+    await find_coordinator(pair, group)
+    transactional_id = unique("txn")
+    await init_producer(pair, transactional_id)
+    await transaction(pair, transactional_id, topic, [b"a"], 0)
+    await txn_offset_commit(pair, transactional_id, group, topic, 1)
+    await offset_fetch(pair, group, topic)  # pending: not visible yet
+    await end_transaction(pair, transactional_id, committed=True, topic=topic)
+    await offset_fetch(pair, group, topic)
+    await transaction(pair, transactional_id, topic, [b"b"], 1)
+    await txn_offset_commit(pair, transactional_id, group, topic, 2)
+    await end_transaction(pair, transactional_id, committed=False, topic=topic)
+    await offset_fetch(pair, group, topic)  # the abort keeps offset 1
+    # A second producer with the same id fences the first, whose open transaction aborts.
+    await transaction(pair, transactional_id, topic, [b"c"], 2)
+    old = {side.name: producer(side, transactional_id) for side in pair.sides}
+    await init_producer(pair, transactional_id)
+    fenced = producer_batch(transactional_id, [b"late"], 3, transactional=True)
+    await pair.step(
+        lambda side: request(
+            0,
+            pair.versions(0)[-1],
+            transactional_id=transactional_id,
+            acks=-1,
+            timeout=SECONDS,
+            topic_data=[
+                {
+                    "name": topic,
+                    "topic_id": side.learned["topic_id", topic],
+                    "partition_data": [
+                        {
+                            "index": 0,
+                            "records": records_batch(
+                                [b"late"],
+                                producer_id=old[side.name][0],
+                                producer_epoch=old[side.name][1],
+                                base_sequence=3,
+                                transactional=True,
+                            ),
+                        }
+                    ],
+                }
+            ],
+        )
+    )
+    del fenced
+    await pair.step(
+        lambda side: request(
+            26,
+            END_TXN_VERSION,
+            transactional_id=transactional_id,
+            producer_id=old[side.name][0],
+            producer_epoch=old[side.name][1],
+            committed=True,
+        )
+    )
+    await fetch_everything(pair, topic, range(0, 6))
+    pair.check("fenced-produce-accepted", "marker-leader-epoch", "abort-marker-epoch")
+
+
+def describe_groups(pair: Pair, group: str) -> object:
+    return request(15, pair.versions(15)[-1], groups=[group], include_authorized_operations=False)
+
+
+async def test_classic_group_from_join_to_deletion(pair: Pair) -> None:
+    topic = unique("classic")
+    await create_topic(pair, topic)
+    group = unique("classic")
+    await join_classic(pair, group, topic)
+    await pair.step(
+        lambda side: request(
+            12,
+            pair.versions(12)[-1],
+            group_id=group,
+            generation_id=generation(side, group),
+            member_id=member(side, group),
+        )
+    )
+    await commit_classic(pair, group, topic, 4)
+    await offset_fetch(pair, group, topic)
+    await pair.step(describe_groups(pair, group))
+    offset_delete = request(
+        47, 0, group_id=group, topics=[{"name": topic, "partitions": [{"partition_index": 0}]}]
+    )
+    await pair.step(offset_delete)  # GROUP_SUBSCRIBED_TO_TOPIC while the member reads it
+    await pair.step(request(42, pair.versions(42)[-1], groups_names=[group]))  # NON_EMPTY_GROUP
+    await pair.step(
+        lambda side: request(
+            13,
+            pair.versions(13)[-1],
+            group_id=group,
+            members=[{"member_id": member(side, group), "group_instance_id": None}],
+        )
+    )
+    await pair.step(describe_groups(pair, group))
+    await pair.step(offset_delete)
+    await offset_fetch(pair, group, topic)
+    await pair.step(request(42, pair.versions(42)[-1], groups_names=[group]))
+    await pair.step(describe_groups(pair, group))
+    pair.check()
+
+
+async def consumer_heartbeat(pair: Pair, group: str, member_id: str, **fields: object) -> None:
+    """ConsumerGroupHeartbeat at the member's epoch on each broker (unless given)."""
+    answers = await pair.step(
+        lambda side: request(
+            68,
+            pair.versions(68)[-1],
+            group_id=group,
+            member_id=member_id,
+            **{"member_epoch": side.learned.get(("epoch", group), 0), **fields},
+        )
+    )
+    for side in pair.sides:
+        side.learned["epoch", group] = answers[side].member_epoch
+
+
+async def test_consumer_group_from_join_to_deletion(pair: Pair) -> None:
+    topic = unique("kip848")
+    await create_topic(pair, topic, partitions=2)
+    group = unique("kip848")
+    member_id = str(uuid.uuid4())
+    await find_coordinator(pair, group)
+    await consumer_heartbeat(
+        pair,
+        group,
+        member_id,
+        rebalance_timeout=datetime.timedelta(seconds=30),
+        subscribed_topic_names=[topic],
+        server_assignor="uniform",
+        topic_partitions=[],
+    )
+    await consumer_heartbeat(
+        pair,
+        group,
+        member_id,
+        topic_partitions=[
+            {"topic_id": side_topic, "partitions": [0, 1]} for side_topic in [uuid.UUID(int=0)][:0]
+        ],
+    )
+    await pair.step(
+        lambda side: request(
+            8,
+            pair.versions(8)[-1],
+            group_id=group,
+            generation_id_or_member_epoch=side.learned["epoch", group],
+            member_id=member_id,
+            topics=[
+                {
+                    "name": topic,
+                    "topic_id": side.learned["topic_id", topic],
+                    "partitions": [
+                        {"partition_index": 0, "committed_offset": 3, "committed_metadata": ""}
+                    ],
+                }
+            ],
+        )
+    )
+    await offset_fetch(pair, group, topic)
+    await pair.step(
+        request(69, pair.versions(69)[-1], group_ids=[group], include_authorized_operations=False)
+    )
+    await pair.step(describe_groups(pair, group))
+    # Offsets in a transaction, to a KIP-848 group.
+    transactional_id = unique("txn")
+    await init_producer(pair, transactional_id)
+    await transaction(pair, transactional_id, topic, [b"a"], 0)
+    await txn_offset_commit(pair, transactional_id, group, topic, 7)
+    await end_transaction(pair, transactional_id, committed=True, topic=topic)
+    await offset_fetch(pair, group, topic)
+    await consumer_heartbeat(pair, group, member_id, member_epoch=-1, topic_partitions=None)
+    await pair.step(
+        request(69, pair.versions(69)[-1], group_ids=[group], include_authorized_operations=False)
+    )
+    await pair.step(
+        request(
+            47, 0, group_id=group, topics=[{"name": topic, "partitions": [{"partition_index": 0}]}]
+        )
+    )
+    await offset_fetch(pair, group, topic)
+    await pair.step(request(42, pair.versions(42)[-1], groups_names=[group]))
+    await pair.step(
+        request(69, pair.versions(69)[-1], group_ids=[group], include_authorized_operations=False)
+    )
+    pair.check(
+        "consumer-heartbeat-leave",
+        "consumer-group-describe",
+        "kip848-txn-offsets-dropped",
+        "kip848-offset-delete",
+        "kip848-delete-groups",
+    )
