@@ -35,6 +35,9 @@ CLUSTER_ID_ATTEMPTS = 100
 
 # One node, every internal topic's replication at 1; a group's first rebalance is not
 # delayed (Kafka's default 3 s makes every group test wait), as nullbroker's tests run theirs.
+# Retention is checked once a day, not every 5 minutes: tests produce records with fixed
+# timestamps (2026-01-01), older than retention.ms's 7 days, and a check in the middle of a
+# test would delete them (nullbroker deletes nothing by time).
 SERVER_PROPERTIES = """\
 process.roles=broker,controller
 node.id={node_id}
@@ -54,6 +57,7 @@ transaction.state.log.num.partitions={offsets_partitions}
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+log.retention.check.interval.ms=86400000
 """
 
 

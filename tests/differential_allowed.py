@@ -165,12 +165,6 @@ KNOWN: tuple[Entry, ...] = (
         "and none for flush.ms, segment.jitter.ms, segment.ms; nullbroker names the topic "
         "config itself",
     ),
-    Entry(
-        "config-documentation",
-        "DescribeConfigsResponse.results[*].configs[*].documentation",
-        "DescribeConfigs v3+ include_documentation: Kafka sends each config's documentation, "
-        "nullbroker null",
-    ),
     *(
         Entry(
             "empty-error-message",
@@ -274,11 +268,6 @@ KNOWN: tuple[Entry, ...] = (
         "InitProducerId v3+ without a transactional id, giving the producer id and epoch it "
         "had (KIP-360): Kafka a new producer id at epoch 0, nullbroker the same id at the "
         "next epoch",
-    ),
-    Entry(
-        "end-txn-v5",
-        "EndTxnResponse.producer_epoch",
-        "EndTxn v5 (KIP-890 transactions v2): Kafka returns the bumped epoch (1), nullbroker 0",
     ),
     Entry(
         "produce-log-start-in-transaction",
@@ -420,19 +409,6 @@ KNOWN += (
         for path in ("FetchResponse.error_code", "FetchResponse.responses[]")
     ),
     Entry(
-        "delete-records-beyond-end",
-        "DeleteRecordsResponse.topics[*].partitions[].error_code",
-        "DeleteRecords to an offset above the high watermark: Kafka OFFSET_OUT_OF_RANGE (1), "
-        "nullbroker NONE",
-        kafka=(1,),
-    ),
-    Entry(
-        "describe-producers-extra",
-        "DescribeProducersResponse.topics[*].partitions[].active_producers[]",
-        "DescribeProducers after the Java recording's Produce at sequence 555 (which "
-        "nullbroker refused): nullbroker lists a producer Kafka does not",
-    ),
-    Entry(
         "fenced-produce-accepted",
         "ProduceResponse.responses[*].partition_responses[].*",
         "Produce of a transactional batch at the epoch an InitProducerId has just fenced: "
@@ -468,44 +444,6 @@ KNOWN += (
             "UNKNOWN_TOPIC_OR_PARTITION (3), is_internal false, none",
         )
         for field in ("error_code", "is_internal", "partitions[]", "topic_authorized_operations")
-    ),
-    *(
-        Entry(
-            "kip848-txn-offsets-dropped",
-            path,
-            "TxnOffsetCommit to a KIP-848 group, then EndTxn commit: Kafka commits the offset "
-            "(OffsetFetch 7, metadata 'txn'), nullbroker drops it (3, '')",
-        )
-        for path in (
-            "OffsetFetchResponse.groups[*].topics[*].partitions[].committed_offset",
-            "OffsetFetchResponse.groups[*].topics[*].partitions[].metadata",
-        )
-    ),
-    *(
-        Entry(
-            "kip848-offset-delete",
-            path,
-            "OffsetDelete on an empty KIP-848 group: Kafka NONE and the partition deleted "
-            "(OffsetFetch then -1), nullbroker GROUP_ID_NOT_FOUND (69), the offset kept",
-        )
-        for path in (
-            "OffsetDeleteResponse.error_code",
-            "OffsetDeleteResponse.topics[]",
-            "OffsetFetchResponse.groups[*].topics[*].partitions[].committed_offset",
-        )
-    ),
-    *(
-        Entry(
-            "kip848-delete-groups",
-            path,
-            "DeleteGroups of an empty KIP-848 group: Kafka NONE (ConsumerGroupDescribe then "
-            "GROUP_ID_NOT_FOUND), nullbroker GROUP_ID_NOT_FOUND (69), the group kept",
-        )
-        for path in (
-            "DeleteGroupsResponse.results[*].error_code",
-            "ConsumerGroupDescribeResponse.groups[*].error_code",
-            "ConsumerGroupDescribeResponse.groups[*].error_message",
-        )
     ),
     *(
         Entry(

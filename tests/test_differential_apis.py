@@ -314,7 +314,6 @@ async def describe_configs(pair: Pair) -> tuple[str, ...]:
     await for_each_version(pair, 32, run)
     return (
         "config-synonyms",
-        "config-documentation",
         "empty-error-message",
         "topic-configs-missing",
         "min-insync-source",
@@ -860,7 +859,7 @@ async def end_txn(pair: Pair) -> tuple[str, ...]:
                 )
 
     await for_each_version(pair, 26, run)
-    return ("end-txn-v5", "produce-log-start-in-transaction")
+    return ("produce-log-start-in-transaction",)
 
 
 @sweep(61)

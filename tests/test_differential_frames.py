@@ -264,9 +264,7 @@ KNOWN_BY_CLIENT: dict[str, tuple[str, ...]] = {
     ),
     "java-4.0": (
         "consumer-group-describe",
-        "delete-records-beyond-end",
         "delete-records-error-low-watermark",
-        "describe-producers-extra",
         "fetch-zero-topic-id",
         "first-sequence-nonzero",
         "txn-produce-partition-not-added",

@@ -378,7 +378,7 @@ def handle_offset_fetch(broker: Broker, request: Request, session: Session) -> A
         return make(types.OffsetFetchResponse, throttle_time=NO_THROTTLE, groups=tuple(groups))
     require_stable = getattr(body, "require_stable", False)
     error, topics = _fetched_offsets(
-        broker, session, types, body.group_id, body.topics, require_stable
+        broker, session, types, body.group_id, body.topics, require_stable=require_stable
     )
     if error is not ErrorCode.none and not has_field(types.OffsetFetchResponse, "error_code"):
         # v1 has no group-level error: every partition asked for carries it.
