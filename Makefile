@@ -8,6 +8,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 ARGS ?=
+# The C the package builds (setup.py): a change to any of them reinstalls it.
+NATIVE_SOURCES := codec/_native.c codec/_kafka_wire.h nullbroker/_produce_lane.c
 
 .PHONY: serve test oracle perf bytecode fuzz kafka-tools spark-connector lint clean
 
@@ -77,13 +79,13 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff format --check codec nullbroker tests spark_tests perf
 	$(BIN)/mypy codec
 
-$(VENV)/.installed-broker: pyproject.toml setup.py codec/_native.c
+$(VENV)/.installed-broker: pyproject.toml setup.py $(NATIVE_SOURCES)
 	PYTHON=$(PYTHON) scripts/install-venv $(VENV) broker
 
-$(VENV)/.installed-perf: pyproject.toml setup.py codec/_native.c
+$(VENV)/.installed-perf: pyproject.toml setup.py $(NATIVE_SOURCES)
 	PYTHON=$(PYTHON) scripts/install-venv $(VENV) perf
 
-$(VENV)/.installed-test: pyproject.toml setup.py codec/_native.c
+$(VENV)/.installed-test: pyproject.toml setup.py $(NATIVE_SOURCES)
 	PYTHON=$(PYTHON) scripts/install-venv $(VENV) test
 
 clean:
