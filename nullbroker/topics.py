@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .configs import DEFAULT_MAX_MESSAGE_BYTES, max_message_bytes
 from .retained import RetainedBatches
 from .source import RecordShape, SourceSpec, compressor
 from .source import now_ms as current_ms
@@ -87,6 +88,11 @@ class Topic:
     configs: dict[str, str] = field(default_factory=dict)
     retain: int = 0
     """Bytes of produced batches each partition keeps for Fetch (--retain); 0: none."""
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    """The largest record batch Produce appends here (bytes, its 12-byte log overhead
+    included): `configs`' max.message.bytes, else the broker's message.max.bytes. An int
+    kept in step with both (TopicRegistry.configs_changed), since Produce reads it per batch
+    in Python and in C."""
 
     def add_partitions(self, total: int) -> None:
         """Grow to `total` partitions; new ones start at offset 0 (a bounded source topic's
@@ -140,6 +146,8 @@ class TopicRegistry:
         processes answers UNKNOWN_TOPIC_OR_PARTITION instead, as Kafka does, and the
         client's next Metadata request creates it in every process."""
         self.retain = retain
+        self.message_max_bytes = DEFAULT_MAX_MESSAGE_BYTES
+        """The broker's message.max.bytes: the limit of a topic without max.message.bytes."""
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._by_id_bytes: dict[bytes, Topic] = {}
@@ -206,6 +214,7 @@ class TopicRegistry:
             configs=dict(configs or {}),
             retain=self.retain,
         )
+        topic.max_message_bytes = max_message_bytes(topic.configs, self.message_max_bytes)
         topic.add_partitions(
             partitions or (source.partitions if source else 0) or self.default_partitions
         )
@@ -213,6 +222,13 @@ class TopicRegistry:
         self._by_id[topic.id] = topic
         self._by_id_bytes[topic.id.bytes] = topic
         return topic
+
+    def configs_changed(self, message_max_bytes: int) -> None:
+        """Bring every topic's batch size limit in step with its configs and the broker's
+        message.max.bytes, after either changed."""
+        self.message_max_bytes = message_max_bytes
+        for topic in self._by_name.values():
+            topic.max_message_bytes = max_message_bytes(topic.configs, message_max_bytes)
 
     def get_or_auto_create(self, name: str) -> Topic | None:
         """The topic, auto-created if allowed and the name is legal; None otherwise."""

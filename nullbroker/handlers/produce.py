@@ -61,8 +61,10 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
                     partition_data.records,
                     broker.producers,
                     broker.config.verify_crc,
+                    topic.max_message_bytes,
                 )
-                log_start = partition.log_start_offset
+                if result.error is ErrorCode.none:  # Kafka says -1 with an error
+                    log_start = partition.log_start_offset
             else:
                 result = null_sink.AppendResult(
                     error if topic is None else ErrorCode.unknown_topic_or_partition

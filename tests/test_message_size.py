@@ -1,0 +1,168 @@
+"""The largest record batch a topic takes: its max.message.bytes, else the broker's
+message.max.bytes, compared with the batch's whole size (its 12-byte log overhead included)
+as Kafka 4.1's UnifiedLog compares them. A batch over it is answered MESSAGE_TOO_LARGE with
+base offset -1, log start offset -1 and no message, and nothing is appended (what Kafka
+4.1.1 answered when asked the same)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.errors import ErrorCode
+
+from nullbroker.broker import Broker
+from nullbroker.config import Config
+from tests.conftest import StartBroker
+from tests.kio_calls import call, record_batch, types
+
+PRODUCE, INCREMENTAL_ALTER_CONFIGS, CREATE_TOPICS = 0, 44, 19
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+SET, DELETE = 0, 1
+DEFAULT_LIMIT = 1048588
+TIMEOUT = 30.0
+
+
+def batch_of(size: int) -> bytes:
+    """A one-record batch of exactly `size` bytes."""
+    overhead = len(record_batch(1, value=b""))
+    for extra in range(8):  # the record's varint lengths grow with the value
+        batch = record_batch(1, value=b"x" * (size - overhead - extra))
+        if len(batch) == size:
+            return batch
+    raise AssertionError(f"no one-record batch of {size} bytes")
+
+
+def produce(broker: Broker, topic: str, batch: bytes, version: int = 9) -> Any:
+    t = types(PRODUCE, version)
+    response = call(
+        broker,
+        PRODUCE,
+        version,
+        transactional_id=None,
+        acks=-1,
+        timeout=datetime.timedelta(seconds=5),
+        topic_data=(
+            t.TopicProduceData(
+                name=topic, partition_data=(t.PartitionProduceData(index=0, records=batch),)
+            ),
+        ),
+    )
+    return response.responses[0].partition_responses[0]
+
+
+def alter(broker: Broker, kind: int, name: str, key: str, operation: int, value: str | None) -> Any:
+    t = types(INCREMENTAL_ALTER_CONFIGS, 1)
+    config = t.AlterableConfig(name=key, config_operation=operation, value=value)
+    resource = t.AlterConfigsResource(resource_type=kind, resource_name=name, configs=(config,))
+    response = call(
+        broker, INCREMENTAL_ALTER_CONFIGS, 1, resources=(resource,), validate_only=False
+    )
+    assert response.responses[0].error_code is ErrorCode.none
+    return response
+
+
+def create_topic(broker: Broker, name: str, configs: dict[str, str]) -> None:
+    t = types(CREATE_TOPICS, 7)
+    topic = t.CreatableTopic(
+        name=name,
+        num_partitions=1,
+        replication_factor=1,
+        assignments=(),
+        configs=tuple(t.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()),
+    )
+    response = call(
+        broker,
+        CREATE_TOPICS,
+        7,
+        topics=(topic,),
+        timeout=datetime.timedelta(seconds=5),
+        validate_only=False,
+    )
+    assert response.topics[0].error_code is ErrorCode.none
+
+
+@pytest.fixture(params=["lane", "python"])
+def broker(request: pytest.FixtureRequest) -> Broker:
+    """A broker with the Produce lane (when built), and one whose Python path answers all."""
+    made = Broker(Config())
+    if request.param == "python":
+        made.produce_lane = None
+    create_topic(made, "small", {"max.message.bytes": "2000"})
+    return made
+
+
+@pytest.mark.parametrize("version", [3, 7, 8, 9, 12])
+def test_a_batch_over_the_topics_max_message_bytes_is_refused_and_not_appended(
+    broker: Broker, version: int
+) -> None:
+    accepted = produce(broker, "small", batch_of(2000), version)
+    assert accepted.error_code is ErrorCode.none
+    assert accepted.base_offset == 0
+    refused = produce(broker, "small", batch_of(2001), version)
+    assert refused.error_code is ErrorCode.message_too_large
+    assert refused.base_offset == -1
+    if version >= 5:
+        assert refused.log_start_offset == -1
+    if version >= 8:
+        assert refused.error_message is None
+        assert refused.record_errors == ()
+    partition = broker.topics.get("small").partitions[0]
+    assert partition.log_end_offset == 1
+    assert (partition.produced.records, partition.produced.bytes) == (1, 2000)
+    assert broker.stats.errors == {"message_too_large": 1}
+
+
+def test_a_topic_without_its_own_limit_has_the_brokers_message_max_bytes(broker: Broker) -> None:
+    broker.topics.get_or_auto_create("plain")
+    assert produce(broker, "plain", batch_of(DEFAULT_LIMIT)).error_code is ErrorCode.none
+    too_large = produce(broker, "plain", batch_of(DEFAULT_LIMIT + 1))
+    assert too_large.error_code is ErrorCode.message_too_large
+    alter(broker, BROKER_RESOURCE, "", "message.max.bytes", SET, "3000")  # every broker
+    assert produce(broker, "plain", batch_of(3001)).error_code is ErrorCode.message_too_large
+    assert produce(broker, "plain", batch_of(3000)).error_code is ErrorCode.none
+    broker.topics.get_or_auto_create("later")  # created after: the same limit
+    assert produce(broker, "later", batch_of(3001)).error_code is ErrorCode.message_too_large
+    alter(broker, BROKER_RESOURCE, "0", "message.max.bytes", SET, "5000")  # this broker
+    assert produce(broker, "plain", batch_of(5000)).error_code is ErrorCode.none
+    small = produce(broker, "small", batch_of(2001))  # its own max.message.bytes wins
+    assert small.error_code is ErrorCode.message_too_large
+
+
+def test_altering_max_message_bytes_takes_effect_at_once(broker: Broker) -> None:
+    alter(broker, TOPIC_RESOURCE, "small", "max.message.bytes", SET, "3000")
+    assert produce(broker, "small", batch_of(3000)).error_code is ErrorCode.none
+    assert produce(broker, "small", batch_of(3001)).error_code is ErrorCode.message_too_large
+    alter(broker, TOPIC_RESOURCE, "small", "max.message.bytes", SET, "100")
+    assert produce(broker, "small", batch_of(101)).error_code is ErrorCode.message_too_large
+    alter(broker, TOPIC_RESOURCE, "small", "max.message.bytes", DELETE, None)
+    assert produce(broker, "small", batch_of(100_000)).error_code is ErrorCode.none
+
+
+@pytest.mark.clients
+def test_confluent_kafka_is_told_msg_size_too_large_by_the_broker(
+    start_broker: StartBroker,
+) -> None:
+    process = start_broker()
+    admin = AdminClient({"bootstrap.servers": process.bootstrap})
+    created = admin.create_topics([NewTopic("small", 1, config={"max.message.bytes": "51200"})])
+    created["small"].result(TIMEOUT)
+    del admin
+    # librdkafka refuses a message over its own message.max.bytes before sending it: raised
+    # high, so that the broker decides.
+    producer = Producer(
+        {"bootstrap.servers": process.bootstrap, "message.max.bytes": 20_000_000, "linger.ms": 0}
+    )
+    errors: list[KafkaError | None] = []
+    producer.produce("small", b"x" * (10 * 1024 * 1024), on_delivery=lambda e, m: errors.append(e))
+    producer.produce("small", b"y" * 1000, on_delivery=lambda e, m: errors.append(e))
+    assert producer.flush(TIMEOUT) == 0
+    assert errors[0] is not None
+    assert errors[0].code() == KafkaError.MSG_SIZE_TOO_LARGE
+    assert errors[1] is None
+    del producer
+    summary = process.stop()
+    assert summary["errors"] == {"message_too_large": 1}
