@@ -2,7 +2,8 @@
 message.max.bytes, compared with the batch's whole size (its 12-byte log overhead included)
 as Kafka 4.1's UnifiedLog compares them. A batch over it is answered MESSAGE_TOO_LARGE with
 base offset -1, log start offset -1 and no message, and nothing is appended (what Kafka
-4.1.1 answered when asked the same)."""
+4.1.1 answered when asked the same). With acks=0 the connection is closed instead, as Kafka
+closes it."""
 
 from __future__ import annotations
 
@@ -10,19 +11,25 @@ import datetime
 from typing import Any
 
 import pytest
+import trio
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
 from nullbroker.broker import Broker
 from nullbroker.config import Config
+from nullbroker.handlers.produce import RefusedWithoutAcks
+from perf.kafka_broker import KafkaBroker
 from tests.conftest import StartBroker
-from tests.kio_calls import call, record_batch, types
+from tests.kafka_wire import FrameStream
+from tests.kio_calls import SESSION, call, record_batch, request_frame, types
+from tests.test_topic_configs import create_topics_fields
 
 PRODUCE, INCREMENTAL_ALTER_CONFIGS, CREATE_TOPICS = 0, 44, 19
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 SET, DELETE = 0, 1
 DEFAULT_LIMIT = 1048588
+SMALL = {"max.message.bytes": "2000"}
 TIMEOUT = 30.0
 
 
@@ -36,21 +43,24 @@ def batch_of(size: int) -> bytes:
     raise AssertionError(f"no one-record batch of {size} bytes")
 
 
-def produce(broker: Broker, topic: str, batch: bytes, version: int = 9) -> Any:
+def produce_fields(batches: dict[str, bytes], version: int = 9, acks: int = -1) -> dict[str, Any]:
+    """A Produce request's fields: one batch to partition 0 of each topic."""
     t = types(PRODUCE, version)
-    response = call(
-        broker,
-        PRODUCE,
-        version,
-        transactional_id=None,
-        acks=-1,
-        timeout=datetime.timedelta(seconds=5),
-        topic_data=(
+    return {
+        "transactional_id": None,
+        "acks": acks,
+        "timeout": datetime.timedelta(seconds=5),
+        "topic_data": tuple(
             t.TopicProduceData(
                 name=topic, partition_data=(t.PartitionProduceData(index=0, records=batch),)
-            ),
+            )
+            for topic, batch in batches.items()
         ),
-    )
+    }
+
+
+def produce(broker: Broker, topic: str, batch: bytes, version: int = 9) -> Any:
+    response = call(broker, PRODUCE, version, **produce_fields({topic: batch}, version))
     return response.responses[0].partition_responses[0]
 
 
@@ -66,21 +76,8 @@ def alter(broker: Broker, kind: int, name: str, key: str, operation: int, value:
 
 
 def create_topic(broker: Broker, name: str, configs: dict[str, str]) -> None:
-    t = types(CREATE_TOPICS, 7)
-    topic = t.CreatableTopic(
-        name=name,
-        num_partitions=1,
-        replication_factor=1,
-        assignments=(),
-        configs=tuple(t.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()),
-    )
     response = call(
-        broker,
-        CREATE_TOPICS,
-        7,
-        topics=(topic,),
-        timeout=datetime.timedelta(seconds=5),
-        validate_only=False,
+        broker, CREATE_TOPICS, 7, **create_topics_fields([(name, dict(configs))], False)
     )
     assert response.topics[0].error_code is ErrorCode.none
 
@@ -91,7 +88,7 @@ def broker(request: pytest.FixtureRequest) -> Broker:
     made = Broker(Config())
     if request.param == "python":
         made.produce_lane = None
-    create_topic(made, "small", {"max.message.bytes": "2000"})
+    create_topic(made, "small", SMALL)
     return made
 
 
@@ -166,3 +163,45 @@ def test_confluent_kafka_is_told_msg_size_too_large_by_the_broker(
     del producer
     summary = process.stop()
     assert summary["errors"] == {"message_too_large": 1}
+
+
+def test_an_acks_0_request_refused_closes_the_connection_as_kafka_does(broker: Broker) -> None:
+    broker.topics.get_or_auto_create("plain")
+    fields = produce_fields({"plain": batch_of(100), "small": batch_of(2001)}, acks=0)
+    frame = request_frame(PRODUCE, 9, types(PRODUCE, 9).ProduceRequest(**fields))
+    with pytest.raises(RefusedWithoutAcks, match="message_too_large"):
+        broker.answer(frame, SESSION)
+    assert broker.topics.get("plain").partitions[0].log_end_offset == 1  # appended all the same
+    assert broker.topics.get("small").partitions[0].log_end_offset == 0
+    fields = produce_fields({"small": batch_of(2000)}, acks=0)
+    taken = request_frame(PRODUCE, 9, types(PRODUCE, 9).ProduceRequest(**fields))
+    assert broker.answer(taken, SESSION) is None
+
+
+async def closes_after_acks_0_refused(bootstrap: str, topic: str) -> bool:
+    """Whether the broker at `bootstrap` closes the connection after a Produce with acks=0
+    of a batch over `topic`'s max.message.bytes (created here, of 2000 bytes)."""
+    host, port = bootstrap.rsplit(":", 1)
+    stream = FrameStream(await trio.open_tcp_stream(host, int(port)))
+    try:
+        created = await stream.request(
+            types(CREATE_TOPICS, 7).CreateTopicsRequest(
+                **create_topics_fields([(topic, dict(SMALL))], False)
+            )
+        )
+        assert created.topics[0].error_code is ErrorCode.none
+        fields = produce_fields({topic: batch_of(2001)}, acks=0)
+        await stream.send_request(types(PRODUCE, 9).ProduceRequest(**fields))
+        return await stream.is_closed_by_peer()
+    finally:
+        await stream.aclose()
+
+
+async def test_kafka_and_nullbroker_both_close_after_acks_0_refused(
+    kafka: KafkaBroker, start_broker: StartBroker
+) -> None:
+    assert await closes_after_acks_0_refused(kafka.bootstrap, "message-size-acks-0")
+    process = start_broker()
+    assert await closes_after_acks_0_refused(process.bootstrap, "small")
+    summary = process.stop()
+    assert summary["connections_closed_on_error"] == {"RefusedWithoutAcks": 1}

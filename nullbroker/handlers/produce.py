@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import ProtocolError, Request
 from codec.entities import make, response_module
 from codec.produce import (
     PartitionResult,
@@ -82,6 +82,7 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
         topic_results.append((topic_data.topic_id if name is None else name, results))
     broker.log_grew()
     if body.acks == 0:
+        _close_if_refused(topic_results)
         return None
     version = request.header.api_version
     answer = encode_produce_response_body(version, topic_results)
@@ -95,6 +96,28 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
         if throttle_ms:
             answer = with_throttle(answer, version, throttle_ms)
     return answer
+
+
+class RefusedWithoutAcks(ProtocolError):
+    """A Produce request with acks=0 that a partition refused: Kafka closes the connection,
+    the one way a producer that waits for no answer learns of it (it reconnects and
+    refreshes its metadata)."""
+
+
+def _close_if_refused(topic_results: list[TopicResults]) -> None:
+    refused = sorted(
+        {
+            ErrorCode(result.error_code).name
+            for _, results in topic_results
+            for result in results
+            if result.error_code
+        }
+    )
+    if refused:
+        raise RefusedWithoutAcks(
+            f"a Produce request with acks=0 was refused ({', '.join(refused)}): closed, "
+            "as Kafka closes it"
+        )
 
 
 def _resolve_topic(broker: Broker, topic_data: Any) -> tuple[Topic | None, ErrorCode]:
