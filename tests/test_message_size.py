@@ -8,6 +8,7 @@ closes it."""
 from __future__ import annotations
 
 import datetime
+import subprocess
 from typing import Any
 
 import pytest
@@ -19,8 +20,10 @@ from kio.schema.errors import ErrorCode
 from nullbroker.broker import Broker
 from nullbroker.config import Config
 from nullbroker.handlers.produce import RefusedWithoutAcks
+from perf.java_perf import BIN
 from perf.kafka_broker import KafkaBroker
 from tests.conftest import StartBroker
+from tests.kafka_tools import TOOL_TIMEOUT, requires_kafka_tools, run_tool
 from tests.kafka_wire import FrameStream
 from tests.kio_calls import SESSION, call, record_batch, request_frame, types
 from tests.test_topic_configs import create_topics_fields
@@ -205,3 +208,40 @@ async def test_kafka_and_nullbroker_both_close_after_acks_0_refused(
     assert await closes_after_acks_0_refused(process.bootstrap, "small")
     summary = process.stop()
     assert summary["connections_closed_on_error"] == {"RefusedWithoutAcks": 1}
+
+
+@pytest.mark.clients
+@requires_kafka_tools
+def test_kafkas_console_producer_is_told_the_record_is_too_large(
+    start_broker: StartBroker,
+) -> None:
+    process = start_broker()
+    server = ("--bootstrap-server", process.bootstrap)
+    run_tool(
+        "kafka-topics",
+        *server,
+        "--create",
+        "--topic",
+        "small",
+        "--config",
+        "max.message.bytes=2000",
+    )
+    # One record a batch: the Java producer splits a batch of several that the broker finds
+    # too large and sends its parts again, however large the topic's limit (KAFKA-8350).
+    produced = subprocess.run(
+        [
+            str(BIN / "kafka-console-producer"),
+            *server,
+            "--topic",
+            "small",
+            "--producer-property",
+            "max.request.size=20000000",  # the client's own limit, high: the broker decides
+        ],
+        input="x" * 3000 + "\n",
+        capture_output=True,
+        text=True,
+        timeout=TOOL_TIMEOUT,
+    )
+    assert "RecordTooLargeException" in produced.stderr
+    summary = process.stop()
+    assert summary["errors"] == {"message_too_large": 1}
