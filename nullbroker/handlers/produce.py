@@ -63,7 +63,7 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
                     broker.config.verify_crc,
                     topic.max_message_bytes,
                 )
-                if result.error is ErrorCode.none:  # Kafka says -1 with an error
+                if not result.error:  # ErrorCode.none; with an error Kafka says -1
                     log_start = partition.log_start_offset
             else:
                 result = null_sink.AppendResult(
