@@ -86,6 +86,7 @@ class TopicConfig:
 
 
 def at_least(low: float) -> Check:
+    """ConfigDef.Range.atLeast."""
     return lambda value: Why(f"Value must be at least {low}") if value < low else None
 
 
