@@ -38,6 +38,7 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
     for topic_data in body.topic_data:
         topic, error = _resolve_topic(broker, topic_data)
         followed = led_elsewhere(broker, session.node_id, topic)
+        max_bytes = 0 if topic is None else topic.max_message_bytes  # once per topic
         results = []
         for partition_data in topic_data.partition_data:
             index = partition_data.index
@@ -61,7 +62,7 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
                     partition_data.records,
                     broker.producers,
                     broker.config.verify_crc,
-                    topic.max_message_bytes,
+                    max_bytes,
                 )
                 if not result.error:  # ErrorCode.none; with an error Kafka says -1
                     log_start = partition.log_start_offset
