@@ -5,8 +5,8 @@
  * The lane answers a request only when handlers/produce.py would take it down its common
  * path: a non-transactional request with acks, every partition's one batch
  * accepted (known topic, not internal, a partition this node leads, no source, nothing
- * retained, magic
- * v2, counts that agree, no control or transactional batch, the CRC when --verify-crc
+ * retained, magic v2, no larger than the topic's max.message.bytes, counts that agree, no
+ * control or transactional batch, the CRC when --verify-crc
  * asks, the next sequence of an idempotent producer already known on the partition), no
  * fault in force. It decides that
  * before it changes anything; for any other request it answers nothing and the Python
@@ -43,7 +43,7 @@
 static PyObject *s_source, *s_partitions, *s_retained, *s_log_end_offset, *s_log_start_offset,
     *s_produced, *s_records, *s_bytes, *s_batches, *s_epoch, *s_last_sequence, *s_recent,
     *s_append, *s_active, *s_latency, *s_counts, *s_sum_ns, *s_requests, *s_waiting, *s_notify,
-    *s_Produce, *s_followed, *s_name, *s_internal;
+    *s_Produce, *s_followed, *s_name, *s_internal, *s_max_message_bytes;
 static PyObject *one; /* the int 1 */
 
 typedef struct {
@@ -208,7 +208,8 @@ failed:
 
 /* One partition's batch at the cursor: planned (1), the Python way (0), or an error (-1). */
 static int plan_batch(Lane *lane, Cursor *c, int flexible, PlannedTopic *topic,
-                      PyObject *partitions, PyObject *followed, PlannedRequest *plan) {
+                      PyObject *partitions, PyObject *followed, int64_t max_bytes,
+                      PlannedRequest *plan) {
     if (plan->batch_count == MAX_PARTITIONS) return 0;
     int32_t index = read_i32(c);
     Py_ssize_t size;
@@ -240,9 +241,9 @@ static int plan_batch(Lane *lane, Cursor *c, int flexible, PlannedTopic *topic,
     int32_t record_count = (int32_t)be32(records + 57);
     int32_t last_offset_delta = (int32_t)be32(records + 23);
     int16_t attributes = (int16_t)((records[21] << 8) | records[22]);
-    if (length != size || record_count <= 0 || last_offset_delta != record_count - 1 ||
-        (attributes & TRANSACTIONAL_OR_CONTROL))
-        return 0;
+    if (length != size || length > max_bytes || record_count <= 0 ||
+        last_offset_delta != record_count - 1 || (attributes & TRANSACTIONAL_OR_CONTROL))
+        return 0; /* a batch over max.message.bytes too: MESSAGE_TOO_LARGE is Python's */
     if (lane->crc32c != Py_None) {
         int matches = crc_matches(lane, records, length);
         if (matches <= 0) return matches;
@@ -334,6 +335,9 @@ static int plan_partitions(Lane *lane, Cursor *c, int flexible, PlannedTopic *to
     if (internal == NULL) return -1;
     Py_DECREF(internal);
     if (internal != Py_False) return 0; /* Kafka's own topic: refused the Python way */
+    int64_t max_bytes; /* Topic.max_message_bytes, kept in step with the configs */
+    int read = int_attribute(found, s_max_message_bytes, &max_bytes);
+    if (read != 1) return read;
     PyObject *partitions = PyObject_GetAttr(found, s_partitions);
     if (partitions == NULL) return -1;
     int result = PyList_CheckExact(partitions);
@@ -365,7 +369,7 @@ static int plan_partitions(Lane *lane, Cursor *c, int flexible, PlannedTopic *to
         count = (uint64_t)signed_count;
     }
     for (uint64_t i = 0; result == 1 && i < count; i++) {
-        result = plan_batch(lane, c, flexible, topic, partitions, followed, plan);
+        result = plan_batch(lane, c, flexible, topic, partitions, followed, max_bytes, plan);
         topic->count = plan->batch_count - topic->first;
     }
     Py_XDECREF(followed);
@@ -996,7 +1000,7 @@ PyMODINIT_FUNC PyInit__produce_lane(void) {
         {&s_requests, "requests"},       {&s_waiting, "waiting"},
         {&s_notify, "notify"},          {&s_Produce, "Produce"},
         {&s_followed, "followed"},       {&s_name, "name"},
-        {&s_internal, "internal"},
+        {&s_internal, "internal"},       {&s_max_message_bytes, "max_message_bytes"},
         {&s_view, "view"},               {&s_reads, "reads"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

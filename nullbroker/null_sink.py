@@ -26,6 +26,7 @@ class AppendResult(NamedTuple):
 
 
 NO_SEQUENCE = -1
+TOO_LARGE = AppendResult(ErrorCode.message_too_large)
 
 
 def append(
@@ -34,10 +35,12 @@ def append(
     records: bytes | memoryview | None,
     producers: ProducerRegistry,
     verify_crc: bool,
+    max_bytes: int,
 ) -> AppendResult:
     """Accept one partition's records from a Produce request, or say why not.
 
-    Like Kafka for Produce v3+, exactly one RecordBatch v2 per partition is accepted.
+    Like Kafka for Produce v3+, exactly one RecordBatch v2 per partition is accepted, of at
+    most `max_bytes` (the topic's max.message.bytes).
     """
     if not records:
         return AppendResult(ErrorCode.invalid_record, message="no record batch in the request")
@@ -46,11 +49,16 @@ def append(
     except InvalidRecordBatch as error:
         code = ErrorCode.invalid_record if "magic" in str(error) else ErrorCode.corrupt_message
         return AppendResult(code, message=str(error))
-    if batch.length != len(records):
+    size = len(records)  # a NamedTuple field costs more to read than a local
+    if batch.length != size:
         return AppendResult(
             ErrorCode.invalid_record,
             message="Produce requests v3+ may carry exactly one record batch per partition",
         )
+    if size > max_bytes:
+        # As Kafka's UnifiedLog compares a batch's whole size (its log overhead included)
+        # with max.message.bytes before its CRC, and answers without a message.
+        return TOO_LARGE
     if batch.record_count <= 0 or batch.last_offset_delta != batch.record_count - 1:
         return AppendResult(
             ErrorCode.invalid_record,
@@ -94,7 +102,7 @@ def append(
         )
     produced = partition.produced
     produced.records += batch.record_count
-    produced.bytes += batch.length
+    produced.bytes += size
     produced.batches += 1
     if idempotent:
         producers.record(

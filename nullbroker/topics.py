@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from .configs import DEFAULT_MAX_MESSAGE_BYTES, max_message_bytes
 from .retained import RetainedBatches
 from .source import RecordShape, SourceSpec, compressor
 from .source import now_ms as current_ms
@@ -117,6 +118,11 @@ class Topic:
     """Bytes of produced batches each partition keeps for Fetch (--retain); 0: none."""
     internal: bool = False
     """One of Kafka's internal topics: read-only to clients, and its log is always empty."""
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    """The largest record batch Produce appends here (bytes, its 12-byte log overhead
+    included): `configs`' max.message.bytes, else the broker's message.max.bytes. An int
+    kept in step with both (TopicRegistry.configs_changed), since Produce reads it per batch
+    in Python and in C."""
 
     def add_partitions(self, total: int) -> None:
         """Grow to `total` partitions; new ones start at offset 0 (a bounded source topic's
@@ -176,6 +182,8 @@ class TopicRegistry:
         self.internal_partitions = internal_partitions or {}
         """Partitions of each internal topic, by name (Kafka's offsets.topic.num.partitions
         and transaction.state.log.num.partitions)."""
+        self.message_max_bytes = DEFAULT_MAX_MESSAGE_BYTES
+        """The broker's message.max.bytes: the limit of a topic without max.message.bytes."""
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._by_id_bytes: dict[bytes, Topic] = {}
@@ -246,6 +254,7 @@ class TopicRegistry:
             retain=self.retain,
             internal=internal,
         )
+        topic.max_message_bytes = max_message_bytes(topic.configs, self.message_max_bytes)
         topic.add_partitions(
             partitions
             or (source.partitions if source else 0)
@@ -262,6 +271,12 @@ class TopicRegistry:
         FindCoordinator for a group or a transactional id)."""
         topic = self._by_name.get(name)
         return self.create(name) if topic is None else topic
+    def configs_changed(self, message_max_bytes: int) -> None:
+        """Bring every topic's batch size limit in step with its configs and the broker's
+        message.max.bytes, after either changed."""
+        self.message_max_bytes = message_max_bytes
+        for topic in self._by_name.values():
+            topic.max_message_bytes = max_message_bytes(topic.configs, message_max_bytes)
 
     def get_or_auto_create(self, name: str) -> Topic | None:
         """The topic, auto-created if allowed and the name is legal; None otherwise."""

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from codec import ProtocolError
 from nullbroker.broker import Broker, Session
 from nullbroker.config import Config
 from nullbroker.source import SourceSpec
@@ -30,8 +31,10 @@ from .broker_process import metric_total
 from .kafka_wire import record_batch
 from .kio_calls import SESSION, call, request_frame, types
 
-PRODUCE, INIT_PRODUCER_ID = 0, 22
+PRODUCE, INIT_PRODUCER_ID, INCREMENTAL_ALTER_CONFIGS = 0, 22, 44
 TOPIC, OTHER, SOURCE = "lane", "other", "src"
+OTHER_MAX_BYTES = len(record_batch(3))
+"""OTHER's max.message.bytes: a batch of 3 records is exactly at it, one of 4 is over."""
 PARTITIONS = 3
 PRODUCERS = 2
 UNKNOWN_TOPIC_ID = uuid.UUID(int=12345)
@@ -60,6 +63,7 @@ def twin_brokers(
         )
         for name in (TOPIC, OTHER):
             broker.topics.get_or_auto_create(name)
+        limit_batches(broker, OTHER, OTHER_MAX_BYTES)
         for _ in range(PRODUCERS):
             call(broker, INIT_PRODUCER_ID, 4, transactional_id=None,
                  transaction_timeout=datetime.timedelta(seconds=60), producer_id=-1,
@@ -76,6 +80,17 @@ def twin_brokers(
             broker.produce_lane = None
         pair.append(broker)
     return pair[0], pair[1]
+
+
+def limit_batches(broker: Broker, topic: str, max_bytes: int) -> None:
+    """Set the topic's max.message.bytes, as a client does (IncrementalAlterConfigs)."""
+    t = types(INCREMENTAL_ALTER_CONFIGS, 1)
+    config = t.AlterableConfig(name="max.message.bytes", config_operation=0, value=str(max_bytes))
+    resource = t.AlterConfigsResource(resource_type=2, resource_name=topic, configs=(config,))
+    (result,) = call(
+        broker, INCREMENTAL_ALTER_CONFIGS, 1, resources=(resource,), validate_only=False
+    ).responses
+    assert result.error_code == 0
 
 
 def produce_frame(
@@ -140,6 +155,14 @@ def state(broker: Broker) -> dict[str, Any]:
 
 def answer(broker: Broker, frame: bytes, node: int = 0) -> Any:
     return broker.answer(frame, session(node))
+
+
+def outcome(broker: Broker, frame: bytes, node: int) -> Any:
+    """The answer, or the kind of error that closes the connection (acks=0 refused)."""
+    try:
+        return answer(broker, frame, node)
+    except ProtocolError as error:
+        return type(error).__name__
 
 
 def session(node: int) -> Session:
@@ -273,7 +296,7 @@ def test_the_lane_answers_as_the_python_path_and_leaves_the_same_state(
         ]
         assert frames[0] == frames[1]
         node = data.draw(st.integers(0, nodes - 1), label="node")
-        assert answer(lane, frames[0], node) == answer(python, frames[1], node)
+        assert outcome(lane, frames[0], node) == outcome(python, frames[1], node)
         assert state(lane) == state(python)
 
 
@@ -360,3 +383,18 @@ def receive_exactly(sock: socket.socket, size: int) -> bytes:
         assert chunk, f"closed after {len(data)} of {size} bytes"
         data += chunk
     return bytes(data)
+
+
+def test_a_batch_over_max_message_bytes_is_left_to_the_python_path_which_refuses_it() -> None:
+    lane, python = twin_brokers(warm=False)
+    assert lane.produce_lane is not None
+    at_limit = produce_frame(lane, 9, [(OTHER, 0, record_batch(3))])
+    assert lane.produce_lane.answer(at_limit, 0) is not None, "a batch at the limit is the lane's"
+    answer(python, at_limit)
+    over = produce_frame(lane, 9, [(TOPIC, 0, record_batch(1)), (OTHER, 1, record_batch(4))])
+    assert lane.produce_lane.answer(over, 0) is None
+    refused = answer(lane, over)
+    assert refused == answer(python, over)
+    assert state(lane) == state(python)
+    assert state(lane)["errors"] == {"message_too_large": 1}
+    assert lane.topics.get(OTHER).partitions[1].log_end_offset == 0

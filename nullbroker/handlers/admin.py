@@ -10,7 +10,7 @@ from kio.schema.errors import ErrorCode
 from codec import Request
 from codec.entities import make, response_module
 
-from ..configs import ConfigEntry, broker_entries, topic_entries
+from ..configs import ConfigEntry, broker_entries, invalid_topic_configs_reason, topic_entries
 from ..topics import invalid_name_reason
 from .common import NO_THROTTLE, Refusal, counted
 
@@ -47,10 +47,8 @@ def handle_create_topics(broker: Broker, request: Request, session: Session) -> 
                     ErrorCode.invalid_request,
                     f"topic {wanted.name!r} is named more than once in the request",
                 )
-            partitions = _partition_count(broker, wanted)
-            new_partitions += partitions
-            _check_partition_budget(new_partitions)
-            _check_replication(wanted)
+            # In Kafka's order: the name, whether it is taken, the configs, then partitions
+            # and replicas.
             reason = invalid_name_reason(wanted.name)
             if reason:
                 raise Refusal(ErrorCode.invalid_topic_exception, reason)
@@ -58,7 +56,11 @@ def handle_create_topics(broker: Broker, request: Request, session: Session) -> 
                 raise Refusal(
                     ErrorCode.topic_already_exists, f"topic {wanted.name!r} already exists"
                 )
-            overrides = {config.name: config.value for config in wanted.configs}
+            overrides = _checked_configs(wanted.configs)
+            partitions = _partition_count(broker, wanted)
+            new_partitions += partitions
+            _check_partition_budget(new_partitions)
+            _check_replication(wanted)
             if not body.validate_only:
                 topic_id = broker.topics.create(wanted.name, partitions, overrides).id
             replication = 1
@@ -95,6 +97,22 @@ def handle_create_topics(broker: Broker, request: Request, session: Session) -> 
             )
         )
     return make(types.CreateTopicsResponse, throttle_time=NO_THROTTLE, topics=tuple(results))
+
+
+def _checked_configs(configs: Any) -> dict[str, str]:
+    """A new topic's configs, refused as Kafka 4.1 refuses them (null values, unknown names,
+    values that do not parse or are out of range, settings that conflict)."""
+    nulls = [config.name for config in configs if config.value is None]
+    if nulls:
+        raise Refusal(
+            ErrorCode.invalid_config,
+            f"Null value not supported for topic configs: {','.join(nulls)}",
+        )
+    overrides = {config.name: config.value for config in configs}
+    reason = invalid_topic_configs_reason(overrides)
+    if reason is not None:
+        raise Refusal(ErrorCode.invalid_config, reason)
+    return overrides
 
 
 def _partition_count(broker: Broker, wanted: Any) -> int:

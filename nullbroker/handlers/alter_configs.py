@@ -1,13 +1,15 @@
 """IncrementalAlterConfigs: topic and broker configs set, deleted, appended to, subtracted from.
 
 What `kafka-configs --alter` sends. nullbroker retains nothing, so altered configs change
-only what DescribeConfigs reports (and what CreateTopics v5+ echoes); they are checked as
-Kafka checks them, so a script that Kafka would refuse is refused here too.
+what DescribeConfigs reports (and what CreateTopics v5+ echoes), and the one limit it
+enforces: a topic's max.message.bytes, or the broker's message.max.bytes. They are checked
+as Kafka checks them, so a script that Kafka would refuse is refused here too.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -15,7 +17,15 @@ from kio.schema.errors import ErrorCode
 from codec import Request
 from codec.entities import make, response_module
 
-from ..configs import TOPIC_TYPES, ConfigType, invalid_value_reason, static_broker_entries
+from ..configs import (
+    BROKER_CHECKS,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    TOPIC_TYPES,
+    ConfigType,
+    invalid_topic_configs_reason,
+    invalid_value_reason,
+    static_broker_entries,
+)
 from .common import NO_THROTTLE, Refusal, counted
 
 if TYPE_CHECKING:
@@ -41,11 +51,13 @@ def handle_incremental_alter_configs(broker: Broker, request: Request, session: 
                     ErrorCode.invalid_request,
                     f"resource {resource.resource_name!r} is named more than once in the request",
                 )
-            current, types_of = _current(broker, resource, session.node_id)
+            current, types_of, check = _current(broker, resource, session.node_id)
             altered = _altered(current, types_of, resource.configs)
+            check(altered)
             if not body.validate_only:
                 current.clear()
                 current.update(altered)
+                broker.topics.configs_changed(message_max_bytes(broker))
         except Refusal as refusal:
             error, message = refusal.error, refusal.message
         responses.append(
@@ -62,16 +74,33 @@ def handle_incremental_alter_configs(broker: Broker, request: Request, session: 
     )
 
 
+def message_max_bytes(broker: Broker) -> int:
+    """The broker's message.max.bytes, the batch size limit of topics without their own: as
+    set for this broker (on a cluster of one), else for every broker, else Kafka's default.
+    On a cluster of several nodes a topic has one limit, whichever node leads a partition,
+    so only the setting for every broker counts there."""
+    configs = broker.broker_configs
+    for name in ("0", "") if broker.cluster.size == 1 else ("",):
+        value = configs.get(name, {}).get("message.max.bytes")
+        if value is not None:
+            return int(value.strip())
+    return DEFAULT_MAX_MESSAGE_BYTES
+
+
+Check = Callable[[dict[str, str]], None]
+
+
 def _current(
     broker: Broker, resource: Any, node_id: int
-) -> tuple[dict[str, str], dict[str, ConfigType]]:
-    """The overrides a resource has now (altered in place), and the configs it may have."""
+) -> tuple[dict[str, str], dict[str, ConfigType], Check]:
+    """The overrides a resource has now (altered in place), the configs it may have, and
+    the check of its overrides once altered."""
     name = resource.resource_name
     if resource.resource_type == TOPIC_RESOURCE:
         topic = broker.topics.get(name)
         if topic is None:
             raise Refusal(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
-        return topic.configs, TOPIC_TYPES
+        return topic.configs, TOPIC_TYPES, _check_topic_configs
     if resource.resource_type == BROKER_RESOURCE:
         node = broker.cluster.node_named(name, node_id)
         if node is None:
@@ -85,17 +114,38 @@ def _current(
                     ErrorCode.invalid_request,
                     f"Cannot update these configs dynamically: Set({config.name})",
                 )
-        return broker.broker_configs.setdefault(name, {}), alterable
+        return broker.broker_configs.setdefault(name, {}), alterable, _broker_check(alterable)
     raise Refusal(
         ErrorCode.invalid_request,
         f"resource type {resource.resource_type} cannot be altered here (topics: 2, brokers: 4)",
     )
 
 
+def _check_topic_configs(altered: dict[str, str]) -> None:
+    """As Kafka checks a topic's configs once altered: all of them, names first."""
+    reason = invalid_topic_configs_reason(altered)
+    if reason is not None:
+        raise Refusal(ErrorCode.invalid_config, reason)
+
+
+def _broker_check(types_of: dict[str, ConfigType]) -> Check:
+    def check(altered: dict[str, str]) -> None:
+        for name in altered:
+            if name not in types_of:
+                raise Refusal(ErrorCode.invalid_config, f"Unknown config name: {name}")
+        for name, value in altered.items():
+            reason = invalid_value_reason(name, types_of[name], value, BROKER_CHECKS.get(name))
+            if reason is not None:
+                raise Refusal(ErrorCode.invalid_config, reason)
+
+    return check
+
+
 def _altered(
     current: dict[str, str], types_of: dict[str, ConfigType], configs: Any
 ) -> dict[str, str]:
-    """The overrides after applying `configs` to `current`, or a refusal, as Kafka checks."""
+    """The overrides after applying `configs` to `current`, or a refusal, as Kafka checks
+    the operations (names and values are checked after, all together)."""
     times_named = Counter(config.name for config in configs)
     duplicated = sorted(name for name, count in times_named.items() if count > 1)
     if duplicated:
@@ -105,27 +155,21 @@ def _altered(
     altered = dict(current)
     for config in configs:
         name, operation, value = config.name, config.config_operation, config.value
-        kind = types_of.get(name)
-        if kind is None:
-            raise Refusal(ErrorCode.invalid_config, f"Unknown config name: {name}")
         if operation not in OPERATION_NAMES:
             raise Refusal(ErrorCode.invalid_request, f"Unknown config operation {operation}")
-        if operation == DELETE:
+        if operation == DELETE:  # Kafka deletes a name it does not know without a word
             altered.pop(name, None)
             continue
         if value is None:
             raise Refusal(ErrorCode.invalid_request, f"Null value not supported for : {name}")
         if operation in (APPEND, SUBTRACT):
-            if kind is not ConfigType.LIST:
+            if types_of.get(name) is not ConfigType.LIST:
                 raise Refusal(
                     ErrorCode.invalid_config,
                     f"Config value {OPERATION_NAMES[operation]} is not allowed for config "
                     f"key: {name}",
                 )
             value = _list_operation(altered.get(name), operation, value)
-        reason = invalid_value_reason(name, kind, value)
-        if reason is not None:
-            raise Refusal(ErrorCode.invalid_config, reason)
         altered[name] = value
     return altered
 

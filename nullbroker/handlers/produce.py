@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import InvalidRecordBatch, Request, read_batch_header
+from codec import InvalidRecordBatch, ProtocolError, Request, read_batch_header
 from codec.entities import make, response_module
 from codec.produce import (
     PartitionResult,
@@ -45,6 +45,7 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
     for topic_data in body.topic_data:
         topic, error = _resolve_topic(broker, topic_data)
         followed = led_elsewhere(broker, session.node_id, topic)
+        max_bytes = 0 if topic is None else topic.max_message_bytes  # once per topic
         results = []
         for partition_data in topic_data.partition_data:
             index = partition_data.index
@@ -73,8 +74,10 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
                     partition_data.records,
                     broker.producers,
                     broker.config.verify_crc,
+                    max_bytes,
                 )
-                log_start = partition.log_start_offset
+                if not result.error:  # ErrorCode.none; with an error Kafka says -1
+                    log_start = partition.log_start_offset
             else:
                 result = null_sink.AppendResult(
                     error if topic is None else ErrorCode.unknown_topic_or_partition
@@ -92,6 +95,7 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
         topic_results.append((topic_data.topic_id if name is None else name, results))
     broker.log_grew()
     if body.acks == 0:
+        _close_if_refused(topic_results)
         return None
     version = request.header.api_version
     answer = encode_produce_response_body(version, topic_results)
@@ -132,6 +136,26 @@ def _transaction_refusal(
     if error is ErrorCode.transaction_abortable and version < FIRST_ABORTABLE_PRODUCE_VERSION:
         return null_sink.AppendResult(ErrorCode.invalid_txn_state, message=NOT_ADDED)
     return null_sink.AppendResult(error)
+class RefusedWithoutAcks(ProtocolError):
+    """A Produce request with acks=0 that a partition refused: Kafka closes the connection,
+    the one way a producer that waits for no answer learns of it (it reconnects and
+    refreshes its metadata)."""
+
+
+def _close_if_refused(topic_results: list[TopicResults]) -> None:
+    refused = sorted(
+        {
+            ErrorCode(result.error_code).name
+            for _, results in topic_results
+            for result in results
+            if result.error_code
+        }
+    )
+    if refused:
+        raise RefusedWithoutAcks(
+            f"a Produce request with acks=0 was refused ({', '.join(refused)}): closed, "
+            "as Kafka closes it"
+        )
 
 
 def _resolve_topic(broker: Broker, topic_data: Any) -> tuple[Topic | None, ErrorCode]:
