@@ -271,6 +271,7 @@ class TopicRegistry:
         FindCoordinator for a group or a transactional id)."""
         topic = self._by_name.get(name)
         return self.create(name) if topic is None else topic
+
     def configs_changed(self, message_max_bytes: int) -> None:
         """Bring every topic's batch size limit in step with its configs and the broker's
         message.max.bytes, after either changed."""

@@ -136,6 +136,8 @@ def _transaction_refusal(
     if error is ErrorCode.transaction_abortable and version < FIRST_ABORTABLE_PRODUCE_VERSION:
         return null_sink.AppendResult(ErrorCode.invalid_txn_state, message=NOT_ADDED)
     return null_sink.AppendResult(error)
+
+
 class RefusedWithoutAcks(ProtocolError):
     """A Produce request with acks=0 that a partition refused: Kafka closes the connection,
     the one way a producer that waits for no answer learns of it (it reconnects and
