@@ -35,9 +35,10 @@ CLUSTER_ID_ATTEMPTS = 100
 
 # One node, every internal topic's replication at 1; a group's first rebalance is not
 # delayed (Kafka's default 3 s makes every group test wait), as nullbroker's tests run theirs.
-# Retention is checked once a day, not every 5 minutes: tests produce records with fixed
-# timestamps (2026-01-01), older than retention.ms's 7 days, and a check in the middle of a
-# test would delete them (nullbroker deletes nothing by time).
+# Retention is first checked after a day, not 30 s after the start and every 5 minutes:
+# tests produce records with fixed timestamps (2026-01-01), older than retention.ms's 7
+# days, and a check in the middle of a test deleted them (nullbroker deletes nothing by
+# time). Both are broker settings, so the topics' configs stay Kafka's defaults.
 SERVER_PROPERTIES = """\
 process.roles=broker,controller
 node.id={node_id}
@@ -57,6 +58,7 @@ transaction.state.log.num.partitions={offsets_partitions}
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+log.initial.task.delay.ms=86400000
 log.retention.check.interval.ms=86400000
 """
 

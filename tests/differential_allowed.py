@@ -134,18 +134,6 @@ KNOWN: tuple[Entry, ...] = (
         "Metadata v8+ asking a topic that does not exist with "
         "include_topic_authorized_operations: Kafka 3576, nullbroker -2147483648",
     ),
-    *(
-        Entry(
-            "topic-configs-missing",
-            f"*.configs[{name}]",
-            "Kafka 4.1 reports topic configs nullbroker lacks (CreateTopics v5+, "
-            "DescribeConfigs): compression.gzip.level (-1), compression.lz4.level (9), "
-            "compression.zstd.level (3), follower/leader.replication.throttled.replicas (''), "
-            "local.retention.bytes and .ms (-2), remote.log.copy.disable, "
-            "remote.log.delete.on.disable, remote.storage.enable (false)",
-        )
-        for name in MISSING_TOPIC_CONFIGS
-    ),
     Entry(
         "min-insync-source",
         "*.configs[min.insync.replicas]*source",
@@ -195,16 +183,6 @@ KNOWN: tuple[Entry, ...] = (
             "coordinators[].host",
             "coordinators[].port",
         )
-    ),
-    *(
-        Entry(
-            "produce-message-too-large",
-            f"ProduceResponse.responses[*].partition_responses[].{field}",
-            "Produce of a batch over the topic's max.message.bytes (2000): Kafka "
-            "MESSAGE_TOO_LARGE (10), base_offset -1, log_start_offset -1; nullbroker takes it",
-            kafka=(10, -1),
-        )
-        for field in ("error_code", "base_offset", "log_start_offset")
     ),
     *(
         Entry(
@@ -390,41 +368,12 @@ KNOWN += (
     ),
     *(
         Entry(
-            "txn-produce-partition-not-added",
-            f"ProduceResponse.responses[*].partition_responses[].{field}",
-            "a transactional Produce to a partition the transaction did not add "
-            "(AddPartitionsToTxn): Kafka INVALID_TXN_STATE (48) 'Partition was not added to "
-            "the transaction', nullbroker appends it",
-            kafka=(48, -1, "Partition was not added to the transaction"),
-        )
-        for field in ("error_code", "base_offset", "error_message", "log_start_offset")
-    ),
-    *(
-        Entry(
             "fetch-zero-topic-id",
             path,
             "Fetch v13+ naming a topic by the zero id: Kafka UNKNOWN_SERVER_ERROR (-1) at the "
             "top and no topics, nullbroker UNKNOWN_TOPIC_ID (100) on the partition",
         )
         for path in ("FetchResponse.error_code", "FetchResponse.responses[]")
-    ),
-    Entry(
-        "fenced-produce-accepted",
-        "ProduceResponse.responses[*].partition_responses[].*",
-        "Produce of a transactional batch at the epoch an InitProducerId has just fenced: "
-        "Kafka INVALID_PRODUCER_EPOCH (47), base_offset -1, log_start_offset -1; nullbroker "
-        "appends it (so the log differs from there: FetchLog.high_watermark Kafka 6, "
-        "nullbroker 7, and one more batch)",
-        kafka=(47, -1),
-    ),
-    *(
-        Entry(
-            "fenced-produce-accepted",
-            path,
-            "the batch nullbroker appended for the fenced producer",
-            kafka=(6, "<absent>"),
-        )
-        for path in ("FetchLog.high_watermark", "FetchLog.batches[]")
     ),
     Entry(
         "abort-marker-epoch",

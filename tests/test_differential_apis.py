@@ -80,7 +80,6 @@ async def metadata(pair: Pair) -> tuple[str, ...]:
         "cluster-operations",
         "metadata-unknown-topic-operations",
         "internal-topics",
-        "topic-configs-missing",
         "min-insync-source",
     )
 
@@ -111,7 +110,6 @@ async def create_topics(pair: Pair) -> tuple[str, ...]:
     await for_each_version(pair, 19, run)
     return (
         "create-topics-bad-config",
-        "topic-configs-missing",
         "min-insync-source",
         "create-topics-error-configs",
     )
@@ -193,7 +191,7 @@ async def produce_every_version(pair: Pair) -> tuple[str, ...]:
         await produce(pair, small, records_batch([b"x" * 3000]), version=version)
 
     await for_each_version(pair, 0, run)
-    return ("produce-message-too-large",)
+    return ()
 
 
 @sweep(1)
@@ -315,7 +313,6 @@ async def describe_configs(pair: Pair) -> tuple[str, ...]:
     return (
         "config-synonyms",
         "empty-error-message",
-        "topic-configs-missing",
         "min-insync-source",
     )
 

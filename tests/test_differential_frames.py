@@ -259,15 +259,12 @@ KNOWN_BY_CLIENT: dict[str, tuple[str, ...]] = {
         "batch-leader-epoch",
         "delete-records-error-low-watermark",
         "fetch-error-partition",
-        "first-sequence-nonzero",
-        "txn-produce-partition-not-added",
     ),
     "java-4.0": (
         "consumer-group-describe",
         "delete-records-error-low-watermark",
         "fetch-zero-topic-id",
         "first-sequence-nonzero",
-        "txn-produce-partition-not-added",
     ),
     "kafka-python-3.0": ("cluster-operations", "fetch-sessions", "group-operations"),
     "kcat-1.7": ("fetch-error-partition",),
@@ -276,8 +273,6 @@ KNOWN_BY_CLIENT: dict[str, tuple[str, ...]] = {
         "consumer-heartbeat-leave",
         "delete-records-error-low-watermark",
         "fetch-error-partition",
-        "first-sequence-nonzero",
-        "txn-produce-partition-not-added",
     ),
 }
 """The known differences each recorded session meets (tests/differential_allowed.py)."""
