@@ -50,6 +50,11 @@ NULLBROKER_FLAGS = (
     "1",
     "--group-initial-rebalance-delay-ms",
     "0",
+    # The fixture's internal topics have one partition each (perf.kafka_broker).
+    "--offsets-topic-partitions",
+    "1",
+    "--transaction-state-partitions",
+    "1",
 )
 """What makes nullbroker comparable with the `kafka` fixture: produced batches kept and read
 back as received (not synthetic), one partition per auto-created topic (Kafka's

@@ -386,16 +386,6 @@ KNOWN += (
 KNOWN += (
     *(
         Entry(
-            "internal-topics",
-            f"MetadataResponse.topics[__consumer_offsets].{field}",
-            "Metadata naming __consumer_offsets (once a group exists): Kafka NONE, "
-            "is_internal true, its partitions (1 in the fixture); nullbroker "
-            "UNKNOWN_TOPIC_OR_PARTITION (3), is_internal false, none",
-        )
-        for field in ("error_code", "is_internal", "partitions[]", "topic_authorized_operations")
-    ),
-    *(
-        Entry(
             "consumer-heartbeat-leave",
             f"ConsumerGroupHeartbeatResponse.{field}",
             "ConsumerGroupHeartbeat leaving (member_epoch -1): Kafka assignment null and "

@@ -79,7 +79,6 @@ async def metadata(pair: Pair) -> tuple[str, ...]:
         "leader-epoch",
         "cluster-operations",
         "metadata-unknown-topic-operations",
-        "internal-topics",
         "min-insync-source",
     )
 
