@@ -81,7 +81,13 @@ def generator() -> ModuleType:
     return module
 
 
+SET_BY_THE_FIXTURE = frozenset({"log.initial.task.delay.ms"})
+"""Internal broker configs Kafka lists only where they are set, as perf.kafka_broker sets
+them (a Kafka started without them, as the table's was, does not list them)."""
+
+
 def test_the_table_is_what_kafka_answers(kafka: KafkaBroker) -> None:
     topics, brokers = generator().kafka_documentation(kafka.bootstrap)
     assert topics == config_documentation.TOPIC
-    assert brokers == config_documentation.BROKER
+    listed = {name: text for name, text in brokers.items() if name not in SET_BY_THE_FIXTURE}
+    assert listed == config_documentation.BROKER

@@ -68,6 +68,9 @@ def large_produce(value_bytes: int) -> bytes:
 async def test_a_large_request_waits_for_room_then_is_answered() -> None:
     budget = 3 * MIB
     async with running_broker(max_buffered_bytes=budget) as server:
+        # The broker's message.max.bytes raised past the 2 MiB batch, as an
+        # IncrementalAlterConfigs would raise it (its default, 1 MiB, refuses the batch).
+        server.broker.topics.configs_changed(4 * MIB)
         staller = await connect(server)
         # Announce 2 MiB and send half: the reservation is held while the rest is awaited.
         await staller.send(struct.pack(">i", 2 * MIB) + bytes(MIB))

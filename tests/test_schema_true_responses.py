@@ -41,7 +41,7 @@ from kio.serial._introspect import is_optional
 from kio.serial.errors import OutOfBoundValue
 from kio.static.primitive import i32Timedelta
 
-from codec import decode_request
+from codec import ProtocolError, decode_request
 from codec.apis import request_schema, response_schema
 from codec.errors import ResponseSchemaError
 from nullbroker.broker import Broker, Handler, Session
@@ -148,9 +148,13 @@ def checked_broker() -> Broker:
 
 async def respond(broker: Broker, frame: bytes) -> Any:
     """The response entity to a request frame, as kio reads Broker.answer's bytes, after
-    checking that they hold no null where the schema has none (None: no response)."""
+    checking that they hold no null where the schema has none (None: no response, or the
+    connection closed)."""
     header = decode_request(frame, broker.served).header
-    answer = broker.answer(frame, SESSION)
+    try:
+        answer = broker.answer(frame, SESSION)
+    except ProtocolError:
+        return None  # the connection closes (a refused acks=0 Produce): no answer to check
     if isinstance(answer, Coroutine):
         with trio.fail_after(PATIENCE_SECONDS):
             answer = await answer
