@@ -13,6 +13,9 @@ RECENT_BATCHES = 5
 
 FIRST_PRODUCER_ID = 1000
 MAX_EPOCH = 32767
+COORDINATOR_EPOCH = 0
+"""The epoch of nullbroker's transaction coordinator, which never moves: Kafka's first (a
+new cluster's __transaction_state leader) is 0 too."""
 
 
 class SequenceVerdict(Enum):
@@ -40,6 +43,9 @@ class PartitionSequences:
     last_timestamp: int = -1
     """The max timestamp of the producer's last batch here, or its last marker's time
     (DescribeProducers), as Kafka's ProducerStateEntry keeps it."""
+    coordinator_epoch: int = -1
+    """The epoch of the transaction coordinator that wrote the producer's last marker here
+    (DescribeProducers); -1 before any."""
     recent: deque[RecentBatch] = field(default_factory=lambda: deque(maxlen=RECENT_BATCHES))
 
 
@@ -47,6 +53,15 @@ class PartitionSequences:
 class SequenceCheck:
     verdict: SequenceVerdict
     duplicate_base_offset: int = -1
+
+
+def _afresh(state: PartitionSequences | None, epoch: int) -> PartitionSequences:
+    """A producer's state on a partition from a new epoch: no sequences yet, and the
+    coordinator epoch of its last marker kept, as Kafka's ProducerStateEntry keeps it."""
+    fresh = PartitionSequences(epoch)
+    if state is not None:
+        fresh.coordinator_epoch = state.coordinator_epoch
+    return fresh
 
 
 class ProducerRegistry:
@@ -118,7 +133,7 @@ class ProducerRegistry:
         key = (producer_id, topic, partition)
         state = self._sequences.get(key)
         if state is None or state.epoch != epoch:
-            state = self._sequences[key] = PartitionSequences(epoch)
+            state = self._sequences[key] = _afresh(state, epoch)
         state.last_sequence = last_sequence
         state.last_timestamp = max_timestamp
         state.recent.append(RecentBatch(first_sequence, last_sequence, base_offset))
@@ -133,8 +148,9 @@ class ProducerRegistry:
         key = (producer_id, topic, partition)
         state = self._sequences.get(key)
         if state is None or state.epoch < epoch:
-            state = self._sequences[key] = PartitionSequences(epoch)
+            state = self._sequences[key] = _afresh(state, epoch)
         state.last_timestamp = timestamp_ms
+        state.coordinator_epoch = COORDINATOR_EPOCH
 
     def sequences_table(self) -> dict[tuple[int, str, int], PartitionSequences]:
         """The sequence state by (producer id, topic, partition), itself, not a copy: the

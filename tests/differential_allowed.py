@@ -99,6 +99,13 @@ ALLOWED: tuple[Entry, ...] = (
         "the broker's clock when the transaction began",
     ),
     Entry("group leader", "*.leader", MEMBER, identity=ASSIGNED),
+    Entry(
+        "marker clock",
+        "DescribeProducersResponse.topics[diff-fence-*].partitions[].active_producers[]"
+        ".last_timestamp",
+        "a producer whose last write was a transaction marker: the broker's clock when it "
+        "wrote it (the sequence whose topics are named diff-fence-)",
+    ),
 )
 
 MISSING_TOPIC_CONFIGS = (

@@ -486,4 +486,7 @@ async def test_init_producer_id_fences_an_open_transaction(pair: Pair) -> None:
         )
         await init_producer(pair, transactional_id)
     await fetch_everything(pair, topic, range(0, 4))
+    await pair.step(
+        request(61, pair.versions(61)[-1], topics=[{"name": topic, "partition_indexes": [0]}])
+    )
     pair.check("marker-leader-epoch")

@@ -237,3 +237,20 @@ def test_describe_producers_shows_the_last_batch_timestamp_and_names_an_unknown_
     assert described.topics[1].partitions[0].error_message == (
         "This server does not host this topic-partition."
     )
+
+
+def test_describe_producers_shows_the_coordinator_epoch_of_the_last_marker() -> None:
+    script = Script()
+    script.produce(12, 0)
+    t = types(DESCRIBE_PRODUCERS, 0)
+    asked = (t.TopicRequest(name=TOPIC, partition_indexes=(0,)),)
+
+    def coordinator_epochs() -> list[int]:
+        described = call(script.broker, DESCRIBE_PRODUCERS, 0, topics=asked)
+        active = described.topics[0].partitions[0].active_producers
+        return [state.coordinator_epoch for state in active]
+
+    assert coordinator_epochs() == [-1], "no marker yet"
+    script.end(commit=True)
+    # Kafka's coordinator of a new cluster writes markers at its epoch 0; so does nullbroker's.
+    assert coordinator_epochs() == [0]

@@ -432,7 +432,7 @@ def _producers_on(broker: Broker, types: Any, topic: str, partition: Partition) 
             producer_epoch=state.epoch,
             last_sequence=state.last_sequence,
             last_timestamp=state.last_timestamp,
-            coordinator_epoch=-1,
+            coordinator_epoch=state.coordinator_epoch,
             current_txn_start_offset=opened[producer_id][0] if producer_id in opened else -1,
         )
         for producer_id, state in broker.producers.on_partition(topic, partition.index)
