@@ -42,6 +42,7 @@
 /* Attribute names, interned once. */
 static PyObject *s_source, *s_partitions, *s_retained, *s_log_end_offset, *s_log_start_offset,
     *s_produced, *s_records, *s_bytes, *s_batches, *s_epoch, *s_last_sequence, *s_recent,
+    *s_last_timestamp,
     *s_append, *s_active, *s_latency, *s_counts, *s_sum_ns, *s_requests, *s_waiting, *s_notify,
     *s_Produce, *s_followed, *s_name, *s_internal, *s_max_message_bytes;
 static PyObject *one; /* the int 1 */
@@ -74,6 +75,7 @@ typedef struct {
     int32_t record_count;
     int32_t length;
     int32_t first_sequence, last_sequence;
+    int64_t max_timestamp; /* the batch header's, DescribeProducers' last_timestamp */
     int64_t base_offset; /* the partition's log end before the batch */
     int64_t log_start;
 } PlannedBatch;
@@ -268,6 +270,7 @@ static int plan_batch(Lane *lane, Cursor *c, int flexible, PlannedTopic *topic,
     int32_t base_sequence = (int32_t)be32(records + 53);
     if (producer_id < 0 || base_sequence == -1) return 1; /* not idempotent */
     batch->first_sequence = base_sequence;
+    batch->max_timestamp = (int64_t)be64(records + 35);
     int64_t last = ((int64_t)base_sequence + last_offset_delta) % SEQUENCE_MODULO;
     batch->last_sequence = (int32_t)(last < 0 ? last + SEQUENCE_MODULO : last);
     return next_in_sequence(lane, topic->name, batch, producer_id, epoch, &batch->state);
@@ -432,7 +435,9 @@ static int append_planned(Lane *lane, PlannedRequest *plan) {
         Py_DECREF(produced);
         if (failed) return -1;
         if (batch->state == NULL) continue;
-        if (set_int_attribute(batch->state, s_last_sequence, batch->last_sequence) < 0) return -1;
+        if (set_int_attribute(batch->state, s_last_sequence, batch->last_sequence) < 0 ||
+            set_int_attribute(batch->state, s_last_timestamp, batch->max_timestamp) < 0)
+            return -1;
         /* RecentBatch(first_sequence, last_sequence, base_offset), made as tuple.__new__
          * makes a tuple subclass's instance. */
         PyObject *recent_batch = ((PyTypeObject *)lane->recent_type)->tp_alloc(
@@ -994,6 +999,7 @@ PyMODINIT_FUNC PyInit__produce_lane(void) {
         {&s_produced, "produced"},       {&s_records, "records"},
         {&s_bytes, "bytes"},             {&s_batches, "batches"},
         {&s_epoch, "epoch"},             {&s_last_sequence, "last_sequence"},
+        {&s_last_timestamp, "last_timestamp"},
         {&s_recent, "recent"},           {&s_append, "append"},
         {&s_active, "active"},           {&s_latency, "latency"},
         {&s_counts, "counts"},           {&s_sum_ns, "sum_ns"},

@@ -28,7 +28,7 @@ from codec.control_batch import control_batch
 from codec.framing import Buffer
 
 from . import produce_lane
-from .cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Cluster
+from .cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Cluster, internal_partition_for
 from .config import Config
 from .faults import Faults
 from .idle import IdleConnections
@@ -220,8 +220,13 @@ class Broker:
         """Transactional ids, their producers and their transactions."""
         from .transactions import TransactionCoordinator
 
+        partitions = self.config.offsets_topic_partitions
         return TransactionCoordinator(
-            self.producers, self._write_marker, self._commit_transaction_offsets, self._ended
+            self.producers,
+            self._write_marker,
+            self._commit_transaction_offsets,
+            self._ended,
+            lambda group: internal_partition_for(group, partitions),
         )
 
     def serve_groups_in(self, nursery: trio.Nursery | None) -> None:
@@ -243,18 +248,23 @@ class Broker:
         topic = self.topics.get(name)
         return None if topic is None else len(topic.partitions)
 
-    def _write_marker(self, topic_name: str, index: int, marker: Marker) -> bool:
-        """A transaction's commit or abort marker, at the partition's log end."""
+    def _write_marker(self, topic_name: str, index: int, marker: Marker, written_ms: int) -> bool:
+        """A transaction's commit or abort marker, at the partition's log end, written at
+        `written_ms` (the control batch's timestamp, and the producer's last timestamp)."""
         topic = self.topics.get(topic_name)
         if topic is None or not 0 <= index < len(topic.partitions):
             return False  # deleted since the transaction wrote to it
+        if topic.internal:
+            return False  # __consumer_offsets: its log stays empty (commits are state)
         partition = topic.partitions[index]
         offset = partition.log_end_offset
         partition.log_end_offset = offset + 1
         records = partition.transactions_written().end(offset, marker)
         self.stats.transactional_records["committed" if marker.commit else "aborted"] += records
         if partition.retained is not None:  # --retain: served back as Kafka would
-            batch = control_batch(offset, marker.producer_id, marker.epoch, marker.commit, now_ms())
+            batch = control_batch(
+                offset, marker.producer_id, marker.epoch, marker.commit, written_ms
+            )
             start = partition.retained.append(offset, 1, batch)
             partition.log_start_offset = max(partition.log_start_offset, start)
         self.log_grew()

@@ -27,6 +27,11 @@ class AppendResult(NamedTuple):
 
 NO_SEQUENCE = -1
 TOO_LARGE = AppendResult(ErrorCode.message_too_large)
+OUT_OF_ORDER = AppendResult(ErrorCode.out_of_order_sequence_number)
+FENCED = AppendResult(ErrorCode.invalid_producer_epoch)
+REFUSED_AT_APPEND = frozenset({OUT_OF_ORDER.error, FENCED.error})
+"""What the log refuses as it appends, not before: Kafka's answer then carries the
+partition's log start offset, as it does for a batch taken."""
 
 
 def append(
@@ -36,11 +41,14 @@ def append(
     producers: ProducerRegistry,
     verify_crc: bool,
     max_bytes: int,
+    transactions_v2: bool = False,
 ) -> AppendResult:
     """Accept one partition's records from a Produce request, or say why not.
 
     Like Kafka for Produce v3+, exactly one RecordBatch v2 per partition is accepted, of at
-    most `max_bytes` (the topic's max.message.bytes).
+    most `max_bytes` (the topic's max.message.bytes). `transactions_v2`: the request is
+    Produce v12+ with a transactional id, whose transactional batches Kafka verifies more
+    strictly (a producer's first on a partition at sequence 0).
     """
     if not records:
         return AppendResult(ErrorCode.invalid_record, message="no record batch in the request")
@@ -83,13 +91,15 @@ def append(
             partition.index,
             batch.base_sequence,
             batch.last_sequence,
+            first_must_be_zero=transactions_v2 and batch.is_transactional,
         )
         if check.verdict is SequenceVerdict.DUPLICATE:
             return AppendResult(ErrorCode.none, check.duplicate_base_offset)
+        # Without a message, as Kafka answers them (its message is in its own log).
         if check.verdict is SequenceVerdict.OUT_OF_ORDER:
-            return AppendResult(ErrorCode.out_of_order_sequence_number, message=check.reason)
+            return OUT_OF_ORDER
         if check.verdict is SequenceVerdict.FENCED:
-            return AppendResult(ErrorCode.invalid_producer_epoch, message=check.reason)
+            return FENCED
 
     base_offset = partition.log_end_offset
     partition.log_end_offset = base_offset + batch.record_count
@@ -113,5 +123,6 @@ def append(
             batch.base_sequence,
             batch.last_sequence,
             base_offset,
+            batch.max_timestamp,
         )
     return AppendResult(ErrorCode.none, base_offset)

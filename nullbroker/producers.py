@@ -13,6 +13,9 @@ RECENT_BATCHES = 5
 
 FIRST_PRODUCER_ID = 1000
 MAX_EPOCH = 32767
+COORDINATOR_EPOCH = 0
+"""The epoch of nullbroker's transaction coordinator, which never moves: Kafka's first (a
+new cluster's __transaction_state leader) is 0 too."""
 
 
 class SequenceVerdict(Enum):
@@ -37,6 +40,12 @@ class PartitionSequences:
 
     epoch: int
     last_sequence: int = -1
+    last_timestamp: int = -1
+    """The max timestamp of the producer's last batch here, or its last marker's time
+    (DescribeProducers), as Kafka's ProducerStateEntry keeps it."""
+    coordinator_epoch: int = -1
+    """The epoch of the transaction coordinator that wrote the producer's last marker here
+    (DescribeProducers); -1 before any."""
     recent: deque[RecentBatch] = field(default_factory=lambda: deque(maxlen=RECENT_BATCHES))
 
 
@@ -44,7 +53,15 @@ class PartitionSequences:
 class SequenceCheck:
     verdict: SequenceVerdict
     duplicate_base_offset: int = -1
-    reason: str = ""
+
+
+def _afresh(state: PartitionSequences | None, epoch: int) -> PartitionSequences:
+    """A producer's state on a partition from a new epoch: no sequences yet, and the
+    coordinator epoch of its last marker kept, as Kafka's ProducerStateEntry keeps it."""
+    fresh = PartitionSequences(epoch)
+    if state is not None:
+        fresh.coordinator_epoch = state.coordinator_epoch
+    return fresh
 
 
 class ProducerRegistry:
@@ -57,12 +74,11 @@ class ProducerRegistry:
         FIRST_PRODUCER_ID + k + n*P, so no two processes give a producer the same id."""
         self._sequences: dict[tuple[int, str, int], PartitionSequences] = {}
 
-    def init_producer(self, producer_id: int = -1, producer_epoch: int = -1) -> tuple[int, int]:
+    def init_producer(self) -> tuple[int, int]:
         """The (producer id, epoch) for an InitProducerId request without a transactional
-        id (nullbroker.transactions keeps those): a new id, or for an idempotent producer
-        asking to bump its epoch (KIP-360) the same id and the next epoch."""
-        if producer_id >= 0 and 0 <= producer_epoch < MAX_EPOCH:
-            return producer_id, producer_epoch + 1
+        id (nullbroker.transactions keeps those): always a new id at epoch 0, as Kafka's
+        coordinator gives one, even to an idempotent producer that names the id and epoch
+        it had (KIP-360): the new id is as good as a bumped epoch, and needs no state."""
         return self._allocate(), 0
 
     def _allocate(self) -> int:
@@ -78,32 +94,28 @@ class ProducerRegistry:
         partition: int,
         first_sequence: int,
         last_sequence: int,
+        first_must_be_zero: bool = False,
     ) -> SequenceCheck:
-        """Judge a batch's sequence numbers against what this producer sent before."""
+        """Judge a batch's sequence numbers against what this producer sent before.
+
+        As Kafka's ProducerAppendInfo.checkSequence: a producer with no state on the
+        partition may start at any sequence (its earlier batches may have been deleted),
+        unless `first_must_be_zero` (a transactional batch of Produce v12+, transactions
+        v2, which Kafka checks so); a new epoch starts at 0."""
         state = self._sequences.get((producer_id, topic, partition))
+        if state is None and not first_must_be_zero:
+            return SequenceCheck(SequenceVerdict.ACCEPT)
         if state is None or epoch > state.epoch:
             if first_sequence != 0:
-                return SequenceCheck(
-                    SequenceVerdict.OUT_OF_ORDER,
-                    reason=f"first batch of producer {producer_id} epoch {epoch} has "
-                    f"sequence {first_sequence}, expected 0",
-                )
+                return SequenceCheck(SequenceVerdict.OUT_OF_ORDER)
             return SequenceCheck(SequenceVerdict.ACCEPT)
         if epoch < state.epoch:
-            return SequenceCheck(
-                SequenceVerdict.FENCED,
-                reason=f"producer {producer_id} epoch {epoch} is older than epoch {state.epoch}",
-            )
+            return SequenceCheck(SequenceVerdict.FENCED)
         for batch in state.recent:
             if batch.first_sequence == first_sequence and batch.last_sequence == last_sequence:
                 return SequenceCheck(SequenceVerdict.DUPLICATE, batch.base_offset)
-        expected = (state.last_sequence + 1) % (2**31)
-        if first_sequence != expected:
-            return SequenceCheck(
-                SequenceVerdict.OUT_OF_ORDER,
-                reason=f"producer {producer_id} sent sequence {first_sequence}, "
-                f"expected {expected}",
-            )
+        if first_sequence != (state.last_sequence + 1) % (2**31):
+            return SequenceCheck(SequenceVerdict.OUT_OF_ORDER)
         return SequenceCheck(SequenceVerdict.ACCEPT)
 
     def record(
@@ -115,23 +127,30 @@ class ProducerRegistry:
         first_sequence: int,
         last_sequence: int,
         base_offset: int,
+        max_timestamp: int,
     ) -> None:
         """Remember an accepted batch, so a retry of it is recognised as a duplicate."""
         key = (producer_id, topic, partition)
         state = self._sequences.get(key)
         if state is None or state.epoch != epoch:
-            state = self._sequences[key] = PartitionSequences(epoch)
+            state = self._sequences[key] = _afresh(state, epoch)
         state.last_sequence = last_sequence
+        state.last_timestamp = max_timestamp
         state.recent.append(RecentBatch(first_sequence, last_sequence, base_offset))
 
-    def marker_written(self, producer_id: int, epoch: int, topic: str, partition: int) -> None:
-        """A transaction's marker of `epoch` went into the partition. From a newer epoch
-        (transactions v2 bump it at every end) the producer starts there afresh, as Kafka's
-        producer state does: its sequences from 0, a batch of the epoch before fenced."""
+    def marker_written(
+        self, producer_id: int, epoch: int, topic: str, partition: int, timestamp_ms: int
+    ) -> None:
+        """A transaction's marker of `epoch` went into the partition at `timestamp_ms`. From
+        a newer epoch (transactions v2 bump it at every end) the producer starts there
+        afresh, as Kafka's producer state does: its sequences from 0, a batch of the epoch
+        before fenced."""
         key = (producer_id, topic, partition)
         state = self._sequences.get(key)
         if state is None or state.epoch < epoch:
-            self._sequences[key] = PartitionSequences(epoch)
+            state = self._sequences[key] = _afresh(state, epoch)
+        state.last_timestamp = timestamp_ms
+        state.coordinator_epoch = COORDINATOR_EPOCH
 
     def sequences_table(self) -> dict[tuple[int, str, int], PartitionSequences]:
         """The sequence state by (producer id, topic, partition), itself, not a copy: the

@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 from kio.schema.errors import ErrorCode
 
+from .cluster import OFFSETS_TOPIC
 from .groups import CommittedOffset
 from .producers import MAX_EPOCH, ProducerRegistry
 
@@ -58,7 +59,8 @@ class Transaction:
     timeout_ms: int
     state: TxnState = TxnState.EMPTY
     partitions: set[tuple[str, int]] = field(default_factory=set)
-    groups: set[str] = field(default_factory=set)
+    """The partitions in the transaction, those of __consumer_offsets holding the groups it
+    commits offsets to among them (AddOffsetsToTxn adds the partition, as in Kafka)."""
     offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
     """TxnOffsetCommit's offsets by group, committed with the transaction."""
     started: float = 0.0
@@ -66,6 +68,9 @@ class Transaction:
     started_ms: int = -1
     """When the last transaction began, in ms since the epoch (DescribeTransactions); -1
     before the first, as Kafka reports it."""
+    last_epoch: int = -1
+    """The epoch before the last InitProducerId bumped it (Kafka's lastProducerEpoch): the
+    producer retrying that call with it is given the current epoch again."""
     bumped: bool = False
     """The last end bumped the epoch (transactions v2): the same EndTxn again with the epoch
     before is a retry, answered with the producer's new id and epoch."""
@@ -183,8 +188,9 @@ class PartitionTransactions:
             yield Segment(position, end)
 
 
-MarkerWriter = Callable[[str, int, Marker], bool]
-"""Writes a marker into a partition (topic, index): False if there is no such partition."""
+MarkerWriter = Callable[[str, int, Marker, int], bool]
+"""Writes a marker into a partition (topic, index) at a time (ms since the epoch): False if
+there is no such partition, or its log keeps no markers."""
 
 
 class TransactionCoordinator:
@@ -196,8 +202,11 @@ class TransactionCoordinator:
         write_marker: MarkerWriter,
         commit_offsets: Callable[[str, dict[tuple[str, int], CommittedOffset]], None],
         ended: Callable[[bool], None],
+        offsets_partition: Callable[[str], int],
     ) -> None:
         self._producers = producers
+        self._offsets_partition = offsets_partition
+        """The partition of __consumer_offsets that holds a group id."""
         self._write_marker = write_marker
         self._commit_offsets = commit_offsets
         self._ended = ended
@@ -207,24 +216,58 @@ class TransactionCoordinator:
     def init(
         self, transactional_id: str, timeout_ms: int, producer_id: int, epoch: int
     ) -> tuple[ErrorCode, int, int]:
-        """InitProducerId for a transactional id: (error, producer id, epoch). A new
-        producer of the id gets the next epoch, which fences the one before; its open
-        transaction, if any, is aborted first."""
+        """InitProducerId for a transactional id: (error, producer id, epoch), as Kafka's
+        coordinator answers it. A new producer of the id gets the next epoch, which fences
+        the one before. A transaction still open is aborted first, at an epoch bumped to
+        fence its producer, and the answer is CONCURRENT_TRANSACTIONS: the client retries,
+        and the retry bumps the epoch again. A producer that names its id and epoch (KIP-360,
+        `producer_id` >= 0) must be the id's: a retry of a call that bumped its epoch gets
+        the same epoch again, an epoch older still is PRODUCER_FENCED."""
         if not 0 < timeout_ms <= MAX_TIMEOUT_MS:
             return ErrorCode.invalid_transaction_timeout, -1, -1
         known = self.transactions.get(transactional_id)
-        if known is not None and producer_id >= 0 and producer_id != known.producer_id:
-            return ErrorCode.invalid_producer_id_mapping, -1, -1
-        if known is not None and known.state is TxnState.ONGOING:
-            self._end(known, commit=False)
-        if known is None or known.epoch >= MAX_EPOCH - 1:
+        if known is None:
             assigned_id, assigned_epoch = self._producers.init_producer()
-        else:
+            self.transactions[transactional_id] = Transaction(
+                transactional_id, assigned_id, assigned_epoch, timeout_ms
+            )
+            return ErrorCode.none, assigned_id, assigned_epoch
+        expected = producer_id >= 0
+        if expected and not (
+            producer_id == known.producer_id
+            or (producer_id == known.previous_producer_id and epoch >= MAX_EPOCH - 1)
+        ):
+            return ErrorCode.producer_fenced, -1, -1
+        if known.state is TxnState.ONGOING:
+            self._fence(known)
+            return ErrorCode.concurrent_transactions, -1, -1
+        previous_id, last_epoch = known.previous_producer_id, known.epoch
+        if known.epoch >= MAX_EPOCH - 1 and (not expected or epoch == known.epoch):
+            previous_id = known.producer_id
+            assigned_id, assigned_epoch = self._producers.init_producer()
+        elif not expected or epoch == known.epoch:
             assigned_id, assigned_epoch = known.producer_id, known.epoch + 1
+        elif epoch == known.last_epoch:  # a retry of the call that bumped it
+            assigned_id, assigned_epoch = known.producer_id, known.epoch
+            last_epoch = known.last_epoch
+        else:
+            return ErrorCode.producer_fenced, -1, -1
         self.transactions[transactional_id] = Transaction(
-            transactional_id, assigned_id, assigned_epoch, timeout_ms
+            transactional_id,
+            assigned_id,
+            assigned_epoch,
+            timeout_ms,
+            previous_producer_id=previous_id,
+            last_epoch=last_epoch if expected else -1,
         )
         return ErrorCode.none, assigned_id, assigned_epoch
+
+    def _fence(self, transaction: Transaction) -> None:
+        """Abort an open transaction because a new producer of its id arrived: the epoch
+        goes up first, so the markers carry the new one and the old producer is fenced."""
+        transaction.last_epoch = transaction.epoch
+        transaction.epoch += 1
+        self._end(transaction, commit=False)
 
     def _current(self, transactional_id: str, producer_id: int, epoch: int) -> Transaction:
         """The transaction of a request from this producer; raises TransactionError."""
@@ -281,9 +324,14 @@ class TransactionCoordinator:
         }
 
     def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group: str) -> None:
+        """AddOffsetsToTxn: the partition of __consumer_offsets that holds `group` joins the
+        transaction, as Kafka adds it."""
         transaction = self._current(transactional_id, producer_id, epoch)
         self._begin(transaction)
-        transaction.groups.add(group)
+        transaction.partitions.add(self._group_partition(group))
+
+    def _group_partition(self, group: str) -> tuple[str, int]:
+        return OFFSETS_TOPIC, self._offsets_partition(group)
 
     def stage_offsets(
         self,
@@ -295,13 +343,16 @@ class TransactionCoordinator:
         add: bool = False,
     ) -> None:
         """TxnOffsetCommit: offsets committed to `group` if the transaction commits. With
-        `add` (v5+, transactions v2) the group joins the transaction, as AddOffsetsToTxn
-        would add it; else a group not added is TRANSACTION_ABORTABLE."""
+        `add` (v5+, transactions v2) the group's partition of __consumer_offsets joins the
+        transaction, as AddOffsetsToTxn would add it; else a group whose partition is not in
+        it is TRANSACTION_ABORTABLE. As Kafka checks the partition, not the group, any group
+        held by a partition the transaction added may commit with it."""
         transaction = self._current(transactional_id, producer_id, epoch)
+        partition = self._group_partition(group)
         if add:
             self._begin(transaction)
-            transaction.groups.add(group)
-        if group not in transaction.groups or transaction.state is not TxnState.ONGOING:
+            transaction.partitions.add(partition)
+        if partition not in transaction.partitions or transaction.state is not TxnState.ONGOING:
             raise TransactionError(ErrorCode.transaction_abortable)
         transaction.offsets.setdefault(group, {}).update(offsets)
 
@@ -370,7 +421,6 @@ class TransactionCoordinator:
         if transaction.state is not TxnState.ONGOING:
             transaction.state = TxnState.ONGOING
             transaction.partitions = set()
-            transaction.groups = set()
             transaction.offsets = {}
             transaction.started = time.monotonic()
             transaction.started_ms = int(time.time() * 1000)
@@ -382,9 +432,12 @@ class TransactionCoordinator:
             transaction.epoch += 1
         transaction.bumped = bump
         marker = Marker(transaction.producer_id, transaction.epoch, commit)
+        written_ms = int(time.time() * 1000)
         for topic, index in sorted(transaction.partitions if opened else ()):
-            if self._write_marker(topic, index, marker):
-                self._producers.marker_written(marker.producer_id, marker.epoch, topic, index)
+            if self._write_marker(topic, index, marker, written_ms):
+                self._producers.marker_written(
+                    marker.producer_id, marker.epoch, topic, index, written_ms
+                )
         if commit:
             for group, offsets in transaction.offsets.items():
                 self._commit_offsets(group, offsets)

@@ -99,6 +99,13 @@ ALLOWED: tuple[Entry, ...] = (
         "the broker's clock when the transaction began",
     ),
     Entry("group leader", "*.leader", MEMBER, identity=ASSIGNED),
+    Entry(
+        "marker clock",
+        "DescribeProducersResponse.topics[diff-fence-*].partitions[].active_producers[]"
+        ".last_timestamp",
+        "a producer whose last write was a transaction marker: the broker's clock when it "
+        "wrote it (the sequence whose topics are named diff-fence-)",
+    ),
 )
 
 MISSING_TOPIC_CONFIGS = (
@@ -235,30 +242,11 @@ KNOWN: tuple[Entry, ...] = (
         "exists): Kafka configs [], nullbroker null",
     ),
     Entry(
-        "delete-records-error-low-watermark",
-        "DeleteRecordsResponse.topics[*].partitions[].low_watermark",
-        "DeleteRecords beyond the high watermark (OFFSET_OUT_OF_RANGE): Kafka low_watermark "
-        "-1, nullbroker the partition's log start",
-    ),
-    Entry(
-        "idempotent-epoch-bump",
-        "InitProducerIdResponse.producer_epoch",
-        "InitProducerId v3+ without a transactional id, giving the producer id and epoch it "
-        "had (KIP-360): Kafka a new producer id at epoch 0, nullbroker the same id at the "
-        "next epoch",
-    ),
-    Entry(
-        "produce-log-start-in-transaction",
-        "ProduceResponse.responses[*].partition_responses[].log_start_offset",
-        "Produce v13 of a transactional batch after committed and aborted transactions: "
-        "Kafka log_start_offset 2, nullbroker 0, seen in one run of three (a race in Kafka)",
-        sometimes=True,
-    ),
-    Entry(
-        "txn-offset-commit-without-add-offsets",
-        "TxnOffsetCommitResponse.topics[].partitions[].error_code",
-        "TxnOffsetCommit to a group the transaction did not add (no AddOffsetsToTxn): Kafka "
-        "NONE, nullbroker INVALID_TXN_STATE (48)",
+        "produce-duplicate-append-time",
+        "ProduceResponse.responses[*].partition_responses[].log_append_time",
+        "Produce of a duplicate batch (an idempotent retry): Kafka log_append_time the "
+        "batch's max timestamp (UnifiedLog answers a duplicate with its recorded timestamp), "
+        "nullbroker -1 (the Produce encoders write no append time)",
     ),
     Entry(
         "create-partitions-unknown-topic-message",
@@ -282,19 +270,6 @@ KNOWN: tuple[Entry, ...] = (
         "subtract-to-empty-list",
         "DescribeConfigsResponse.results[*].configs[cleanup.policy].value",
         "after the SUBTRACT above: Kafka 'delete', nullbroker 'compact'",
-    ),
-    *(
-        Entry(
-            "describe-producers",
-            path,
-            "DescribeProducers: last_timestamp Kafka the batch's max timestamp (1767225600001), "
-            "nullbroker -1; a partition that does not exist: Kafka error_message 'This server "
-            "does not host this topic-partition.', nullbroker null",
-        )
-        for path in (
-            "DescribeProducersResponse.topics[*].partitions[].active_producers[].last_timestamp",
-            "DescribeProducersResponse.topics[*].partitions[].error_message",
-        )
     ),
     *(
         Entry(
@@ -357,29 +332,12 @@ KNOWN += (
     ),
     *(
         Entry(
-            "first-sequence-nonzero",
-            f"ProduceResponse.responses[*].partition_responses[].{field}",
-            "an idempotent producer's first batch to a partition at sequence 555 (the Java "
-            "recording): Kafka takes it (no state for the producer there), nullbroker "
-            "OUT_OF_ORDER_SEQUENCE_NUMBER (45)",
-            kafka=(0, None, -1),
-        )
-        for field in ("error_code", "base_offset", "error_message", "log_start_offset")
-    ),
-    *(
-        Entry(
             "fetch-zero-topic-id",
             path,
             "Fetch v13+ naming a topic by the zero id: Kafka UNKNOWN_SERVER_ERROR (-1) at the "
             "top and no topics, nullbroker UNKNOWN_TOPIC_ID (100) on the partition",
         )
         for path in ("FetchResponse.error_code", "FetchResponse.responses[]")
-    ),
-    Entry(
-        "abort-marker-epoch",
-        "*.batches[].control.producer_epoch",
-        "the abort marker of a transaction that InitProducerId fenced: Kafka writes it at the "
-        "new epoch (1), nullbroker at the fenced one (0)",
     ),
 )
 

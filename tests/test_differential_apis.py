@@ -281,7 +281,7 @@ async def delete_records(pair: Pair) -> tuple[str, ...]:
             )
 
     await for_each_version(pair, 21, run)
-    return ("delete-records-error-low-watermark",)
+    return ()
 
 
 @sweep(32)
@@ -714,7 +714,7 @@ async def init_producer_id(pair: Pair) -> tuple[str, ...]:
         await init_producer(pair, unique(f"txn-v{version}"), version=version)
 
     await for_each_version(pair, 22, run)
-    return ("idempotent-epoch-bump",)
+    return ()
 
 
 async def open_transaction(pair: Pair, topic: str) -> str:
@@ -824,7 +824,7 @@ async def txn_offset_commit(pair: Pair) -> tuple[str, ...]:
             )
 
     await for_each_version(pair, 28, run)
-    return ("txn-offset-commit-without-add-offsets",)
+    return ()
 
 
 def error_codes_of(answer: object) -> set[int]:
@@ -855,7 +855,7 @@ async def end_txn(pair: Pair) -> tuple[str, ...]:
                 )
 
     await for_each_version(pair, 26, run)
-    return ("produce-log-start-in-transaction",)
+    return ()
 
 
 @sweep(61)
@@ -878,7 +878,7 @@ async def describe_producers(pair: Pair) -> tuple[str, ...]:
         )
 
     await for_each_version(pair, 61, run)
-    return ("describe-producers",)
+    return ()
 
 
 @sweep(65)

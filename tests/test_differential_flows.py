@@ -273,7 +273,7 @@ async def test_transactions_commit_abort_offsets_and_fencing(pair: Pair) -> None
         )
     )
     await fetch_everything(pair, topic, range(0, 6))
-    pair.check("marker-leader-epoch", "abort-marker-epoch")
+    pair.check("marker-leader-epoch")
 
 
 def describe_groups(pair: Pair, group: str) -> object:
@@ -404,3 +404,89 @@ async def test_consumer_group_from_join_to_deletion(pair: Pair) -> None:
         "consumer-heartbeat-leave",
         "consumer-group-describe",
     )
+
+
+async def test_producer_sequences_epochs_and_their_state(pair: Pair) -> None:
+    """Kafka's sequence rules (ProducerAppendInfo.checkSequence) on a partition whose log
+    start is not 0: an idempotent producer's first batch at any sequence, a duplicate, a
+    new epoch from 0 only, an old epoch fenced, a transactional batch of Produce v12
+    (transactions v2) from 0 only; then what DescribeProducers shows of them."""
+    topic = unique("sequences")
+    await create_topic(pair, topic)
+    await produce(pair, topic, records_batch([b"a", b"b"]))
+    await pair.step(
+        request(
+            21,
+            pair.versions(21)[-1],
+            topics=[{"name": topic, "partitions": [{"partition_index": 0, "offset": 1}]}],
+            timeout=SECONDS,
+        )
+    )
+    await init_producer(pair, None)
+    await produce(pair, topic, producer_batch(None, [b"i1", b"i2"], 555))
+    await produce(pair, topic, producer_batch(None, [b"i3"], 557, timestamp_ms=START + 7))
+    await produce(pair, topic, producer_batch(None, [b"i3"], 557, timestamp_ms=START + 7))
+    await produce(pair, topic, producer_batch(None, [b"gap"], 600))
+
+    def next_epoch(sequence: int) -> object:
+        return lambda side: records_batch(
+            [b"e"],
+            producer_id=producer(side, None)[0],
+            producer_epoch=producer(side, None)[1] + 1,
+            base_sequence=sequence,
+        )
+
+    await produce(pair, topic, next_epoch(3))
+    await produce(pair, topic, next_epoch(0))
+    await produce(pair, topic, producer_batch(None, [b"old"], 558))
+    transactional_id = unique("txn")
+    await init_producer(pair, transactional_id)
+    for sequence in (7, 0):
+        await produce(
+            pair,
+            topic,
+            producer_batch(transactional_id, [b"t"], sequence, transactional=True),
+            version=12,
+            transactional_id=transactional_id,
+        )
+    await pair.step(
+        request(61, pair.versions(61)[-1], topics=[{"name": topic, "partition_indexes": [0]}])
+    )
+    pair.check("produce-duplicate-append-time")
+
+
+async def test_init_producer_id_fences_an_open_transaction(pair: Pair) -> None:
+    """InitProducerId while the id's transaction is open: CONCURRENT_TRANSACTIONS while the
+    transaction aborts at a bumped epoch, then the epoch after it, for a new producer
+    (no id) and for the same one retrying (its id and epoch, KIP-360); then the
+    transaction's __consumer_offsets partition as DescribeTransactions lists it."""
+    topic = unique("fence")
+    group = unique("fencegroup")
+    await create_topic(pair, topic)
+    await find_coordinator(pair, group)
+    for names_itself in (False, True):
+        transactional_id = unique("txn")
+        await init_producer(pair, transactional_id)
+        await transaction(pair, transactional_id, topic, [b"a"], 0)
+        await txn_offset_commit(pair, transactional_id, group, topic, 1)
+        await pair.step(request(65, pair.versions(65)[-1], transactional_ids=[transactional_id]))
+        if not names_itself:
+            for side in pair.sides:
+                side.learned["producer_id", transactional_id] = -1
+                side.learned["producer_epoch", transactional_id] = -1
+        await pair.step(
+            lambda side, transactional_id=transactional_id: request(
+                22,
+                pair.versions(22)[-1],
+                transactional_id=transactional_id,
+                transaction_timeout=datetime.timedelta(seconds=60),
+                producer_id=producer(side, transactional_id)[0],
+                producer_epoch=producer(side, transactional_id)[1],
+            )
+        )
+        await init_producer(pair, transactional_id)
+    await fetch_everything(pair, topic, range(0, 4))
+    await pair.step(
+        request(61, pair.versions(61)[-1], topics=[{"name": topic, "partition_indexes": [0]}])
+    )
+    pair.check("marker-leader-epoch")

@@ -255,23 +255,13 @@ async def learn_member_id(pair: Pair, rewriter: Rewriter, body: Any) -> None:
 
 
 KNOWN_BY_CLIENT: dict[str, tuple[str, ...]] = {
-    "aiokafka-0.14": (
-        "batch-leader-epoch",
-        "delete-records-error-low-watermark",
-        "fetch-error-partition",
-    ),
-    "java-4.0": (
-        "consumer-group-describe",
-        "delete-records-error-low-watermark",
-        "fetch-zero-topic-id",
-        "first-sequence-nonzero",
-    ),
+    "aiokafka-0.14": ("batch-leader-epoch", "fetch-error-partition"),
+    "java-4.0": ("consumer-group-describe", "fetch-zero-topic-id"),
     "kafka-python-3.0": ("cluster-operations", "fetch-sessions", "group-operations"),
     "kcat-1.7": ("fetch-error-partition",),
     "librdkafka-2.16": (
         "consumer-heartbeat-fenced",
         "consumer-heartbeat-leave",
-        "delete-records-error-low-watermark",
         "fetch-error-partition",
     ),
 }

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codec import ProtocolError
+from codec.crc import crc32c
 from nullbroker.broker import Broker, Session
 from nullbroker.config import Config
 from nullbroker.source import SourceSpec
@@ -34,6 +35,8 @@ from .kio_calls import SESSION, call, request_frame, types
 PRODUCE, INIT_PRODUCER_ID, INCREMENTAL_ALTER_CONFIGS = 0, 22, 44
 TOPIC, OTHER, SOURCE = "lane", "other", "src"
 OTHER_MAX_BYTES = len(record_batch(3))
+CRC_AT, ATTRIBUTES_AT, MAX_TIMESTAMP_AT = 17, 21, 35
+FIRST_TIMESTAMP_MS = 1_735_689_600_000
 """OTHER's max.message.bytes: a batch of 3 records is exactly at it, one of 4 is over."""
 PARTITIONS = 3
 PRODUCERS = 2
@@ -143,7 +146,7 @@ def state(broker: Broker) -> dict[str, Any]:
             for partition in topic.partitions
         },
         "sequences": {
-            key: (value.epoch, value.last_sequence, list(value.recent))
+            key: (value.epoch, value.last_sequence, value.last_timestamp, list(value.recent))
             for key, value in broker.producers.sequences_table().items()
         },
         "node_requests": dict(broker.stats.node_requests),
@@ -256,6 +259,10 @@ def build_batch(broker: Broker, spec: dict[str, Any], sent: dict[Any, bytes]) ->
                 base_sequence=sequence,
             )
         )
+        # A max timestamp of its own per batch: DescribeProducers shows the last one, which
+        # both paths must keep.
+        struct.pack_into(">q", data, MAX_TIMESTAMP_AT, FIRST_TIMESTAMP_MS + sequence)
+        struct.pack_into(">I", data, CRC_AT, crc32c(bytes(data[ATTRIBUTES_AT:])))
     sent[key] = bytes(data)  # a retry resends it as it was, uncorrupted
     if spec["corruption"] is not None:
         CORRUPTIONS[spec["corruption"]](data)

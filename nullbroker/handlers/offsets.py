@@ -124,13 +124,14 @@ def handle_delete_records(broker: Broker, request: Request, session: Session) ->
                     partition.log_end_offset if asked.offset == HIGH_WATERMARK else asked.offset
                 )
                 if not 0 <= target <= partition.log_end_offset:
+                    # As Kafka: a refused partition's low watermark is -1, not its log start.
                     error = ErrorCode.offset_out_of_range
                 else:
                     error = ErrorCode.none
                     partition.log_start_offset = max(partition.log_start_offset, target)
                     if partition.retained is not None:
                         partition.retained.drop_below(partition.log_start_offset)
-                low_watermark = partition.log_start_offset
+                    low_watermark = partition.log_start_offset
             partitions.append(
                 make(
                     types.DeleteRecordsPartitionResult,

@@ -32,6 +32,8 @@ FIRST_ADDING_PRODUCE_VERSION = 12
 FIRST_ABORTABLE_PRODUCE_VERSION = 11
 """Produce v11+ knows TRANSACTION_ABORTABLE (KIP-890); older ones INVALID_TXN_STATE."""
 NOT_ADDED = "Partition was not added to the transaction"
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
 
 
 def handle_produce(broker: Broker, request: Request, session: Session) -> bytes | None:
@@ -42,6 +44,9 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
     # An error fault answers every partition with its code, appending nothing.
     injected = broker.faults.error("Produce", session.node_id) if broker.faults.active else None
     transactional_id = body.transactional_id
+    transactions_v2 = (
+        transactional_id is not None and request.header.api_version >= FIRST_ADDING_PRODUCE_VERSION
+    )
     for topic_data in body.topic_data:
         topic, error = _resolve_topic(broker, topic_data)
         followed = led_elsewhere(broker, session.node_id, topic)
@@ -75,8 +80,13 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
                     broker.producers,
                     broker.config.verify_crc,
                     max_bytes,
+                    transactions_v2,
                 )
-                if not result.error:  # ErrorCode.none; with an error Kafka says -1
+                # Taken, or refused by the sequence checks: the log start, as Kafka's
+                # answer carries it; refused before (the transaction, the batch): -1.
+                if not result.error or (
+                    refused is None and result.error in null_sink.REFUSED_AT_APPEND
+                ):
                     log_start = partition.log_start_offset
             else:
                 result = null_sink.AppendResult(
@@ -186,8 +196,11 @@ def handle_init_producer_id(broker: Broker, request: Request, session: Session) 
     asked_id = getattr(body, "producer_id", -1)
     asked_epoch = getattr(body, "producer_epoch", -1)
     error = ErrorCode.none
-    if body.transactional_id is None:
-        producer_id, epoch = broker.producers.init_producer(asked_id, asked_epoch)
+    if (asked_id == NO_PRODUCER_ID) != (asked_epoch == NO_PRODUCER_EPOCH):
+        # As Kafka: an id and epoch come together (KIP-360), or neither does.
+        error, producer_id, epoch = ErrorCode.invalid_request, -1, -1
+    elif body.transactional_id is None:
+        producer_id, epoch = broker.producers.init_producer()
     elif broker.cluster.coordinator(body.transactional_id, TRANSACTION_STATE_TOPIC) != (
         session.node_id
     ):

@@ -32,6 +32,9 @@ TXN_OFFSET_COMMIT = 28
 DESCRIBE_PRODUCERS = 61
 DESCRIBE_TRANSACTIONS = 65
 LIST_TRANSACTIONS = 66
+UNKNOWN_PARTITION_MESSAGE = "This server does not host this topic-partition."
+"""Kafka's message for UNKNOWN_TOPIC_OR_PARTITION, which DescribeProducers sends with it for a
+topic it does not know."""
 FIRST_BATCHED_ADD_PARTITIONS_VERSION = 4
 """AddPartitionsToTxn v4+ (KIP-890) carries a list of transactions; brokers send it."""
 FIRST_PRODUCER_FENCED_VERSION = 2
@@ -396,8 +399,12 @@ def handle_describe_producers(broker: Broker, request: Request, session: Session
         partitions = []
         for index in asked.partition_indexes:
             active: tuple[Any, ...] = ()
+            message = None
             if topic is None or not 0 <= index < len(topic.partitions):
                 error = ErrorCode.unknown_topic_or_partition
+                # As Kafka: a topic it does not know is told why; a partition past the
+                # end of one it knows is not (its replica manager answers that).
+                message = UNKNOWN_PARTITION_MESSAGE if topic is None else None
             elif index in followed:
                 error = ErrorCode.not_leader_or_follower
             else:
@@ -408,7 +415,7 @@ def handle_describe_producers(broker: Broker, request: Request, session: Session
                     types.PartitionResponse,
                     partition_index=index,
                     error_code=counted(broker, error),
-                    error_message=None,
+                    error_message=message,
                     active_producers=active,
                 )
             )
@@ -424,8 +431,8 @@ def _producers_on(broker: Broker, types: Any, topic: str, partition: Partition) 
             producer_id=producer_id,
             producer_epoch=state.epoch,
             last_sequence=state.last_sequence,
-            last_timestamp=-1,
-            coordinator_epoch=-1,
+            last_timestamp=state.last_timestamp,
+            coordinator_epoch=state.coordinator_epoch,
             current_txn_start_offset=opened[producer_id][0] if producer_id in opened else -1,
         )
         for producer_id, state in broker.producers.on_partition(topic, partition.index)
