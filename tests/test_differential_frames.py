@@ -258,7 +258,6 @@ KNOWN_BY_CLIENT: dict[str, tuple[str, ...]] = {
     "aiokafka-0.14": (
         "batch-leader-epoch",
         "delete-records-error-low-watermark",
-        "fetch-error-partition",
     ),
     "java-4.0": (
         "consumer-group-describe",
@@ -267,12 +266,11 @@ KNOWN_BY_CLIENT: dict[str, tuple[str, ...]] = {
         "first-sequence-nonzero",
     ),
     "kafka-python-3.0": ("cluster-operations", "fetch-sessions", "group-operations"),
-    "kcat-1.7": ("fetch-error-partition",),
+    "kcat-1.7": (),
     "librdkafka-2.16": (
         "consumer-heartbeat-fenced",
         "consumer-heartbeat-leave",
         "delete-records-error-low-watermark",
-        "fetch-error-partition",
     ),
 }
 """The known differences each recorded session meets (tests/differential_allowed.py)."""

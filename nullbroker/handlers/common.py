@@ -89,3 +89,17 @@ def led_elsewhere(broker: Broker, node: int, topic: Topic | None) -> frozenset[i
 
 
 _LED_HERE: frozenset[int] = frozenset()
+
+
+NO_LEADER_EPOCH = -1
+"""A client's current_leader_epoch when it knows none: the broker then checks nothing."""
+
+
+def epoch_error(asked: int, current: int) -> ErrorCode:
+    """Kafka's check of a client's current_leader_epoch (Partition.checkCurrentLeaderEpoch)
+    against the partition's: an older one is FENCED_LEADER_EPOCH, a newer one (the client
+    heard of a leader this broker has not) UNKNOWN_LEADER_EPOCH; either makes the client
+    refresh its metadata."""
+    if asked in (NO_LEADER_EPOCH, current):
+        return ErrorCode.none
+    return ErrorCode.fenced_leader_epoch if asked < current else ErrorCode.unknown_leader_epoch

@@ -22,12 +22,18 @@ from kio.schema.errors import ErrorCode
 
 from codec import Request
 from codec.control_batch import as_transactional, control_batch
-from codec.fetch_response import FetchPartition, FetchTopic, fetch_response_parts, with_throttle
+from codec.fetch_response import (
+    EMPTY_ABORTED,
+    FetchPartition,
+    FetchTopic,
+    fetch_response_parts,
+    with_throttle,
+)
 from codec.framing import Buffer
 
 from ..source import now_ms
 from ..topics import Partition, Topic
-from .common import counted, led_elsewhere
+from .common import NO_LEADER_EPOCH, counted, epoch_error, led_elsewhere
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
@@ -149,15 +155,26 @@ def _resolve(
         for asked in asked_topic.partitions:
             partition = None
             error = missing if topic is None else ErrorCode.unknown_topic_or_partition
+            exists = topic is not None and 0 <= asked.partition < len(topic.partitions)
             if injected is not None:
                 error = injected
+            elif exists and (fenced := _fenced(broker, topic, asked)) is not ErrorCode.none:
+                error = fenced  # checked first, as Kafka's Partition does
             elif asked.partition in followed:  # the consumer refreshes its metadata
                 error = ErrorCode.not_leader_or_follower
-            elif topic is not None and 0 <= asked.partition < len(topic.partitions):
+            elif exists:
                 partition = topic.partitions[asked.partition]
             partitions.append(_Wanted(asked, topic, partition, error))
         resolved.append(_WantedTopic(asked_topic, partitions))
     return resolved
+
+
+def _fenced(broker: Broker, topic: Topic, asked: Any) -> ErrorCode:
+    """The error of a stale or unknown current_leader_epoch (Fetch v9+), if any."""
+    current_epoch = getattr(asked, "current_leader_epoch", NO_LEADER_EPOCH)
+    if current_epoch == NO_LEADER_EPOCH:
+        return ErrorCode.none
+    return epoch_error(current_epoch, broker.cluster.leader_epoch(topic.name, asked.partition))
 
 
 def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
@@ -220,7 +237,12 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
                     error = ErrorCode.offset_out_of_range
             if error is not ErrorCode.none:
                 answer.errors.append(error)
-                if error not in SET_ASIDE:
+                # As Kafka: a partition in error tells no offsets, and one set aside before
+                # reading an empty list of aborted transactions.
+                log_end = stable = log_start = -1
+                if error in SET_ASIDE:
+                    aborted = EMPTY_ABORTED
+                else:
                     answer.read_error = True
             # Records are never null: librdkafka rejects a flexible response with null records.
             partitions.append(

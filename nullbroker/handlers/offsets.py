@@ -1,4 +1,5 @@
-"""ListOffsets and DeleteRecords: where each partition's log starts and ends."""
+"""ListOffsets, OffsetForLeaderEpoch and DeleteRecords: where each partition's log starts
+and ends."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from codec.entities import make, response_module
 
 from ..source import now_ms
 from ..topics import Partition, Topic
-from .common import NO_THROTTLE, counted, led_elsewhere
+from .common import NO_LEADER_EPOCH, NO_THROTTLE, counted, epoch_error, led_elsewhere
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
 
 LIST_OFFSETS = 2
 DELETE_RECORDS = 21
+OFFSET_FOR_LEADER_EPOCH = 23
 
 LATEST = -1
 EARLIEST = -2
@@ -54,17 +56,16 @@ def handle_list_offsets(broker: Broker, request: Request, session: Session) -> A
         partitions = []
         for asked in wanted.partitions:
             partition = _partition(topic, asked.partition_index)
+            epoch = broker.cluster.leader_epoch(wanted.name, asked.partition_index)
+            offset, timestamp = NOT_FOUND, NO_TIMESTAMP
             if topic is None or partition is None:
-                error, offset, timestamp = (
-                    ErrorCode.unknown_topic_or_partition,
-                    NOT_FOUND,
-                    NO_TIMESTAMP,
-                )
-            elif partition.index in followed:
-                error, offset, timestamp = ErrorCode.not_leader_or_follower, NOT_FOUND, NO_TIMESTAMP
+                error = ErrorCode.unknown_topic_or_partition
             else:
-                error = ErrorCode.none
-                offset, timestamp = _lookup(topic, partition, asked.timestamp)
+                error = epoch_error(getattr(asked, "current_leader_epoch", NO_LEADER_EPOCH), epoch)
+                if error is ErrorCode.none and partition.index in followed:
+                    error = ErrorCode.not_leader_or_follower
+                if error is ErrorCode.none:
+                    offset, timestamp = _lookup(topic, partition, asked.timestamp)
             partitions.append(
                 make(
                     types.ListOffsetsPartitionResponse,
@@ -72,7 +73,8 @@ def handle_list_offsets(broker: Broker, request: Request, session: Session) -> A
                     error_code=counted(broker, error),
                     timestamp=timestamp,
                     offset=offset,
-                    leader_epoch=broker.cluster.leader_epoch(wanted.name, asked.partition_index),
+                    # As Kafka: an answer that finds no offset names no epoch.
+                    leader_epoch=NO_LEADER_EPOCH if offset == NOT_FOUND else epoch,
                 )
             )
         topics.append(
@@ -104,6 +106,48 @@ def _lookup(topic: Topic, partition: Partition, timestamp: int) -> tuple[int, in
     if offset == end:
         return NOT_FOUND, NO_TIMESTAMP
     return offset, shape.timestamp_ms(topic.created_ms, offset)
+
+
+def handle_offset_for_leader_epoch(broker: Broker, request: Request, session: Session) -> Any:
+    """Where each asked leader epoch ends, as Kafka's LeaderEpochFileCache.endOffsetFor
+    answers it: the current epoch ends at the log end; an epoch after it, or none (-1), is
+    not known (-1, -1, no error). A consumer asks after a leader change, to learn whether
+    the log it read was truncated (its position beyond the end offset).
+
+    Nothing is ever truncated here, so an earlier epoch is answered as ending at the log end
+    too (Kafka: where the next epoch began, which no consumer position passes either)."""
+    types = response_module(OFFSET_FOR_LEADER_EPOCH, request.header.api_version)
+    now = now_ms()
+    topics = []
+    for wanted in request.body.topics:
+        topic = _current(broker, wanted.topic, now)
+        followed = led_elsewhere(broker, session.node_id, topic)
+        partitions = []
+        for asked in wanted.partitions:
+            partition = _partition(topic, asked.partition)
+            epoch = broker.cluster.leader_epoch(wanted.topic, asked.partition)
+            end_epoch, end_offset = NO_LEADER_EPOCH, NOT_FOUND
+            if partition is None:
+                error = ErrorCode.unknown_topic_or_partition
+            else:
+                error = epoch_error(asked.current_leader_epoch, epoch)
+                if error is ErrorCode.none and partition.index in followed:
+                    error = ErrorCode.not_leader_or_follower
+                if error is ErrorCode.none and 0 <= asked.leader_epoch <= epoch:
+                    end_epoch, end_offset = asked.leader_epoch, partition.log_end_offset
+            partitions.append(
+                make(
+                    types.EpochEndOffset,
+                    error_code=counted(broker, error),
+                    partition=asked.partition,
+                    leader_epoch=end_epoch,
+                    end_offset=end_offset,
+                )
+            )
+        topics.append(
+            make(types.OffsetForLeaderTopicResult, topic=wanted.topic, partitions=tuple(partitions))
+        )
+    return make(types.OffsetForLeaderEpochResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
 def handle_delete_records(broker: Broker, request: Request, session: Session) -> Any:
@@ -145,4 +189,8 @@ def handle_delete_records(broker: Broker, request: Request, session: Session) ->
     return make(types.DeleteRecordsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-HANDLERS = {LIST_OFFSETS: handle_list_offsets, DELETE_RECORDS: handle_delete_records}
+HANDLERS = {
+    LIST_OFFSETS: handle_list_offsets,
+    OFFSET_FOR_LEADER_EPOCH: handle_offset_for_leader_epoch,
+    DELETE_RECORDS: handle_delete_records,
+}
