@@ -25,6 +25,8 @@ _LENGTH = struct.Struct(">i")
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _new_header = tuple.__new__
 _BASE_OFFSET = struct.Struct(">q")
+_LEADER_EPOCH = struct.Struct(">i")
+_LEADER_EPOCH_OFFSET = 12
 
 COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
@@ -96,11 +98,16 @@ def read_batch_header_python(
     return _new_header(RecordBatchHeader, (fields[0], length, fields[2], *fields[4:]))
 
 
-def rebased(batch: bytes | bytearray | memoryview, base_offset: int) -> bytearray:
-    """A copy of a batch with its base offset set: still valid, since the CRC-32C does not
-    cover the base offset."""
+def rebased(
+    batch: bytes | bytearray | memoryview, base_offset: int, leader_epoch: int | None = None
+) -> bytearray:
+    """A copy of a batch with its base offset set, and its partition leader epoch when
+    given (as Kafka stamps the leader's on a batch it appends): still valid, since the
+    CRC-32C covers neither."""
     copy = bytearray(batch)
     _BASE_OFFSET.pack_into(copy, 0, base_offset)
+    if leader_epoch is not None:
+        _LEADER_EPOCH.pack_into(copy, _LEADER_EPOCH_OFFSET, leader_epoch)
     return copy
 
 

@@ -254,8 +254,16 @@ class Broker:
         records = partition.transactions_written().end(offset, marker)
         self.stats.transactional_records["committed" if marker.commit else "aborted"] += records
         if partition.retained is not None:  # --retain: served back as Kafka would
-            batch = control_batch(offset, marker.producer_id, marker.epoch, marker.commit, now_ms())
-            start = partition.retained.append(offset, 1, batch)
+            epoch = self.cluster.leader_epoch(topic_name, index)
+            batch = control_batch(
+                offset,
+                marker.producer_id,
+                marker.epoch,
+                marker.commit,
+                now_ms(),
+                leader_epoch=epoch,
+            )
+            start = partition.retained.append(offset, 1, batch, epoch)
             partition.log_start_offset = max(partition.log_start_offset, start)
         self.log_grew()
         return True

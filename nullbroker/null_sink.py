@@ -36,6 +36,7 @@ def append(
     producers: ProducerRegistry,
     verify_crc: bool,
     max_bytes: int,
+    leader_epoch: int = 0,
 ) -> AppendResult:
     """Accept one partition's records from a Produce request, or say why not.
 
@@ -94,7 +95,7 @@ def append(
     base_offset = partition.log_end_offset
     partition.log_end_offset = base_offset + batch.record_count
     if partition.retained is not None:  # --retain: kept for Fetch, as received
-        start = partition.retained.append(base_offset, batch.record_count, records)
+        start = partition.retained.append(base_offset, batch.record_count, records, leader_epoch)
         partition.log_start_offset = max(partition.log_start_offset, start)
     if batch.is_transactional:  # its records count once its transaction ends
         partition.transactions_written().wrote(

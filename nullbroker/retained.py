@@ -1,8 +1,9 @@
 """The retention tail (`--retain BYTES`): a produced partition's newest batches, kept as
 received and served back by Fetch with their real offsets.
 
-A batch is stored with its base offset set (producers send 0), so it is served as it will be
-read; its CRC-32C does not cover the base offset, so the batch stays valid. When the batches
+A batch is stored with its base offset and partition leader epoch set (producers send 0 and
+-1), so it is served as Kafka serves it; its CRC-32C covers neither, so the batch stays
+valid. When the batches
 held pass `capacity` bytes the oldest go, and the partition's log start offset moves to the
 first one kept, as Kafka's retention moves it; the newest batch is always kept, even if it
 alone is larger. Memory: at most `capacity` bytes (or one batch) per partition, counted in
@@ -31,10 +32,13 @@ class RetainedBatches:
         self._ends: deque[int] = deque()
         self._batches: deque[bytearray] = deque()
 
-    def append(self, base_offset: int, record_count: int, records: Buffer) -> int:
-        """Keep a batch just given offsets (copied: `records` is a view of the request);
-        the log start offset after dropping what no longer fits."""
-        batch = rebased(records, base_offset)
+    def append(
+        self, base_offset: int, record_count: int, records: Buffer, leader_epoch: int = 0
+    ) -> int:
+        """Keep a batch just given offsets and the leader's epoch, as Kafka stamps it
+        (copied: `records` is a view of the request); the log start offset after dropping
+        what no longer fits."""
+        batch = rebased(records, base_offset, leader_epoch)
         self._bases.append(base_offset)
         self._ends.append(base_offset + record_count)
         self._batches.append(batch)

@@ -315,18 +315,6 @@ FindCoordinator): a sequence need not name them; the sequences that test those A
 
 KNOWN += (
     Entry(
-        "marker-leader-epoch",
-        "*.batches[].control.partition_leader_epoch",
-        "a transaction marker's partition_leader_epoch: Kafka 0 (the leader's epoch), "
-        "nullbroker -1",
-    ),
-    Entry(
-        "batch-leader-epoch",
-        "FetchResponse.responses[].partitions[].records[]*partition_leader_epoch",
-        "a produced batch read back: Kafka stamps the leader's epoch (0) on it when it "
-        "appends, nullbroker serves the producer's (-1 from the clients that write it)",
-    ),
-    Entry(
         "fetch-sessions",
         "FetchResponse.session_id",
         "Fetch v7+ asking for a session (epoch 0): Kafka opens one (a random id), "

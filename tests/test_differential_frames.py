@@ -255,10 +255,7 @@ async def learn_member_id(pair: Pair, rewriter: Rewriter, body: Any) -> None:
 
 
 KNOWN_BY_CLIENT: dict[str, tuple[str, ...]] = {
-    "aiokafka-0.14": (
-        "batch-leader-epoch",
-        "delete-records-error-low-watermark",
-    ),
+    "aiokafka-0.14": ("delete-records-error-low-watermark",),
     "java-4.0": (
         "consumer-group-describe",
         "delete-records-error-low-watermark",

@@ -34,7 +34,9 @@ def test_batches_are_kept_with_their_offsets_and_the_oldest_dropped_past_the_cap
     parts, count, size = ring.read(25, limit=10**6, first=True)
     assert [int.from_bytes(part[:8], "big") for part in parts] == [20, 30, 40]
     assert (count, size) == (25, 3 * len(batch))
-    assert all(bytes(part[8:]) == batch[8:] for part in parts)  # as received, CRC intact
+    # As received, CRC intact, but for the leader epoch Kafka stamps (bytes 12-15, 0 here).
+    assert all(bytes(part[8:12]) == batch[8:12] for part in parts)
+    assert all(bytes(part[12:16]) == bytes(4) and part[16:] == batch[16:] for part in parts)
     # The first batch of a response goes even over the limit; later ones only within it.
     assert ring.read(20, limit=1, first=True)[1:] == (10, len(batch))
     assert ring.read(20, limit=1, first=False) == ([], 0, 0)
@@ -120,6 +122,19 @@ def test_without_retain_kafka_e2e_latency_sees_synthetic_values_and_fails(
     start_broker: StartBroker,
 ) -> None:
     assert kafka_e2e_latency(start_broker(), 5).returncode != 0
+
+
+def test_a_batch_read_back_carries_the_leader_s_epoch_as_kafka_stamps_it() -> None:
+    broker = Broker(Config(retain=1 << 20))
+    batch = bytearray(record_batch(3))
+    batch[12:16] = b"\xff" * 4  # -1, as Java and librdkafka producers send it (not in the CRC)
+    produce_request(broker, "t", 0, batch)
+    data = fetch_one(broker, broker.topics.get("t"), 16, 0, 0)
+    assert bytes(data.records[12:16]) == bytes(4)  # Kafka's: epoch 0, a new topic's
+    assert data.records[8:12] == batch[8:12] and data.records[16:] == batch[16:]
+    ring = RetainedBatches(capacity=1 << 20, counters=PartitionCounters())
+    ring.append(0, 3, batch, leader_epoch=7)  # on a cluster, after leaders moved
+    assert int.from_bytes(ring.read(0, 1 << 20, True)[0][0][12:16], "big") == 7
 
 
 def delete_records_below(broker: Broker, topic: str, offset: int) -> int:

@@ -75,6 +75,7 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
                     broker.producers,
                     broker.config.verify_crc,
                     max_bytes,
+                    broker.cluster.leader_epoch(topic.name, index),
                 )
                 if not result.error:  # ErrorCode.none; with an error Kafka says -1
                     log_start = partition.log_start_offset
