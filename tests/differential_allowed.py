@@ -331,15 +331,6 @@ KNOWN += (
         )
         for field in ("error_code", "base_offset", "error_message", "log_start_offset")
     ),
-    *(
-        Entry(
-            "fetch-zero-topic-id",
-            path,
-            "Fetch v13+ naming a topic by the zero id: Kafka UNKNOWN_SERVER_ERROR (-1) at the "
-            "top and no topics, nullbroker UNKNOWN_TOPIC_ID (100) on the partition",
-        )
-        for path in ("FetchResponse.error_code", "FetchResponse.responses[]")
-    ),
     Entry(
         "abort-marker-epoch",
         "*.batches[].control.producer_epoch",

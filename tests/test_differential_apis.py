@@ -4,6 +4,7 @@ equal but for data. Each sequence returns the KNOWN differences it meets."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import struct
 import uuid
@@ -214,6 +215,14 @@ async def fetch_every_version(pair: Pair) -> tuple[str, ...]:
             lambda side: fetch_request(side, version, topic, 0, isolation_level=1, partition=5)
         )
         await pair.step(lambda side: fetch_request(side, version, topic, 99, isolation_level=1))
+        if version >= 13:  # a topic named by the zero id, without and with a fetch session
+            for session_epoch in (-1, 0):
+                await pair.step(
+                    lambda side, epoch=session_epoch: dataclasses.replace(
+                        fetch_request(side, version, unique("by-zero-id"), 0),
+                        session_epoch=epoch,
+                    )
+                )
 
     await for_each_version(pair, 1, run)
     return ()

@@ -259,7 +259,6 @@ KNOWN_BY_CLIENT: dict[str, tuple[str, ...]] = {
     "java-4.0": (
         "consumer-group-describe",
         "delete-records-error-low-watermark",
-        "fetch-zero-topic-id",
         "first-sequence-nonzero",
     ),
     "kafka-python-3.0": ("cluster-operations", "fetch-sessions", "group-operations"),

@@ -13,6 +13,7 @@ kept: every response carries session id 0, and clients then send full fetch requ
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,10 @@ if TYPE_CHECKING:
 FETCH = 1
 FIRST_TOPIC_ID_VERSION = 13
 READ_COMMITTED = 1  # the isolation level
+OPENING_EPOCH = 0
+"""The session epoch of a full Fetch that asks for a fetch session (KIP-227)."""
+ZERO_TOPIC_ID = uuid.UUID(int=0)
+"""kio reads the zero topic id as None; a request built in-process may hold it."""
 NO_LIMIT = 2**31 - 1
 NO_RECORDS: tuple[Buffer, ...] = ()
 
@@ -78,14 +83,29 @@ class _Answer:
 
 def handle_fetch(broker: Broker, request: Request, session: Session) -> Any:
     body = request.body
+    version = request.header.api_version
+    if _zero_id_in_new_session(version, body):
+        # As Kafka 4.1 answers it: its fetch session cache fails on a topic named by the
+        # zero id (a sessionless Fetch of it gets UNKNOWN_TOPIC_ID on the partition).
+        counted(broker, ErrorCode.unknown_server_error)
+        return fetch_response_parts(version, (), error_code=ErrorCode.unknown_server_error)
     # An error fault answers every partition with its code, serving nothing.
     injected = broker.faults.error("Fetch", session.node_id) if broker.faults.active else None
     wanted = _resolve(broker, body, session.node_id, injected)
-    answer = _build(request.header.api_version, body, wanted)
+    answer = _build(version, body, wanted)
     if _enough(answer, body) or body.max_wait.total_seconds() <= 0:
         return _account(broker, answer, session.node_id)
     deadline_ms = now_ms() + body.max_wait.total_seconds() * 1000
     return _held(broker, request, wanted, deadline_ms, session.node_id)
+
+
+def _zero_id_in_new_session(version: int, body: Any) -> bool:
+    """Whether a Fetch asking for a session (epoch 0) names a topic by the zero id."""
+    return (
+        version >= FIRST_TOPIC_ID_VERSION
+        and body.session_epoch == OPENING_EPOCH
+        and any(topic.topic_id in (None, ZERO_TOPIC_ID) for topic in body.topics)
+    )
 
 
 # Partitions Kafka sets aside before reading (KafkaApis.handleFetchRequest): answered with
