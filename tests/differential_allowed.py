@@ -94,6 +94,13 @@ ALLOWED: tuple[Entry, ...] = (
         "every field it covers is compared one by one beside it",
     ),
     Entry(
+        "marker clock",
+        "ListOffsetsResponse.topics[diff-marker-clock-*].partitions[].timestamp",
+        "ListOffsets by timestamp or max timestamp finding a transaction marker (the record "
+        "of the latest timestamp once a transaction ended): its timestamp is the broker's "
+        "clock when it wrote the marker; the topics where a sequence finds one are named so",
+    ),
+    Entry(
         "transaction start",
         "DescribeTransactionsResponse.transaction_states[*].transaction_start_time",
         "the broker's clock when the transaction began",
@@ -176,18 +183,6 @@ KNOWN: tuple[Entry, ...] = (
             "coordinators[].host",
             "coordinators[].port",
         )
-    ),
-    *(
-        Entry(
-            "list-offsets-by-timestamp",
-            f"ListOffsetsResponse.topics[*].partitions[].{field}",
-            "ListOffsets by timestamp and max timestamp (-3) with --retain: Kafka searches the "
-            "produced timestamps (1767225600001 -> offset 1, -3 -> offset 2 at "
-            "1767225600002); nullbroker the synthetic records' (offset 0 and 4, timestamps "
-            "near now + a year); the leader epoch then differs too (-1 where Kafka finds "
-            "no offset)",
-        )
-        for field in ("offset", "timestamp", "leader_epoch")
     ),
     Entry(
         "sync-group-check-order",

@@ -278,7 +278,7 @@ async def list_offsets(pair: Pair) -> tuple[str, ...]:
                 )
 
     await for_each_version(pair, 2, run)
-    return ("list-offsets-by-timestamp",)
+    return ()
 
 
 @sweep(23)

@@ -10,6 +10,7 @@ from kio.schema.errors import ErrorCode
 from codec import Request
 from codec.entities import make, response_module
 
+from ..retained import Found, RetainedBatches
 from ..source import now_ms
 from ..topics import Partition, Topic
 from .common import NO_LEADER_EPOCH, NO_THROTTLE, counted, epoch_error, led_elsewhere
@@ -30,6 +31,7 @@ LATEST_TIERED = -6
 NO_TIMESTAMP = -1
 NOT_FOUND = -1
 HIGH_WATERMARK = -1
+READ_COMMITTED = 1  # the isolation level
 
 
 def _partition(topic: Topic | None, index: int) -> Partition | None:
@@ -49,6 +51,7 @@ def _current(broker: Broker, name: str, now: int) -> Topic | None:
 def handle_list_offsets(broker: Broker, request: Request, session: Session) -> Any:
     types = response_module(LIST_OFFSETS, request.header.api_version)
     now = now_ms()
+    committed_only = getattr(request.body, "isolation_level", 0) == READ_COMMITTED
     topics = []
     for wanted in request.body.topics:
         topic = _current(broker, wanted.name, now)
@@ -65,7 +68,9 @@ def handle_list_offsets(broker: Broker, request: Request, session: Session) -> A
                 if error is ErrorCode.none and partition.index in followed:
                     error = ErrorCode.not_leader_or_follower
                 if error is ErrorCode.none:
-                    offset, timestamp = _lookup(topic, partition, asked.timestamp)
+                    offset, timestamp, epoch = _lookup(
+                        topic, partition, asked.timestamp, committed_only, epoch
+                    )
             partitions.append(
                 make(
                     types.ListOffsetsPartitionResponse,
@@ -83,29 +88,58 @@ def handle_list_offsets(broker: Broker, request: Request, session: Session) -> A
     return make(types.ListOffsetsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-def _lookup(topic: Topic, partition: Partition, timestamp: int) -> tuple[int, int]:
-    """(offset, timestamp) for a ListOffsets timestamp or sentinel.
-
-    Timestamps are those of the synthetic records Fetch serves, so a search by time finds
-    the record a consumer would see there. A timestamp after the last record finds none
-    (-1), as in Kafka.
+def _lookup(
+    topic: Topic, partition: Partition, timestamp: int, committed_only: bool, epoch: int
+) -> Found:
+    """(offset, timestamp, leader epoch) for a ListOffsets timestamp or sentinel, as Kafka's
+    Partition.fetchOffsetForTimestamp answers: latest is the last stable offset for a
+    read_committed client, the log end for others; a record found by time (or the max
+    timestamp) at or past that is not found (-1, -1, no epoch).
     """
     start, end = partition.log_start_offset, partition.log_end_offset
+    fetchable = end
+    if committed_only and partition.transactions is not None:
+        fetchable = partition.transactions.last_stable_offset(end)
     if timestamp == LATEST:
-        return end, NO_TIMESTAMP
+        return fetchable, NO_TIMESTAMP, epoch
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
-        return start, NO_TIMESTAMP
+        return start, NO_TIMESTAMP, epoch
     if timestamp in (EARLIEST_PENDING_UPLOAD, LATEST_TIERED):
-        return NOT_FOUND, NO_TIMESTAMP  # no tiered storage here
+        return _NOT_FOUND  # no tiered storage here
+    if partition.retained is not None:
+        found = _search_retained(partition.retained, timestamp, start)
+    else:
+        found = _search_synthetic(topic, timestamp, start, end, epoch)
+    if found is None or found[0] >= fetchable:
+        return _NOT_FOUND
+    return found
+
+
+_NOT_FOUND: Found = (NOT_FOUND, NO_TIMESTAMP, NO_LEADER_EPOCH)
+
+
+def _search_retained(retained: RetainedBatches, timestamp: int, start: int) -> Found | None:
+    """With --retain: the produced timestamps, as Kafka searches them (the batches held
+    are the whole log from its start)."""
+    if timestamp == MAX_TIMESTAMP:
+        return retained.max_timestamp()
+    return retained.offset_for_timestamp(timestamp, start)
+
+
+def _search_synthetic(
+    topic: Topic, timestamp: int, start: int, end: int, epoch: int
+) -> Found | None:
+    """Without --retain: the timestamps of the synthetic records Fetch serves, so a search
+    by time finds the record a consumer would see there (the produced ones are gone)."""
     shape = topic.records
     if timestamp == MAX_TIMESTAMP:
         if end == start:
-            return NOT_FOUND, NO_TIMESTAMP
-        return end - 1, shape.timestamp_ms(topic.created_ms, end - 1)
+            return None
+        return end - 1, shape.timestamp_ms(topic.created_ms, end - 1), epoch
     offset = shape.offset_for_timestamp(topic.created_ms, timestamp, start, end)
     if offset == end:
-        return NOT_FOUND, NO_TIMESTAMP
-    return offset, shape.timestamp_ms(topic.created_ms, offset)
+        return None
+    return offset, shape.timestamp_ms(topic.created_ms, offset), epoch
 
 
 def handle_offset_for_leader_epoch(broker: Broker, request: Request, session: Session) -> Any:
