@@ -64,9 +64,8 @@ def handle_list_offsets(broker: Broker, request: Request, session: Session) -> A
             if topic is None or partition is None:
                 error = ErrorCode.unknown_topic_or_partition
             else:
-                error = epoch_error(getattr(asked, "current_leader_epoch", NO_LEADER_EPOCH), epoch)
-                if error is ErrorCode.none and partition.index in followed:
-                    error = ErrorCode.not_leader_or_follower
+                current = getattr(asked, "current_leader_epoch", NO_LEADER_EPOCH)
+                error = _leadership_error(partition, followed, current, epoch)
                 if error is ErrorCode.none:
                     offset, timestamp, epoch = _lookup(
                         topic, partition, asked.timestamp, committed_only, epoch
@@ -86,6 +85,17 @@ def handle_list_offsets(broker: Broker, request: Request, session: Session) -> A
             make(types.ListOffsetsTopicResponse, name=wanted.name, partitions=tuple(partitions))
         )
     return make(types.ListOffsetsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+def _leadership_error(
+    partition: Partition, followed: frozenset[int], current: int, epoch: int
+) -> ErrorCode:
+    """Kafka's checks of a partition before it is read (Partition.localLogWithEpochOrThrow):
+    the client's current leader epoch (if it names one), then whether this node leads it."""
+    error = epoch_error(current, epoch)
+    if error is ErrorCode.none and partition.index in followed:
+        return ErrorCode.not_leader_or_follower
+    return error
 
 
 def _lookup(
@@ -164,9 +174,7 @@ def handle_offset_for_leader_epoch(broker: Broker, request: Request, session: Se
             if partition is None:
                 error = ErrorCode.unknown_topic_or_partition
             else:
-                error = epoch_error(asked.current_leader_epoch, epoch)
-                if error is ErrorCode.none and partition.index in followed:
-                    error = ErrorCode.not_leader_or_follower
+                error = _leadership_error(partition, followed, asked.current_leader_epoch, epoch)
                 if error is ErrorCode.none and 0 <= asked.leader_epoch <= epoch:
                     end_epoch, end_offset = asked.leader_epoch, partition.log_end_offset
             partitions.append(
