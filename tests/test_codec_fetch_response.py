@@ -63,9 +63,9 @@ def _aborted_listed(partition: FetchPartition, read_committed: bool) -> bool:
     """Whether the aborted transactions are a list (else null): as Kafka, a partition in
     error has null ones, unless it was set aside before reading (EMPTY_ABORTED); otherwise
     a read_committed consumer gets the list."""
-    if partition.aborted is EMPTY_ABORTED:
-        return True
     if partition.error_code != 0:
+        if partition.aborted is EMPTY_ABORTED:
+            return True
         return read_committed and bool(partition.aborted)
     return read_committed
 
