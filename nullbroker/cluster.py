@@ -26,6 +26,8 @@ import zlib
 from dataclasses import dataclass, field
 
 NO_LEADER_EPOCH = -1
+"""No epoch: what a client that knows none sends as its current_leader_epoch, and what an
+answer that finds no offset names."""
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 INTERNAL_TOPIC_PARTITIONS = 50

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from ..cluster import OFFSETS_TOPIC
+from ..cluster import NO_LEADER_EPOCH, OFFSETS_TOPIC
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
@@ -89,10 +89,6 @@ def led_elsewhere(broker: Broker, node: int, topic: Topic | None) -> frozenset[i
 
 
 _LED_HERE: frozenset[int] = frozenset()
-
-
-NO_LEADER_EPOCH = -1
-"""A client's current_leader_epoch when it knows none: the broker then checks nothing."""
 
 
 def epoch_error(asked: int, current: int) -> ErrorCode:

@@ -32,9 +32,10 @@ from codec.fetch_response import (
 )
 from codec.framing import Buffer
 
+from ..cluster import NO_LEADER_EPOCH
 from ..source import now_ms
 from ..topics import Partition, Topic
-from .common import NO_LEADER_EPOCH, counted, epoch_error, led_elsewhere
+from .common import counted, epoch_error, led_elsewhere
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session

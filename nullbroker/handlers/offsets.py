@@ -10,10 +10,11 @@ from kio.schema.errors import ErrorCode
 from codec import Request
 from codec.entities import make, response_module
 
+from ..cluster import NO_LEADER_EPOCH
 from ..retained import Found, RetainedBatches
 from ..source import now_ms
 from ..topics import Partition, Topic
-from .common import NO_LEADER_EPOCH, NO_THROTTLE, counted, epoch_error, led_elsewhere
+from .common import NO_THROTTLE, counted, epoch_error, led_elsewhere
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
