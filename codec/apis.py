@@ -82,7 +82,6 @@ snappy and lz4 batches, librdkafka#4956), while a Produce below v3 closes the co
 in Kafka and here."""
 
 NOT_SERVED: dict[int, str] = {
-    23: "OffsetForLeaderEpoch: Metadata reports no leader epochs (-1), so clients never ask",
     27: "WriteTxnMarkers: broker to broker; nullbroker's coordinator writes its markers itself",
     29: "DescribeAcls: no authorizer (every client may do everything)",
     30: "CreateAcls: no authorizer (every client may do everything)",

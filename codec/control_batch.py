@@ -34,9 +34,10 @@ def control_batch(
     commit: bool,
     timestamp_ms: int,
     coordinator_epoch: int = 0,
-    leader_epoch: int = -1,
+    leader_epoch: int = 0,
 ) -> bytes:
-    """The marker of a transaction that ended at `base_offset`: a whole RecordBatch v2."""
+    """The marker of a transaction that ended at `base_offset`: a whole RecordBatch v2,
+    stamped with the partition's `leader_epoch` as Kafka's leader writes it."""
     record = _RECORD.pack(
         _RECORD_BYTES << 1, 0, 0, 0, 4 << 1, 0, COMMIT if commit else ABORT,
         6 << 1, 0, coordinator_epoch, 0,

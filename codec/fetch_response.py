@@ -39,6 +39,19 @@ _NO_TAGGED_FIELDS = b"\x00"
 _ZERO_UUID = bytes(16)
 
 
+class _EmptyAborted(tuple[tuple[int, int], ...]):
+    """The type of EMPTY_ABORTED, told apart from any other empty list by identity."""
+
+    __slots__ = ()
+
+
+EMPTY_ABORTED: Sequence[tuple[int, int]] = _EmptyAborted()
+"""A partition's aborted transactions as an empty list, whatever the isolation level: Kafka
+answers so a partition it set aside before reading (an unknown topic or partition); any
+other partition in error gets null ones (a read that failed: an offset out of range, a
+fenced leader epoch)."""
+
+
 class FetchPartition(NamedTuple):
     """What the broker answers for one partition of a Fetch request."""
 
@@ -51,7 +64,8 @@ class FetchPartition(NamedTuple):
     """The record batches, in order, each as it is (none: empty records, never null)."""
     aborted: Sequence[tuple[int, int]] = ()
     """The aborted transactions among the batches, (producer id, first offset) each, for a
-    read_committed consumer to leave out (sent only to one)."""
+    read_committed consumer to leave out (sent only to one); EMPTY_ABORTED for a partition
+    in error that gets an empty list rather than null."""
     size: int = -1
     """The batches' length in bytes, when the caller has counted it; -1: counted here."""
 
@@ -119,6 +133,11 @@ _pack_ihii = struct.Struct(">ihii").pack
 _pack_ihi = struct.Struct(">ihi").pack
 
 
+def _error_aborted(txns: Sequence[tuple[int, int]]) -> bool:
+    """Whether a partition in error gets an empty aborted list (else null)."""
+    return txns is EMPTY_ABORTED
+
+
 def _flexible_topics(
     parts: list[Buffer], by_id: bool, topics: Sequence[FetchTopic], read_committed: bool
 ) -> None:
@@ -151,7 +170,7 @@ def _flexible_topics(
                     high_watermark,
                     last_stable,
                     log_start,
-                    aborted,
+                    aborted if error == 0 else _COMPACT_ABORTED[_error_aborted(txns)],
                     NO_PREFERRED_REPLICA,
                 )
             add(fixed + compact_length(size))
@@ -192,8 +211,12 @@ def _legacy_topics(
                     + b"".join(map(_pack_i, extra[1:]))
                     + _pack_i(size)
                 )
-            elif with_log_start:
-                add(pack(index, error, high_watermark, last_stable, log_start, *extra, size))
             else:
-                add(pack(index, error, high_watermark, last_stable, *extra, size))
+                fields = extra
+                if error != 0:
+                    fields = (_LEGACY_ABORTED[_error_aborted(txns)], *extra[1:])
+                if with_log_start:
+                    add(pack(index, error, high_watermark, last_stable, log_start, *fields, size))
+                else:
+                    add(pack(index, error, high_watermark, last_stable, *fields, size))
             extend(batches)

@@ -25,6 +25,8 @@ _LENGTH = struct.Struct(">i")
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _new_header = tuple.__new__
 _BASE_OFFSET = struct.Struct(">q")
+_LEADER_EPOCH = struct.Struct(">i")
+_LEADER_EPOCH_OFFSET = 12
 
 COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
@@ -96,11 +98,16 @@ def read_batch_header_python(
     return _new_header(RecordBatchHeader, (fields[0], length, fields[2], *fields[4:]))
 
 
-def rebased(batch: bytes | bytearray | memoryview, base_offset: int) -> bytearray:
-    """A copy of a batch with its base offset set: still valid, since the CRC-32C does not
-    cover the base offset."""
+def rebased(
+    batch: bytes | bytearray | memoryview, base_offset: int, leader_epoch: int | None = None
+) -> bytearray:
+    """A copy of a batch with its base offset set, and its partition leader epoch when
+    given (as Kafka stamps the leader's on a batch it appends): still valid, since the
+    CRC-32C covers neither."""
     copy = bytearray(batch)
     _BASE_OFFSET.pack_into(copy, 0, base_offset)
+    if leader_epoch is not None:
+        _LEADER_EPOCH.pack_into(copy, _LEADER_EPOCH_OFFSET, leader_epoch)
     return copy
 
 
@@ -131,3 +138,51 @@ def iter_batches(data: bytes | bytearray | memoryview) -> list[RecordBatchHeader
         headers.append(header)
         offset += header.length
     return headers
+
+
+_BATCH_TIMESTAMPS = struct.Struct(">qq")
+_BATCH_TIMESTAMPS_OFFSET = 27
+_LOG_APPEND_TIME = 0x08
+
+
+def batch_timestamps(batch: bytes | bytearray | memoryview) -> tuple[int, int]:
+    """(base timestamp, max timestamp) of a RecordBatch v2, from its header."""
+    base, maximum = _BATCH_TIMESTAMPS.unpack_from(batch, _BATCH_TIMESTAMPS_OFFSET)
+    return base, maximum
+
+
+def batch_leader_epoch(batch: bytes | bytearray | memoryview) -> int:
+    """The partition leader epoch stamped on a batch (bytes 12-15)."""
+    (epoch,) = _LEADER_EPOCH.unpack_from(batch, _LEADER_EPOCH_OFFSET)
+    return epoch  # type: ignore[no-any-return]
+
+
+def record_timestamps(
+    records: bytes | bytearray | memoryview, count: int, base_timestamp: int
+) -> list[tuple[int, int]]:
+    """(offset delta, timestamp) of each record of a batch's uncompressed records: only the
+    fields before the key are read (length, attributes, timestamp delta, offset delta)."""
+    view = memoryview(records)
+    found = []
+    position = 0
+    for _ in range(count):
+        length, position = _varint(view, position)
+        end = position + length
+        position += 1  # attributes
+        timestamp_delta, position = _varint(view, position)
+        offset_delta, position = _varint(view, position)
+        found.append((offset_delta, base_timestamp + timestamp_delta))
+        position = end
+    return found
+
+
+def _varint(view: memoryview, position: int) -> tuple[int, int]:
+    """A zigzag varint (or varlong) at `position`, and the position after it."""
+    shift = unsigned = 0
+    while True:
+        byte = view[position]
+        position += 1
+        unsigned |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (unsigned >> 1) ^ -(unsigned & 1), position
+        shift += 7

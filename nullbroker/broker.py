@@ -262,10 +262,16 @@ class Broker:
         records = partition.transactions_written().end(offset, marker)
         self.stats.transactional_records["committed" if marker.commit else "aborted"] += records
         if partition.retained is not None:  # --retain: served back as Kafka would
+            epoch = self.cluster.leader_epoch(topic_name, index)
             batch = control_batch(
-                offset, marker.producer_id, marker.epoch, marker.commit, written_ms
+                offset,
+                marker.producer_id,
+                marker.epoch,
+                marker.commit,
+                written_ms,
+                leader_epoch=epoch,
             )
-            start = partition.retained.append(offset, 1, batch)
+            start = partition.retained.append(offset, 1, batch, epoch)
             partition.log_start_offset = max(partition.log_start_offset, start)
         self.log_grew()
         return True

@@ -15,8 +15,8 @@ partitions are led by the next live node; a moved partition is led by the node i
 moved to. Each change bumps the cluster's generation, which is every partition's leader
 epoch, so clients see leadership move forward.
 
-With one node (the default) every rule gives node 0 and leader epochs stay -1 (none), as
-before clusters existed; with more, epochs start at 0.
+Leader epochs start at 0, a new topic's first epoch in Kafka. With one node (the default)
+every rule gives node 0 and the epoch stays 0, as leadership never moves.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ import zlib
 from dataclasses import dataclass, field
 
 NO_LEADER_EPOCH = -1
+"""No epoch: what a client that knows none sends as its current_leader_epoch, and what an
+answer that finds no offset names."""
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 INTERNAL_TOPIC_PARTITIONS = 50
@@ -185,9 +187,9 @@ class Cluster:
         return known[1]
 
     def leader_epoch(self, topic: str, partition: int) -> int:
-        """The partition's leader epoch: none (-1) on one node; on a cluster, how often
-        leadership has changed."""
-        return NO_LEADER_EPOCH if self.size == 1 else self.generation
+        """The partition's leader epoch: 0 on one node (its leader never moves); on a
+        cluster, how often leadership has changed."""
+        return 0 if self.size == 1 else self.generation
 
     def coordinator(self, key: str, topic: str = OFFSETS_TOPIC) -> int:
         """The node that coordinates group id `key` (transactional id, with

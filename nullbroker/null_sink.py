@@ -42,6 +42,7 @@ def append(
     verify_crc: bool,
     max_bytes: int,
     transactions_v2: bool = False,
+    leader_epoch: int = 0,
 ) -> AppendResult:
     """Accept one partition's records from a Produce request, or say why not.
 
@@ -104,7 +105,7 @@ def append(
     base_offset = partition.log_end_offset
     partition.log_end_offset = base_offset + batch.record_count
     if partition.retained is not None:  # --retain: kept for Fetch, as received
-        start = partition.retained.append(base_offset, batch.record_count, records)
+        start = partition.retained.append(base_offset, batch.record_count, records, leader_epoch)
         partition.log_start_offset = max(partition.log_start_offset, start)
     if batch.is_transactional:  # its records count once its transaction ends
         partition.transactions_written().wrote(

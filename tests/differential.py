@@ -621,6 +621,7 @@ def fetch_request(
     isolation_level: int = 0,
     max_wait_ms: int = 100,
     max_bytes: int = 1 << 20,
+    current_leader_epoch: int = -1,
 ) -> Any:
     return request(
         1,
@@ -639,7 +640,7 @@ def fetch_request(
                 "partitions": [
                     {
                         "partition": partition,
-                        "current_leader_epoch": -1,
+                        "current_leader_epoch": current_leader_epoch,
                         "fetch_offset": offset,
                         "last_fetched_epoch": -1,
                         "log_start_offset": -1,
@@ -851,7 +852,12 @@ async def _read_log(side: Side, topic: str, version: int, isolation_level: int, 
 
 
 def list_offsets_request(
-    version: int, topic: str, timestamp: int, isolation_level: int = 0, partition: int = 0
+    version: int,
+    topic: str,
+    timestamp: int,
+    isolation_level: int = 0,
+    partition: int = 0,
+    current_leader_epoch: int = -1,
 ) -> Any:
     """ListOffsets of one partition at one timestamp (-1 latest, -2 earliest, -3 max)."""
     return request(
@@ -866,7 +872,7 @@ def list_offsets_request(
                 "partitions": [
                     {
                         "partition_index": partition,
-                        "current_leader_epoch": -1,
+                        "current_leader_epoch": current_leader_epoch,
                         "timestamp": timestamp,
                     }
                 ],

@@ -94,6 +94,13 @@ ALLOWED: tuple[Entry, ...] = (
         "every field it covers is compared one by one beside it",
     ),
     Entry(
+        "marker clock",
+        "ListOffsetsResponse.topics[diff-marker-clock-*].partitions[].timestamp",
+        "ListOffsets by timestamp or max timestamp finding a transaction marker (the record "
+        "of the latest timestamp once a transaction ended): its timestamp is the broker's "
+        "clock when it wrote the marker; the topics where a sequence finds one are named so",
+    ),
+    Entry(
         "transaction start",
         "DescribeTransactionsResponse.transaction_states[*].transaction_start_time",
         "the broker's clock when the transaction began",
@@ -122,13 +129,6 @@ MISSING_TOPIC_CONFIGS = (
 )
 
 KNOWN: tuple[Entry, ...] = (
-    Entry(
-        "leader-epoch",
-        "*.leader_epoch",
-        "Kafka 0 (a new topic's first epoch), nullbroker -1, by design (README: clients then "
-        "skip OffsetForLeaderEpoch, which nullbroker does not serve); Metadata, ListOffsets "
-        "v4+, DescribeTopicPartitions",
-    ),
     Entry(
         "cluster-operations",
         "*.cluster_authorized_operations",
@@ -190,32 +190,6 @@ KNOWN: tuple[Entry, ...] = (
             "coordinators[].host",
             "coordinators[].port",
         )
-    ),
-    *(
-        Entry(
-            "fetch-error-partition",
-            f"FetchResponse.responses[].partitions[].{field}",
-            "Fetch of a partition that does not exist (5 of a 1-partition topic): Kafka "
-            "high_watermark -1, last_stable_offset -1, log_start_offset -1, "
-            "aborted_transactions []; nullbroker 4, 4, 0, null (the error code is the same)",
-        )
-        for field in (
-            "high_watermark",
-            "last_stable_offset",
-            "log_start_offset",
-            "aborted_transactions",
-        )
-    ),
-    *(
-        Entry(
-            "list-offsets-by-timestamp",
-            f"ListOffsetsResponse.topics[*].partitions[].{field}",
-            "ListOffsets by timestamp and max timestamp (-3) with --retain: Kafka searches the "
-            "produced timestamps (1767225600001 -> offset 1, -3 -> offset 2 at "
-            "1767225600002); nullbroker the synthetic records' (offset 0 and 4, timestamps "
-            "near now + a year)",
-        )
-        for field in ("offset", "timestamp")
     ),
     Entry(
         "sync-group-check-order",
@@ -305,39 +279,16 @@ KNOWN: tuple[Entry, ...] = (
     ),
 )
 
-COMMON = frozenset(
-    {"topic-configs-missing", "min-insync-source", "leader-epoch", "empty-error-message"}
-)
+COMMON = frozenset({"topic-configs-missing", "min-insync-source", "empty-error-message"})
 """Known differences in the steps most sequences share (CreateTopics, Metadata,
 FindCoordinator): a sequence need not name them; the sequences that test those APIs do."""
 
 KNOWN += (
     Entry(
-        "marker-leader-epoch",
-        "*.batches[].control.partition_leader_epoch",
-        "a transaction marker's partition_leader_epoch: Kafka 0 (the leader's epoch), "
-        "nullbroker -1",
-    ),
-    Entry(
-        "batch-leader-epoch",
-        "FetchResponse.responses[].partitions[].records[]*partition_leader_epoch",
-        "a produced batch read back: Kafka stamps the leader's epoch (0) on it when it "
-        "appends, nullbroker serves the producer's (-1 from the clients that write it)",
-    ),
-    Entry(
         "fetch-sessions",
         "FetchResponse.session_id",
         "Fetch v7+ asking for a session (epoch 0): Kafka opens one (a random id), "
         "nullbroker answers 0, no session, by design (KIP-227 allows it; README)",
-    ),
-    *(
-        Entry(
-            "fetch-zero-topic-id",
-            path,
-            "Fetch v13+ naming a topic by the zero id: Kafka UNKNOWN_SERVER_ERROR (-1) at the "
-            "top and no topics, nullbroker UNKNOWN_TOPIC_ID (100) on the partition",
-        )
-        for path in ("FetchResponse.error_code", "FetchResponse.responses[]")
     ),
 )
 

@@ -72,7 +72,7 @@ def test_partitions_are_led_round_the_nodes_from_a_hash_of_the_topic() -> None:
     # abs("group-a".hashCode()) % 50 = 293427347 % 50 (Java's, checked) = 47.
     assert cluster.coordinator("group-a") == cluster.leader("__consumer_offsets", 47)
     assert Cluster(1).leaders("orders", 4) == (0, 0, 0, 0)
-    assert Cluster(1).leader_epoch("orders", 0) == -1 and cluster.leader_epoch("orders", 0) == 0
+    assert Cluster(1).leader_epoch("orders", 0) == 0 and cluster.leader_epoch("orders", 0) == 0
 
 
 @pytest.mark.parametrize(

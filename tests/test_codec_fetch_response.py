@@ -17,7 +17,13 @@ from kio.serial import entity_reader
 from codec import RequestHeader, encode_response, encode_response_parts
 from codec.apis import response_schema, response_writer
 from codec.entities import make, response_module
-from codec.fetch_response import FetchPartition, FetchTopic, fetch_response_parts, with_throttle
+from codec.fetch_response import (
+    EMPTY_ABORTED,
+    FetchPartition,
+    FetchTopic,
+    fetch_response_parts,
+    with_throttle,
+)
 
 FETCH = 1
 VERSIONS = range(4, 19)
@@ -35,7 +41,7 @@ partitions = st.builds(
     last_stable_offset=INT64,
     log_start_offset=INT64,
     records=BATCHES,
-    aborted=st.lists(st.tuples(INT64, INT64), max_size=3),
+    aborted=st.lists(st.tuples(INT64, INT64), max_size=3) | st.just(EMPTY_ABORTED),
     size=st.just(-1),
 ).flatmap(
     # The records' size counted by the encoder (-1) or given by the caller, as the broker does.
@@ -51,6 +57,17 @@ def fetch_responses(draw: st.DrawFn) -> tuple[int, list[FetchTopic], bool]:
     name: st.SearchStrategy[Any] = st.uuids() | st.none() if version >= 13 else st.text(max_size=30)
     topics = draw(st.lists(st.tuples(name, st.lists(partitions, max_size=4)), max_size=3))
     return version, topics, draw(st.booleans())
+
+
+def _aborted_listed(partition: FetchPartition, read_committed: bool) -> bool:
+    """Whether the aborted transactions are a list (else null): as Kafka, a partition in
+    error has null ones, unless it was set aside before reading (EMPTY_ABORTED); otherwise
+    a read_committed consumer gets the list."""
+    if partition.error_code != 0:
+        if partition.aborted is EMPTY_ABORTED:
+            return True
+        return read_committed and bool(partition.aborted)
+    return read_committed
 
 
 def kio_encoding(
@@ -84,7 +101,7 @@ def kio_encoding(
                             )
                             for producer_id, first_offset in partition.aborted
                         )
-                        if read_committed
+                        if _aborted_listed(partition, read_committed)
                         else None,
                         preferred_read_replica=-1,
                         records=b"".join(partition.records),

@@ -4,6 +4,7 @@ equal but for data. Each sequence returns the KNOWN differences it meets."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import struct
 import uuid
@@ -76,7 +77,6 @@ async def metadata(pair: Pair) -> tuple[str, ...]:
 
     await for_each_version(pair, 3, run, low=4)
     return (
-        "leader-epoch",
         "cluster-operations",
         "metadata-unknown-topic-operations",
         "min-insync-source",
@@ -205,9 +205,27 @@ async def fetch_every_version(pair: Pair) -> tuple[str, ...]:
             await pair.step(lambda side, offset=offset: fetch_request(side, version, topic, offset))
         await pair.step(lambda side: fetch_request(side, version, topic, 99))  # out of range
         await pair.step(lambda side: fetch_request(side, version, topic, 0, partition=5))
+        for epoch in (0, 5):  # the current leader epoch, and one the broker never had
+            await pair.step(
+                lambda side, epoch=epoch: fetch_request(
+                    side, version, topic, 0, current_leader_epoch=epoch
+                )
+            )
+        await pair.step(
+            lambda side: fetch_request(side, version, topic, 0, isolation_level=1, partition=5)
+        )
+        await pair.step(lambda side: fetch_request(side, version, topic, 99, isolation_level=1))
+        if version >= 13:  # a topic named by the zero id, without and with a fetch session
+            for session_epoch in (-1, 0):
+                await pair.step(
+                    lambda side, epoch=session_epoch: dataclasses.replace(
+                        fetch_request(side, version, unique("by-zero-id"), 0),
+                        session_epoch=epoch,
+                    )
+                )
 
     await for_each_version(pair, 1, run)
-    return ("fetch-error-partition",)
+    return ()
 
 
 @sweep(2)
@@ -253,9 +271,56 @@ async def list_offsets(pair: Pair) -> tuple[str, ...]:
             )
             for timestamp in timestamps:
                 await pair.step(list_offsets_request(version, topic, timestamp, isolation_level))
+        if version >= 4:  # with the current leader epoch: this one, and one never had
+            for epoch in (0, 5):
+                await pair.step(
+                    list_offsets_request(version, topic, -1, current_leader_epoch=epoch)
+                )
 
     await for_each_version(pair, 2, run)
-    return ("list-offsets-by-timestamp",)
+    return ()
+
+
+@sweep(23)
+async def offset_for_leader_epoch(pair: Pair) -> tuple[str, ...]:
+    topic = unique("epochs")
+    await create_topic(pair, topic)
+    await produce(pair, topic, records_batch([b"a", b"b", b"c"]))
+    # (current leader epoch, leader epoch): the current epoch, none, one after it, and
+    # a current epoch the broker never had
+    asked = ((-1, 0), (0, 0), (-1, -1), (0, 3), (5, 0))
+
+    async def run(version: int) -> None:
+        for current, epoch in asked:
+            await pair.step(
+                request(
+                    23,
+                    version,
+                    replica_id=-1,
+                    topics=[
+                        {
+                            "topic": topic,
+                            "partitions": [
+                                {
+                                    "partition": index,
+                                    "current_leader_epoch": current,
+                                    "leader_epoch": epoch,
+                                }
+                                for index in (0, 5)
+                            ],
+                        },
+                        {
+                            "topic": unique("missing"),
+                            "partitions": [
+                                {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}
+                            ],
+                        },
+                    ],
+                )
+            )
+
+    await for_each_version(pair, 23, run)
+    return ()
 
 
 @sweep(21)
@@ -424,7 +489,7 @@ async def describe_topic_partitions(pair: Pair) -> tuple[str, ...]:
         )
 
     await for_each_version(pair, 75, run)
-    return ("leader-epoch",)
+    return ()
 
 
 @sweep(10)

@@ -255,14 +255,13 @@ async def learn_member_id(pair: Pair, rewriter: Rewriter, body: Any) -> None:
 
 
 KNOWN_BY_CLIENT: dict[str, tuple[str, ...]] = {
-    "aiokafka-0.14": ("batch-leader-epoch", "fetch-error-partition"),
-    "java-4.0": ("consumer-group-describe", "fetch-zero-topic-id"),
+    "aiokafka-0.14": (),
+    "java-4.0": ("consumer-group-describe",),
     "kafka-python-3.0": ("cluster-operations", "fetch-sessions", "group-operations"),
-    "kcat-1.7": ("fetch-error-partition",),
+    "kcat-1.7": (),
     "librdkafka-2.16": (
         "consumer-heartbeat-fenced",
         "consumer-heartbeat-leave",
-        "fetch-error-partition",
     ),
 }
 """The known differences each recorded session meets (tests/differential_allowed.py)."""

@@ -444,3 +444,42 @@ def test_a_client_leaving_during_a_latency_fault_leaves_no_coroutine_unawaited(a
         trio.run(client_leaves)
         gc.collect()
     assert [str(w.message) for w in caught if w.category is RuntimeWarning] == []
+
+
+@pytest.mark.clients
+def test_a_consumer_across_a_leader_move_validates_its_position_and_reads_exactly(
+    start_broker: StartBroker,
+) -> None:
+    """A leader moved by a fault bumps the leader epoch: librdkafka's consumer, fetching
+    with the epoch it knew, is fenced (FENCED_LEADER_EPOCH), refreshes its metadata and
+    validates its position with OffsetForLeaderEpoch (KIP-320) before it reads on from
+    the new leader, as against Kafka; every record is read once."""
+    broker = start_broker(
+        "--brokers", "3", "--source", "clicks:partitions=6,records=400,size=20",
+    )  # fmt: skip
+    # Small fetches and a short queue: the consumer has more to fetch after the moves.
+    consumer = Consumer({
+        "bootstrap.servers": broker.bootstrap, "group.id": "epochs",
+        "auto.offset.reset": "earliest", "enable.auto.commit": False,
+        "fetch.message.max.bytes": 1024, "queued.min.messages": 10,
+        "queued.max.messages.kbytes": 1,
+    })  # fmt: skip
+    consumer.subscribe(["clicks"])
+    try:
+        seen: set[tuple[int, int]] = set()
+        read_until(consumer, 1200, seen)
+        for partition in range(6):
+            to = (Cluster(3).leader("clicks", partition) + 1) % 3
+            spec = f"move:topic=clicks,partition={partition},to={to}"
+            assert http("POST", faults_url(broker), spec)[0] == 201
+        read_until(consumer, 2400, seen)
+    finally:
+        consumer.close()
+    assert seen == {(p, o) for p in range(6) for o in range(400)}
+    requests = samples(broker.scrape(), "nullbroker_requests_total")
+    validated = sum(
+        v for labels, v in requests.items() if ("api", "OffsetForLeaderEpoch") in labels
+    )
+    assert validated >= 1
+    errors = samples(broker.scrape(), "nullbroker_errors_total")
+    assert sum(v for labels, v in errors.items() if ("error", "fenced_leader_epoch") in labels)

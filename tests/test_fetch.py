@@ -3,6 +3,7 @@ errors, the fetched counters, long-polling at the log end, and Java's recorded r
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import inspect
 import io
@@ -304,7 +305,9 @@ def test_offsets_below_the_log_start_or_above_the_log_end_are_out_of_range(versi
     above = fetch_one(b, topic, version, 0, RECORDS + 1)
     for data in (below, above):
         assert data.error_code is ErrorCode.offset_out_of_range
-        assert (getattr(data, "log_start_offset", 1000), data.high_watermark) == (1000, RECORDS)
+        # As Kafka (tests/test_differential_apis.py): a partition in error tells no offsets.
+        assert (getattr(data, "log_start_offset", -1), data.high_watermark) == (-1, -1)
+        assert data.last_stable_offset == -1 and data.aborted_transactions is None
         assert data.records == b""
     at_start = fetch_one(b, topic, version, 0, 1000)
     assert at_start.error_code is ErrorCode.none
@@ -600,3 +603,22 @@ def test_java_fetch_v16_requests_get_responses_kio_round_trips_byte_for_byte(fil
         offset = asked[data.partition_index]
         assert (data.error_code, data.high_watermark) == (ErrorCode.none, 200)
         assert offsets_of(data.records) == list(range(offset - offset % per_batch, 200))
+
+
+@pytest.mark.parametrize("version", [v for v in VERSIONS if v >= 13])
+def test_a_topic_named_by_the_zero_id_fails_a_fetch_that_opens_a_session(version: int) -> None:
+    """As Kafka 4.1 answers (tests/test_differential_apis.py): its fetch session cache fails
+    on the zero topic id, so a Fetch asking for a session (epoch 0) gets UNKNOWN_SERVER_ERROR
+    and no topics; a sessionless one (epoch -1) UNKNOWN_TOPIC_ID on the partition."""
+    b, _ = source_broker()
+    asked = fetch_request(version, [(uuid.UUID(int=0), [(0, 0, MIB)])])
+    for session_epoch, top, partitions in (
+        (0, ErrorCode.unknown_server_error, []),
+        (-1, ErrorCode.none, [ErrorCode.unknown_topic_id]),
+    ):
+        frame = request_frame(
+            FETCH, version, dataclasses.replace(asked, session_epoch=session_epoch)
+        )
+        _, response = decode_response(FETCH, version, answered(b.answer(frame, SESSION)))
+        assert response.error_code == top
+        assert [p.error_code for t in response.responses for p in t.partitions] == partitions

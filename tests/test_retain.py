@@ -12,15 +12,18 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from kio.schema.errors import ErrorCode
 
+from codec.batch_template import TemplateRecord, build_template
 from nullbroker.broker import Broker
 from nullbroker.config import Config
 from nullbroker.retained import RetainedBatches
+from nullbroker.source import compressor
 from nullbroker.stats import PartitionCounters
 from perf import java_perf
 from tests.broker_process import BrokerProcess, metric_total
 from tests.conftest import StartBroker
 from tests.kio_calls import call, record_batch, types
 from tests.test_fetch import fetch_one, offsets_of
+from tests.test_handlers import list_offsets
 from tests.test_handlers import produce as produce_request
 
 
@@ -34,7 +37,9 @@ def test_batches_are_kept_with_their_offsets_and_the_oldest_dropped_past_the_cap
     parts, count, size = ring.read(25, limit=10**6, first=True)
     assert [int.from_bytes(part[:8], "big") for part in parts] == [20, 30, 40]
     assert (count, size) == (25, 3 * len(batch))
-    assert all(bytes(part[8:]) == batch[8:] for part in parts)  # as received, CRC intact
+    # As received, CRC intact, but for the leader epoch Kafka stamps (bytes 12-15, 0 here).
+    assert all(bytes(part[8:12]) == batch[8:12] for part in parts)
+    assert all(bytes(part[12:16]) == bytes(4) and part[16:] == batch[16:] for part in parts)
     # The first batch of a response goes even over the limit; later ones only within it.
     assert ring.read(20, limit=1, first=True)[1:] == (10, len(batch))
     assert ring.read(20, limit=1, first=False) == ([], 0, 0)
@@ -122,6 +127,19 @@ def test_without_retain_kafka_e2e_latency_sees_synthetic_values_and_fails(
     assert kafka_e2e_latency(start_broker(), 5).returncode != 0
 
 
+def test_a_batch_read_back_carries_the_leader_s_epoch_as_kafka_stamps_it() -> None:
+    broker = Broker(Config(retain=1 << 20))
+    batch = bytearray(record_batch(3))
+    batch[12:16] = b"\xff" * 4  # -1, as Java and librdkafka producers send it (not in the CRC)
+    produce_request(broker, "t", 0, batch)
+    data = fetch_one(broker, broker.topics.get("t"), 16, 0, 0)
+    assert bytes(data.records[12:16]) == bytes(4)  # Kafka's: epoch 0, a new topic's
+    assert data.records[8:12] == batch[8:12] and data.records[16:] == batch[16:]
+    ring = RetainedBatches(capacity=1 << 20, counters=PartitionCounters())
+    ring.append(0, 3, batch, leader_epoch=7)  # on a cluster, after leaders moved
+    assert int.from_bytes(ring.read(0, 1 << 20, True)[0][0][12:16], "big") == 7
+
+
 def delete_records_below(broker: Broker, topic: str, offset: int) -> int:
     """DeleteRecords for partition 0 of `topic`; the new log start it answers."""
     t = types(21, 2)
@@ -155,3 +173,32 @@ def test_delete_records_lets_go_of_the_retained_batches_wholly_below_the_new_log
 
     assert delete_records_below(broker, "t", -1) == 50  # up to the high watermark
     assert counters.retained_bytes == 0
+
+
+def produced_batch(start_ms: int, deltas: list[int], compression: str = "none") -> bytes:
+    """A batch of records at `start_ms` plus each delta, compressed as asked."""
+    records = [TemplateRecord(None, b"v", (), delta) for delta in deltas]
+    template = build_template(records, compression, compressor(compression))
+    return bytes(template.render(0, start_ms))
+
+
+def test_list_offsets_by_time_searches_the_produced_timestamps_as_kafka_does() -> None:
+    """With --retain, ListOffsets by timestamp answers the first record at or after the
+    time, and max timestamp (-3) the record that has it, from the produced batches (a
+    compressed one inflated), as Kafka searches its log (tests/test_differential_flows.py
+    asks both); not the synthetic records' timestamps."""
+    broker = Broker(Config(retain=1 << 20))
+    start = 1_767_225_600_000
+    produce_request(broker, "t", 0, produced_batch(start, [0, 1, 2]))
+    produce_request(broker, "t", 0, produced_batch(start + 100, [0, 5, 10], "gzip"))
+
+    def found(timestamp: int) -> tuple[int, int, int]:
+        answer = list_offsets(broker, "t", 0, timestamp)
+        return answer.offset, answer.timestamp, answer.leader_epoch
+
+    assert found(start + 1) == (1, start + 1, 0)
+    assert found(start + 104) == (4, start + 105, 0)  # inside the compressed batch
+    assert found(start + 111) == (-1, -1, -1)
+    assert found(-3) == (5, start + 110, 0)
+    assert delete_records_below(broker, "t", 2) == 2
+    assert found(start) == (2, start + 2, 0)  # none below the log start

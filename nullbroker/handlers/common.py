@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from ..cluster import OFFSETS_TOPIC
+from ..cluster import NO_LEADER_EPOCH, OFFSETS_TOPIC
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
@@ -89,3 +89,13 @@ def led_elsewhere(broker: Broker, node: int, topic: Topic | None) -> frozenset[i
 
 
 _LED_HERE: frozenset[int] = frozenset()
+
+
+def epoch_error(asked: int, current: int) -> ErrorCode:
+    """Kafka's check of a client's current_leader_epoch (Partition.checkCurrentLeaderEpoch)
+    against the partition's: an older one is FENCED_LEADER_EPOCH, a newer one (the client
+    heard of a leader this broker has not) UNKNOWN_LEADER_EPOCH; either makes the client
+    refresh its metadata."""
+    if asked in (NO_LEADER_EPOCH, current):
+        return ErrorCode.none
+    return ErrorCode.fenced_leader_epoch if asked < current else ErrorCode.unknown_leader_epoch

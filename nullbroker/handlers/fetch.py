@@ -13,6 +13,7 @@ kept: every response carries session id 0, and clients then send full fetch requ
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -22,12 +23,19 @@ from kio.schema.errors import ErrorCode
 
 from codec import Request
 from codec.control_batch import as_transactional, control_batch
-from codec.fetch_response import FetchPartition, FetchTopic, fetch_response_parts, with_throttle
+from codec.fetch_response import (
+    EMPTY_ABORTED,
+    FetchPartition,
+    FetchTopic,
+    fetch_response_parts,
+    with_throttle,
+)
 from codec.framing import Buffer
 
+from ..cluster import NO_LEADER_EPOCH
 from ..source import now_ms
 from ..topics import Partition, Topic
-from .common import counted, led_elsewhere
+from .common import counted, epoch_error, led_elsewhere
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
@@ -36,6 +44,10 @@ if TYPE_CHECKING:
 FETCH = 1
 FIRST_TOPIC_ID_VERSION = 13
 READ_COMMITTED = 1  # the isolation level
+OPENING_EPOCH = 0
+"""The session epoch of a full Fetch that asks for a fetch session (KIP-227)."""
+ZERO_TOPIC_ID = uuid.UUID(int=0)
+"""kio reads the zero topic id as None; a request built in-process may hold it."""
 NO_LIMIT = 2**31 - 1
 NO_RECORDS: tuple[Buffer, ...] = ()
 
@@ -72,14 +84,29 @@ class _Answer:
 
 def handle_fetch(broker: Broker, request: Request, session: Session) -> Any:
     body = request.body
+    version = request.header.api_version
+    if _zero_id_in_new_session(version, body):
+        # As Kafka 4.1 answers it: its fetch session cache fails on a topic named by the
+        # zero id (a sessionless Fetch of it gets UNKNOWN_TOPIC_ID on the partition).
+        counted(broker, ErrorCode.unknown_server_error)
+        return fetch_response_parts(version, (), error_code=ErrorCode.unknown_server_error)
     # An error fault answers every partition with its code, serving nothing.
     injected = broker.faults.error("Fetch", session.node_id) if broker.faults.active else None
     wanted = _resolve(broker, body, session.node_id, injected)
-    answer = _build(request.header.api_version, body, wanted)
+    answer = _build(version, body, wanted)
     if _enough(answer, body) or body.max_wait.total_seconds() <= 0:
         return _account(broker, answer, session.node_id)
     deadline_ms = now_ms() + body.max_wait.total_seconds() * 1000
     return _held(broker, request, wanted, deadline_ms, session.node_id)
+
+
+def _zero_id_in_new_session(version: int, body: Any) -> bool:
+    """Whether a Fetch asking for a session (epoch 0) names a topic by the zero id."""
+    return (
+        version >= FIRST_TOPIC_ID_VERSION
+        and body.session_epoch == OPENING_EPOCH
+        and any(topic.topic_id in (None, ZERO_TOPIC_ID) for topic in body.topics)
+    )
 
 
 # Partitions Kafka sets aside before reading (KafkaApis.handleFetchRequest): answered with
@@ -149,15 +176,26 @@ def _resolve(
         for asked in asked_topic.partitions:
             partition = None
             error = missing if topic is None else ErrorCode.unknown_topic_or_partition
+            exists = topic is not None and 0 <= asked.partition < len(topic.partitions)
             if injected is not None:
                 error = injected
+            elif exists and (fenced := _fenced(broker, topic, asked)) is not ErrorCode.none:
+                error = fenced  # checked first, as Kafka's Partition does
             elif asked.partition in followed:  # the consumer refreshes its metadata
                 error = ErrorCode.not_leader_or_follower
-            elif topic is not None and 0 <= asked.partition < len(topic.partitions):
+            elif exists:
                 partition = topic.partitions[asked.partition]
             partitions.append(_Wanted(asked, topic, partition, error))
         resolved.append(_WantedTopic(asked_topic, partitions))
     return resolved
+
+
+def _fenced(broker: Broker, topic: Topic, asked: Any) -> ErrorCode:
+    """The error of a stale or unknown current_leader_epoch (Fetch v9+), if any."""
+    current_epoch = getattr(asked, "current_leader_epoch", NO_LEADER_EPOCH)
+    if current_epoch == NO_LEADER_EPOCH:
+        return ErrorCode.none
+    return epoch_error(current_epoch, broker.cluster.leader_epoch(topic.name, asked.partition))
 
 
 def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
@@ -220,7 +258,12 @@ def _build(version: int, body: Any, wanted: list[_WantedTopic]) -> _Answer:
                     error = ErrorCode.offset_out_of_range
             if error is not ErrorCode.none:
                 answer.errors.append(error)
-                if error not in SET_ASIDE:
+                # As Kafka: a partition in error tells no offsets, and one set aside before
+                # reading an empty list of aborted transactions.
+                log_end = stable = log_start = -1
+                if error in SET_ASIDE:
+                    aborted = EMPTY_ABORTED
+                else:
                     answer.read_error = True
             # Records are never null: librdkafka rejects a flexible response with null records.
             partitions.append(

@@ -81,6 +81,7 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
                     broker.config.verify_crc,
                     max_bytes,
                     transactions_v2,
+                    broker.cluster.leader_epoch(topic.name, index),
                 )
                 # Taken, or refused by the sequence checks: the log start, as Kafka's
                 # answer carries it; refused before (the transaction, the batch): -1.
