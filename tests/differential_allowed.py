@@ -321,6 +321,7 @@ UNORDERED: dict[str, str] = {
     "DescribeProducersResponse.topics": "name",
     "DescribeProducersResponse.topics[].partitions": "partition_index",
     "DescribeTransactionsResponse.transaction_states": "transactional_id",
+    "DescribeTransactionsResponse.transaction_states[].topics": "topic",
     "IncrementalAlterConfigsResponse.responses": "resource_name",
     "ProduceResponse.responses": "name",
     "OffsetFetchResponse.topics[].partitions": "partition_index",

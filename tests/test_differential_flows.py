@@ -489,4 +489,4 @@ async def test_init_producer_id_fences_an_open_transaction(pair: Pair) -> None:
     await pair.step(
         request(61, pair.versions(61)[-1], topics=[{"name": topic, "partition_indexes": [0]}])
     )
-    pair.check("marker-leader-epoch")
+    pair.check()
