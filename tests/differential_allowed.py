@@ -123,18 +123,6 @@ KNOWN: tuple[Entry, ...] = (
         "v4+, DescribeTopicPartitions",
     ),
     Entry(
-        "cluster-operations",
-        "*.cluster_authorized_operations",
-        "Metadata v8-v10 and DescribeCluster with include_cluster_authorized_operations: "
-        "Kafka 8096, nullbroker 32672",
-    ),
-    Entry(
-        "metadata-unknown-topic-operations",
-        "MetadataResponse.topics[*].topic_authorized_operations",
-        "Metadata v8+ asking a topic that does not exist with "
-        "include_topic_authorized_operations: Kafka 3576, nullbroker -2147483648",
-    ),
-    Entry(
         "min-insync-source",
         "*.configs[min.insync.replicas]*source",
         "Kafka 3 (DYNAMIC_DEFAULT_BROKER_CONFIG: a KRaft cluster sets min.insync.replicas "
@@ -215,12 +203,6 @@ KNOWN: tuple[Entry, ...] = (
         "SyncGroupResponse.error_code",
         "SyncGroup v5 from an unknown member without protocol type and name: Kafka "
         "INCONSISTENT_GROUP_PROTOCOL (23), nullbroker UNKNOWN_MEMBER_ID (25)",
-    ),
-    Entry(
-        "group-operations",
-        "*Response.groups[*].authorized_operations",
-        "DescribeGroups v3+ and ConsumerGroupDescribe include_authorized_operations: Kafka "
-        "3400, nullbroker 328 (DescribeGroups) and -2147483648 (ConsumerGroupDescribe)",
     ),
     Entry(
         "create-topics-bad-config",
@@ -308,24 +290,6 @@ KNOWN: tuple[Entry, ...] = (
             "ConsumerGroupHeartbeatResponse.member_epoch",
             "ConsumerGroupHeartbeatResponse.heartbeat_interval",
             "ConsumerGroupHeartbeatResponse.assignment",
-        )
-    ),
-    *(
-        Entry(
-            "consumer-group-describe",
-            path,
-            "ConsumerGroupDescribe of a classic group: Kafka GROUP_ID_NOT_FOUND with state '', "
-            "epochs 0, assignor ''; nullbroker state 'Dead', epochs -1, assignor 'uniform'; of a "
-            "member: subscribed_topic_regex Kafka '', nullbroker null; member_type (v1) Kafka 1, "
-            "nullbroker -1",
-        )
-        for path in (
-            "ConsumerGroupDescribeResponse.groups[*].group_state",
-            "ConsumerGroupDescribeResponse.groups[*].group_epoch",
-            "ConsumerGroupDescribeResponse.groups[*].assignment_epoch",
-            "ConsumerGroupDescribeResponse.groups[*].assignor_name",
-            "ConsumerGroupDescribeResponse.groups[*].members[].subscribed_topic_regex",
-            "ConsumerGroupDescribeResponse.groups[*].members[].member_type",
         )
     ),
 )

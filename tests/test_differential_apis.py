@@ -77,8 +77,6 @@ async def metadata(pair: Pair) -> tuple[str, ...]:
     await for_each_version(pair, 3, run, low=4)
     return (
         "leader-epoch",
-        "cluster-operations",
-        "metadata-unknown-topic-operations",
         "min-insync-source",
     )
 
@@ -395,7 +393,7 @@ async def describe_cluster(pair: Pair) -> tuple[str, ...]:
             )
 
     await for_each_version(pair, 60, run)
-    return ("cluster-operations",)
+    return ()
 
 
 @sweep(75)
@@ -639,7 +637,7 @@ async def describe_groups(pair: Pair) -> tuple[str, ...]:
         )
 
     await for_each_version(pair, 15, run)
-    return ("group-operations",)
+    return ()
 
 
 @sweep(16)
@@ -1005,7 +1003,7 @@ async def consumer_group_describe(pair: Pair) -> tuple[str, ...]:
         )
 
     await for_each_version(pair, 69, run)
-    return ("consumer-group-describe", "group-operations")
+    return ()
 
 
 @pytest.mark.parametrize("api_key", sorted(SWEEP))

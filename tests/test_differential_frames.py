@@ -261,12 +261,11 @@ KNOWN_BY_CLIENT: dict[str, tuple[str, ...]] = {
         "fetch-error-partition",
     ),
     "java-4.0": (
-        "consumer-group-describe",
         "delete-records-error-low-watermark",
         "fetch-zero-topic-id",
         "first-sequence-nonzero",
     ),
-    "kafka-python-3.0": ("cluster-operations", "fetch-sessions", "group-operations"),
+    "kafka-python-3.0": ("fetch-sessions",),
     "kcat-1.7": ("fetch-error-partition",),
     "librdkafka-2.16": (
         "consumer-heartbeat-fenced",

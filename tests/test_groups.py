@@ -1248,6 +1248,38 @@ async def test_each_describe_api_says_which_kind_of_group_it_found(
     ]
 
 
+async def test_describe_apis_answer_kafka_s_defaults_and_a_group_s_operations(
+    broker: Broker, autojump_clock: trio.abc.Clock
+) -> None:
+    # As Kafka 4.1.1 answered: a group's operations (READ, DESCRIBE, DELETE, DESCRIBE_CONFIGS,
+    # ALTER_CONFIGS: 3400) for a group found only; a group ConsumerGroupDescribe refuses has
+    # the response's defaults; a member without a regex has "", and is a consumer member (1).
+    await NewMember(broker).join()
+    with trio.fail_after(PATIENCE_SECONDS):
+        await stable(Consumer(broker))
+    classic = await describe(broker, "group", version=6)
+    assert (classic.error_code, classic.authorized_operations) == (ErrorCode.none, 3400)
+    refused = await describe(broker, "new", version=6)
+    assert refused.authorized_operations == -(2**31)
+    response = await acall(
+        broker,
+        CONSUMER_GROUP_DESCRIBE,
+        1,
+        group_ids=("new", "group"),
+        include_authorized_operations=True,
+    )
+    found, other = response.groups
+    assert (found.error_code, found.authorized_operations) == (ErrorCode.none, 3400)
+    assert [(m.subscribed_topic_regex, m.member_type) for m in found.members] == [("", 1)]
+    assert (
+        other.group_state,
+        other.group_epoch,
+        other.assignment_epoch,
+        other.assignor_name,
+        other.authorized_operations,
+    ) == ("", 0, 0, "", -(2**31))
+
+
 # Every served version
 
 

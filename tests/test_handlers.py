@@ -547,6 +547,35 @@ def test_describe_cluster_lists_this_node() -> None:
     assert controllers.error_code is ErrorCode.unsupported_endpoint_type
 
 
+def test_authorized_operations_are_every_one_kafka_s_resource_type_has() -> None:
+    # Kafka 4.1.1 without an authorizer answered these bit sets: the cluster's seven
+    # operations (no token ones), a topic's eight, even for a topic asked by a name that
+    # does not exist.
+    b = broker()
+    b.topics.create("ops", 1)
+    response = call(
+        b,
+        METADATA,
+        10,
+        topics=(
+            types(METADATA, 10).MetadataRequestTopic(name="ops", topic_id=uuid.UUID(int=0)),
+            types(METADATA, 10).MetadataRequestTopic(name="nope", topic_id=uuid.UUID(int=0)),
+        ),
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=True,
+        include_topic_authorized_operations=True,
+    )
+    assert response.cluster_authorized_operations == 8096
+    assert [(t.name, t.error_code, t.topic_authorized_operations) for t in response.topics] == [
+        ("ops", ErrorCode.none, 3576),
+        ("nope", ErrorCode.unknown_topic_or_partition, 3576),
+    ]
+    described = call(
+        b, DESCRIBE_CLUSTER, 1, include_cluster_authorized_operations=True, endpoint_type=1
+    )
+    assert described.cluster_authorized_operations == 8096
+
+
 def test_find_coordinator_points_at_this_node_in_old_and_batched_versions() -> None:
     b = broker()
     single = call(b, FIND_COORDINATOR, 3, key="group", key_type=0)

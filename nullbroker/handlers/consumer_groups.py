@@ -18,7 +18,14 @@ from ..consumer_groups import (
     Heartbeat,
     HeartbeatError,
 )
-from .common import NO_THROTTLE, client_host, coordinated_elsewhere, counted
+from .common import (
+    GROUP_OPERATIONS,
+    NO_THROTTLE,
+    authorized_operations,
+    client_host,
+    coordinated_elsewhere,
+    counted,
+)
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
@@ -120,6 +127,7 @@ def handle_consumer_group_describe(broker: Broker, request: Request, session: Se
     """What `kafka-consumer-groups --describe` shows of a consumer group: its members,
     what each owns and what it is to own."""
     types = response_module(CONSUMER_GROUP_DESCRIBE, request.header.api_version)
+    include_operations = request.body.include_authorized_operations
     described = []
     for group_id in request.body.group_ids:
         group = broker.groups.find(group_id)
@@ -139,16 +147,24 @@ def handle_consumer_group_describe(broker: Broker, request: Request, session: Se
                 error_message=message,
                 group_id=group_id,
                 group_state=found.state if found is not None else "",
-                group_epoch=found.epoch if found is not None else -1,
-                assignment_epoch=found.assignment_epoch if found is not None else -1,
-                assignor_name=UNIFORM,
+                group_epoch=found.epoch if found is not None else 0,
+                assignment_epoch=found.assignment_epoch if found is not None else 0,
+                assignor_name=UNIFORM if found is not None else "",
                 members=_members(broker, types, found) if found is not None else (),
-                authorized_operations=-(2**31),
+                # As Kafka: the operations of a group it found only.
+                authorized_operations=authorized_operations(
+                    include_operations and found is not None, GROUP_OPERATIONS
+                ),
             )
         )
     return make(
         types.ConsumerGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=tuple(described)
     )
+
+
+# ConsumerGroupDescribe v1's member type (KIP-1099): 0 a classic member, 1 a consumer one; every
+# member of a nullbroker consumer group joined by ConsumerGroupHeartbeat.
+CONSUMER_MEMBER = 1
 
 
 def _members(broker: Broker, types: Any, group: ConsumerGroup) -> tuple[Any, ...]:
@@ -162,7 +178,7 @@ def _members(broker: Broker, types: Any, group: ConsumerGroup) -> tuple[Any, ...
             client_id=member.client_id,
             client_host=member.client_host,
             subscribed_topic_names=member.subscribed,
-            subscribed_topic_regex=member.regex,
+            subscribed_topic_regex=member.regex or "",  # Kafka's default: "" for none
             assignment=make(
                 types.Assignment, topic_partitions=_by_id(broker, types, member.owned, True)
             ),
@@ -172,7 +188,7 @@ def _members(broker: Broker, types: Any, group: ConsumerGroup) -> tuple[Any, ...
                     broker, types, group.target.get(member.member_id, {}), True
                 ),
             ),
-            member_type=-1,
+            member_type=CONSUMER_MEMBER,
         )
         for member in group.members.values()
     )

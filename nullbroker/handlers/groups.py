@@ -32,6 +32,7 @@ from ..groups import (
 )
 from ..topics import Topic
 from .common import (
+    GROUP_OPERATIONS,
     NO_THROTTLE,
     authorized_operations,
     client_host,
@@ -56,9 +57,6 @@ LIST_GROUPS = 16
 DELETE_GROUPS = 42
 OFFSET_DELETE = 47
 
-# AclOperation codes a group has (org.apache.kafka.common.acl.AclOperation): READ, DELETE
-# and DESCRIBE. nullbroker authorizes all.
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 # JoinGroup v4+ requires a known member id (KIP-394); v7+ has nullable protocol names;
 # v9+ may tell a rejoining static leader to skip assigning.
 FIRST_JOIN_REQUIRING_MEMBER_ID = 4
@@ -614,7 +612,11 @@ def _described(
             )
             for member in group.members
         ),
-        authorized_operations=operations,
+        # Kafka tells the operations of a group it found (or, before v6, of one it describes as
+        # Dead), not of one it refuses.
+        authorized_operations=operations
+        if error is ErrorCode.none
+        else authorized_operations(False, operations),
     )
 
 
