@@ -143,37 +143,6 @@ KNOWN: tuple[Entry, ...] = (
     ),
     *(
         Entry(
-            "empty-error-message",
-            path,
-            "'' from Kafka where nullbroker sends null: FindCoordinator v4+ coordinators, "
-            "DescribeConfigs results; 'NONE' for FindCoordinator v1-3 with an unknown key type",
-        )
-        for path in (
-            "FindCoordinatorResponse.error_message",
-            "FindCoordinatorResponse.coordinators[].error_message",
-            "DescribeConfigsResponse.results[*].error_message",
-        )
-    ),
-    *(
-        Entry(
-            "find-coordinator-key-type",
-            f"FindCoordinatorResponse.{field}",
-            "FindCoordinator key_type 7 (unknown): Kafka INVALID_REQUEST (42), node -1, host "
-            "'', port -1; nullbroker answers as for a group",
-        )
-        for field in (
-            "error_code",
-            "node_id",
-            "host",
-            "port",
-            "coordinators[].error_code",
-            "coordinators[].node_id",
-            "coordinators[].host",
-            "coordinators[].port",
-        )
-    ),
-    *(
-        Entry(
             "fetch-error-partition",
             f"FetchResponse.responses[].partitions[].{field}",
             "Fetch of a partition that does not exist (5 of a 1-partition topic): Kafka "
@@ -294,9 +263,7 @@ KNOWN: tuple[Entry, ...] = (
     ),
 )
 
-COMMON = frozenset(
-    {"topic-configs-missing", "min-insync-source", "leader-epoch", "empty-error-message"}
-)
+COMMON = frozenset({"topic-configs-missing", "min-insync-source", "leader-epoch"})
 """Known differences in the steps most sequences share (CreateTopics, Metadata,
 FindCoordinator): a sequence need not name them; the sequences that test those APIs do."""
 

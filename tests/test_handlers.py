@@ -523,7 +523,10 @@ def test_describe_configs_reports_topic_defaults_and_overrides() -> None:
     assert configs["retention.ms"].synonyms[0].value == "1000"
     only = describe_configs(b, 2, "t", keys=("min.insync.replicas",))
     assert [c.name for c in only.configs] == ["min.insync.replicas"]
-    assert describe_configs(b, 2, "missing").error_code is ErrorCode.unknown_topic_or_partition
+    missing = describe_configs(b, 2, "missing")
+    # As Kafka 4.1.1: "", not null, with an error or without.
+    assert (missing.error_code, missing.error_message) == (ErrorCode.unknown_topic_or_partition, "")
+    assert result.error_message == ""
 
 
 def test_describe_configs_reports_the_brokers_own_settings() -> None:
@@ -582,6 +585,32 @@ def test_find_coordinator_points_at_this_node_in_old_and_batched_versions() -> N
     assert (single.node_id, single.host, single.port) == (0, "127.0.0.1", 9092)
     batched = call(b, FIND_COORDINATOR, 6, key_type=0, coordinator_keys=("g1", "g2"))
     assert [c.key for c in batched.coordinators] == ["g1", "g2"]
+    # Kafka 4.1.1 words no error "NONE" before v4 and "" in a coordinator of v4+.
+    assert single.error_message == "NONE"
+    assert [c.error_message for c in batched.coordinators] == ["", ""]
+
+
+def test_find_coordinator_refuses_a_key_type_it_does_not_serve_as_kafka_does() -> None:
+    b = broker()
+    unknown = call(b, FIND_COORDINATOR, 3, key="group", key_type=7)
+    assert (unknown.error_code, unknown.node_id, unknown.host, unknown.port) == (
+        ErrorCode.invalid_request,
+        -1,
+        "",
+        -1,
+    )
+    assert unknown.error_message.startswith("This most likely occurs because of a request")
+    share, other = (
+        call(b, FIND_COORDINATOR, 6, key_type=2, coordinator_keys=("g:topic-id:0",)).coordinators
+        + call(b, FIND_COORDINATOR, 6, key_type=-1, coordinator_keys=("g",)).coordinators
+    )
+    # Share groups (key type 2) Kafka refuses without a message when they are not enabled.
+    assert (share.error_code, share.error_message, share.node_id) == (
+        ErrorCode.invalid_request,
+        "",
+        -1,
+    )
+    assert (other.error_code, other.port) == (ErrorCode.invalid_request, -1)
 
 
 def test_every_request_is_counted_per_api_with_its_latency() -> None:

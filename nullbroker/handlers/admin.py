@@ -235,12 +235,11 @@ def handle_describe_configs(broker: Broker, request: Request, session: Session) 
     results = []
     for resource in body.resources:
         entries: list[ConfigEntry] = []
-        error, message = ErrorCode.none, None
+        error, message = ErrorCode.none, ""  # Kafka's result without an error: "", not null
         if resource.resource_type == TOPIC_RESOURCE:
             topic = broker.topics.get(resource.resource_name)
             if topic is None:
-                error = ErrorCode.unknown_topic_or_partition
-                message = f"topic {resource.resource_name!r} does not exist"
+                error = ErrorCode.unknown_topic_or_partition  # without a word, as Kafka 4.1.1
             else:
                 entries = topic_entries(topic.configs)
         elif resource.resource_type in (BROKER_RESOURCE, BROKER_LOGGER_RESOURCE):
