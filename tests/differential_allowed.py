@@ -174,18 +174,6 @@ KNOWN: tuple[Entry, ...] = (
         "INCONSISTENT_GROUP_PROTOCOL (23), nullbroker UNKNOWN_MEMBER_ID (25)",
     ),
     Entry(
-        "create-topics-bad-config",
-        "CreateTopicsResponse.topics[diff-bad*",
-        "CreateTopics with an unknown config name or a bad value: Kafka INVALID_CONFIG (40), "
-        "num_partitions and replication_factor -1, configs []; nullbroker creates the topic",
-    ),
-    Entry(
-        "create-topics-error-configs",
-        "CreateTopicsResponse.topics[*].configs",
-        "CreateTopics v5+, a topic that fails (replication factor 3, 0 partitions, already "
-        "exists): Kafka configs [], nullbroker null",
-    ),
-    Entry(
         "delete-records-error-low-watermark",
         "DeleteRecordsResponse.topics[*].partitions[].low_watermark",
         "DeleteRecords beyond the high watermark (OFFSET_OUT_OF_RANGE): Kafka low_watermark "
@@ -210,12 +198,6 @@ KNOWN: tuple[Entry, ...] = (
         "TxnOffsetCommitResponse.topics[].partitions[].error_code",
         "TxnOffsetCommit to a group the transaction did not add (no AddOffsetsToTxn): Kafka "
         "NONE, nullbroker INVALID_TXN_STATE (48)",
-    ),
-    Entry(
-        "create-partitions-unknown-topic-message",
-        "CreatePartitionsResponse.results[*].error_message",
-        "CreatePartitions of a topic that does not exist: Kafka error_message null, "
-        "nullbroker a message",
     ),
     *(
         Entry(

@@ -72,7 +72,7 @@ def counted(broker: Broker, error: ErrorCode) -> ErrorCode:
 class Refusal(Exception):
     """A request part refused with a Kafka error code and a message, as Kafka words it."""
 
-    def __init__(self, error: ErrorCode, message: str) -> None:
+    def __init__(self, error: ErrorCode, message: str | None) -> None:
         super().__init__(message)
         self.error = error
         self.message = message
