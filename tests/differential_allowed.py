@@ -168,12 +168,6 @@ KNOWN: tuple[Entry, ...] = (
         for field in ("offset", "timestamp")
     ),
     Entry(
-        "sync-group-check-order",
-        "SyncGroupResponse.error_code",
-        "SyncGroup v5 from an unknown member without protocol type and name: Kafka "
-        "INCONSISTENT_GROUP_PROTOCOL (23), nullbroker UNKNOWN_MEMBER_ID (25)",
-    ),
-    Entry(
         "delete-records-error-low-watermark",
         "DeleteRecordsResponse.topics[*].partitions[].low_watermark",
         "DeleteRecords beyond the high watermark (OFFSET_OUT_OF_RANGE): Kafka low_watermark "

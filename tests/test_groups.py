@@ -608,6 +608,31 @@ async def test_sync_group_errors_follow_kafka(
             await first.join()
 
 
+async def test_a_sync_group_v5_without_protocol_type_or_name_is_refused_first(
+    broker: Broker, autojump_clock: trio.abc.Clock
+) -> None:
+    # Kafka 4.1.1 answers INCONSISTENT_GROUP_PROTOCOL before it looks at the member (which
+    # here is unknown, and the group too); v4 has neither field and is asked about the member.
+    async def sync(version: int, protocol_type: str | None, protocol_name: str | None) -> Any:
+        return await acall(
+            broker,
+            SYNC_GROUP,
+            version,
+            group_id="group",
+            generation_id=1,
+            member_id="stranger",
+            group_instance_id=None,
+            protocol_type=protocol_type,
+            protocol_name=protocol_name,
+            assignments=(),
+        )
+
+    assert (await sync(5, None, None)).error_code is ErrorCode.inconsistent_group_protocol
+    assert (await sync(5, "consumer", None)).error_code is ErrorCode.inconsistent_group_protocol
+    assert (await sync(5, "consumer", "range")).error_code is ErrorCode.unknown_member_id
+    assert (await sync(4, None, None)).error_code is ErrorCode.unknown_member_id
+
+
 async def test_a_follower_parked_on_sync_learns_of_a_new_rebalance(
     broker: Broker, autojump_clock: trio.abc.Clock
 ) -> None:

@@ -69,6 +69,8 @@ OFFSET_DELETE = 47
 FIRST_JOIN_REQUIRING_MEMBER_ID = 4
 FIRST_JOIN_WITH_NULLABLE_PROTOCOL = 7
 FIRST_JOIN_WITH_SKIP_ASSIGNMENT = 9
+# SyncGroup v5+ must name the protocol type and name (KIP-559).
+FIRST_SYNC_REQUIRING_PROTOCOL = 5
 # DescribeGroups v6+ says GROUP_ID_NOT_FOUND for an unknown group, older ones "Dead".
 FIRST_DESCRIBE_WITH_GROUP_ID_NOT_FOUND = 6
 
@@ -202,6 +204,11 @@ def _join_response(broker: Broker, version: int, result: JoinResult) -> Any:
 def handle_sync_group(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     body = request.body
+    if version >= FIRST_SYNC_REQUIRING_PROTOCOL and (
+        body.protocol_type is None or body.protocol_name is None
+    ):
+        # Kafka's KafkaApis refuses it so before asking any coordinator about the member.
+        return _sync_response(broker, version, SyncResult(ErrorCode.inconsistent_group_protocol))
     if coordinated_elsewhere(broker, session, body.group_id):
         return _sync_response(broker, version, SyncResult(ErrorCode.not_coordinator))
     reply = broker.groups.sync(
