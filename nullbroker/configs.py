@@ -198,6 +198,7 @@ TOPIC_CONFIGS: dict[str, TopicConfig] = {
     )
 }
 TOPIC_TYPES = {name: config.type for name, config in TOPIC_CONFIGS.items()}
+TOPIC_DEFAULT_VALUES = {name: config.default for name, config in TOPIC_CONFIGS.items()}
 TOPIC_DEFAULTS: tuple[ConfigEntry, ...] = tuple(
     ConfigEntry(name, config.default, config.type)
     for name, config in sorted(TOPIC_CONFIGS.items())

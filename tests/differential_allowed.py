@@ -195,23 +195,6 @@ KNOWN: tuple[Entry, ...] = (
     ),
     *(
         Entry(
-            "subtract-to-empty-list",
-            path,
-            "IncrementalAlterConfigs SUBTRACT of cleanup.policy's only value: Kafka accepts it "
-            "(DescribeConfigs then shows 'delete'), nullbroker INVALID_CONFIG (40)",
-        )
-        for path in (
-            "IncrementalAlterConfigsResponse.responses[*].error_code",
-            "IncrementalAlterConfigsResponse.responses[*].error_message",
-        )
-    ),
-    Entry(
-        "subtract-to-empty-list",
-        "DescribeConfigsResponse.results[*].configs[cleanup.policy].value",
-        "after the SUBTRACT above: Kafka 'delete', nullbroker 'compact'",
-    ),
-    *(
-        Entry(
             "describe-producers",
             path,
             "DescribeProducers: last_timestamp Kafka the batch's max timestamp (1767225600001), "
