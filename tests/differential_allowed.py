@@ -122,25 +122,6 @@ KNOWN: tuple[Entry, ...] = (
         "skip OffsetForLeaderEpoch, which nullbroker does not serve); Metadata, ListOffsets "
         "v4+, DescribeTopicPartitions",
     ),
-    Entry(
-        "min-insync-source",
-        "*.configs[min.insync.replicas]*source",
-        "Kafka 3 (DYNAMIC_DEFAULT_BROKER_CONFIG: a KRaft cluster sets min.insync.replicas "
-        "cluster-wide when formatted, and lists it first among the synonyms), nullbroker 5",
-    ),
-    Entry(
-        "min-insync-source",
-        "DescribeConfigsResponse.results[*].configs[min.insync.replicas].synonyms[]",
-        "Kafka lists a second synonym (min.insync.replicas=1, source 5) after the dynamic one",
-    ),
-    Entry(
-        "config-synonyms",
-        "DescribeConfigsResponse.results[*].configs[*].synonyms[]*",
-        "DescribeConfigs include_synonyms: Kafka's synonym of a topic config is the broker "
-        "config it defaults to (log.cleanup.policy, message.max.bytes, log.segment.bytes, ...) "
-        "and none for flush.ms, segment.jitter.ms, segment.ms; nullbroker names the topic "
-        "config itself",
-    ),
     *(
         Entry(
             "fetch-error-partition",
@@ -222,7 +203,7 @@ KNOWN: tuple[Entry, ...] = (
     ),
 )
 
-COMMON = frozenset({"topic-configs-missing", "min-insync-source", "leader-epoch"})
+COMMON = frozenset({"topic-configs-missing", "leader-epoch"})
 """Known differences in the steps most sequences share (CreateTopics, Metadata,
 FindCoordinator): a sequence need not name them; the sequences that test those APIs do."""
 

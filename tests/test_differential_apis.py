@@ -75,10 +75,7 @@ async def metadata(pair: Pair) -> tuple[str, ...]:
         )
 
     await for_each_version(pair, 3, run, low=4)
-    return (
-        "leader-epoch",
-        "min-insync-source",
-    )
+    return ("leader-epoch",)
 
 
 @sweep(19)
@@ -105,7 +102,7 @@ async def create_topics(pair: Pair) -> tuple[str, ...]:
         )
 
     await for_each_version(pair, 19, run)
-    return ("min-insync-source",)
+    return ()
 
 
 def topic_spec(
@@ -303,10 +300,7 @@ async def describe_configs(pair: Pair) -> tuple[str, ...]:
             )
 
     await for_each_version(pair, 32, run)
-    return (
-        "config-synonyms",
-        "min-insync-source",
-    )
+    return ()
 
 
 @sweep(44)

@@ -533,6 +533,33 @@ def test_describe_configs_reports_topic_defaults_and_overrides() -> None:
     assert result.error_message == ""
 
 
+def test_describe_configs_names_the_synonyms_kafka_names() -> None:
+    # As Kafka 4.1.1 (a KRaft cluster, formatted with min.insync.replicas=1 for every broker):
+    # a topic config's synonym is the broker config its default comes from, after the topic's
+    # own setting; some have none.
+    b = broker()
+    b.topics.create("t", 1, {"cleanup.policy": "compact"})
+    configs = {c.name: c for c in describe_configs(b, 2, "t").configs}
+
+    def synonyms(name: str) -> list[tuple[str, str | None, int]]:
+        return [(x.name, x.value, x.source) for x in configs[name].synonyms]
+
+    assert synonyms("cleanup.policy") == [
+        ("cleanup.policy", "compact", 1),
+        ("log.cleanup.policy", "delete", 5),
+    ]
+    assert synonyms("max.message.bytes") == [("message.max.bytes", "1048588", 5)]
+    assert synonyms("segment.ms") == synonyms("retention.ms") == []
+    assert configs["min.insync.replicas"].config_source == 3  # DYNAMIC_DEFAULT_BROKER_CONFIG
+    assert synonyms("min.insync.replicas") == [
+        ("min.insync.replicas", "1", 3),
+        ("min.insync.replicas", "1", 5),
+    ]
+    brokers = {c.name: c for c in describe_configs(b, 4, "0").configs}
+    assert brokers["min.insync.replicas"].config_source == 3
+    assert [x.source for x in brokers["min.insync.replicas"].synonyms] == [3, 5]
+
+
 def test_describe_configs_reports_the_brokers_own_settings() -> None:
     result = describe_configs(broker(partitions=6), 4, "0")
     configs = {c.name: c.value for c in result.configs}

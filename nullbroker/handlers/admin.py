@@ -275,13 +275,14 @@ def handle_describe_configs(broker: Broker, request: Request, session: Session) 
                         read_only=entry.read_only,
                         config_source=entry.source,
                         is_sensitive=False,
-                        synonyms=(
+                        synonyms=tuple(
                             make(
                                 types.DescribeConfigsSynonym,
-                                name=entry.name,
-                                value=entry.value,
-                                source=entry.source,
-                            ),
+                                name=synonym.name,
+                                value=synonym.value,
+                                source=synonym.source,
+                            )
+                            for synonym in entry.listed_synonyms()
                         )
                         if include_synonyms
                         else (),
