@@ -187,20 +187,6 @@ KNOWN: tuple[Entry, ...] = (
             "DescribeProducersResponse.topics[*].partitions[].error_message",
         )
     ),
-    *(
-        Entry(
-            "consumer-heartbeat-fenced",
-            path,
-            "ConsumerGroupHeartbeat with a member epoch ahead of the group's "
-            "(FENCED_MEMBER_EPOCH): Kafka member_epoch 0, heartbeat_interval 0, assignment null; "
-            "nullbroker -1, 5 s, and the member's assignment",
-        )
-        for path in (
-            "ConsumerGroupHeartbeatResponse.member_epoch",
-            "ConsumerGroupHeartbeatResponse.heartbeat_interval",
-            "ConsumerGroupHeartbeatResponse.assignment",
-        )
-    ),
 )
 
 COMMON = frozenset({"topic-configs-missing", "leader-epoch"})
@@ -251,18 +237,6 @@ KNOWN += (
         "*.batches[].control.producer_epoch",
         "the abort marker of a transaction that InitProducerId fenced: Kafka writes it at the "
         "new epoch (1), nullbroker at the fenced one (0)",
-    ),
-)
-
-KNOWN += (
-    *(
-        Entry(
-            "consumer-heartbeat-leave",
-            f"ConsumerGroupHeartbeatResponse.{field}",
-            "ConsumerGroupHeartbeat leaving (member_epoch -1): Kafka assignment null and "
-            "heartbeat_interval 0, nullbroker the member's last assignment and 5 s",
-        )
-        for field in ("assignment", "heartbeat_interval")
     ),
 )
 

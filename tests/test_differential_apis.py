@@ -957,7 +957,7 @@ async def consumer_group_heartbeat(pair: Pair) -> tuple[str, ...]:
         )
 
     await for_each_version(pair, 68, run)
-    return ("consumer-heartbeat-fenced",)
+    return ()
 
 
 @sweep(69)

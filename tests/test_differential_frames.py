@@ -268,8 +268,6 @@ KNOWN_BY_CLIENT: dict[str, tuple[str, ...]] = {
     "kafka-python-3.0": ("fetch-sessions",),
     "kcat-1.7": ("fetch-error-partition",),
     "librdkafka-2.16": (
-        "consumer-heartbeat-fenced",
-        "consumer-heartbeat-leave",
         "delete-records-error-low-watermark",
         "fetch-error-partition",
     ),

@@ -1009,6 +1009,43 @@ class NewMember:
         await self.heartbeat(-1)
 
 
+async def test_consumer_heartbeat_answers_leaving_and_fenced_members_as_kafka_does(
+    broker: Broker, autojump_clock: trio.abc.Clock
+) -> None:
+    member = NewMember(broker)
+    await member.join()
+    again = await member.heartbeat()
+    assert again.assignment is None  # unchanged: Kafka does not send it again
+    fenced = await acall(
+        broker,
+        CONSUMER_GROUP_HEARTBEAT,
+        1,
+        group_id=member.group,
+        member_id=member.member_id,
+        member_epoch=member.epoch + 5,
+        instance_id=None,
+        rack_id=None,
+        rebalance_timeout=ms(REBALANCE_MS),
+        subscribed_topic_names=None,
+        subscribed_topic_regex=None,
+        server_assignor=None,
+        topic_partitions=None,
+    )
+    # Kafka 4.1.1's error answer is the response's defaults but for the error.
+    assert (
+        fenced.error_code,
+        fenced.member_epoch,
+        fenced.heartbeat_interval,
+        fenced.assignment,
+    ) == (ErrorCode.fenced_member_epoch, 0, datetime.timedelta(0), None)
+    left = await member.heartbeat(-1)
+    assert (left.member_epoch, left.heartbeat_interval, left.assignment) == (
+        -1,
+        datetime.timedelta(0),
+        None,
+    )
+
+
 async def fetch_as(broker: Broker, group: str, member_id: str | None, epoch: int) -> ErrorCode:
     t = types(OFFSET_FETCH, 9)
     response = await acall(

@@ -12,6 +12,8 @@ from codec import Request
 from codec.entities import make, response_module
 
 from ..consumer_groups import (
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
     UNIFORM,
     Assignment,
     ConsumerGroup,
@@ -46,7 +48,7 @@ def handle_consumer_group_heartbeat(broker: Broker, request: Request, session: S
             error_code=counted(broker, error),
             error_message=message,
             member_id=None,
-            member_epoch=-1,
+            member_epoch=0,  # Kafka's error response: the defaults
             heartbeat_interval=datetime.timedelta(0),
             assignment=None,
         )
@@ -93,8 +95,11 @@ def handle_consumer_group_heartbeat(broker: Broker, request: Request, session: S
         error_message=None,
         member_id=member.member_id,
         member_epoch=member.epoch,
+        # A member that left is told no interval, as Kafka tells it.
         heartbeat_interval=datetime.timedelta(
-            milliseconds=broker.consumer_groups.heartbeat_interval_ms
+            milliseconds=0
+            if member.epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH)
+            else broker.consumer_groups.heartbeat_interval_ms
         ),
         assignment=None
         if assignment is None
