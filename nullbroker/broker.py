@@ -30,6 +30,7 @@ from codec.framing import Buffer
 from . import produce_lane
 from .cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Cluster, internal_partition_for
 from .config import Config
+from .configs import FORMATTED_CLUSTER_CONFIGS
 from .faults import Faults
 from .idle import IdleConnections
 from .log_limit import RepeatLimitedLog
@@ -160,9 +161,10 @@ class Broker:
         self.producers = ProducerRegistry()
         self._group_services: trio.Nursery | None = None
         """Where the group coordinator's timers run, once it is made (serve_groups_in)."""
-        self.broker_configs: dict[str, dict[str, str]] = {}
+        self.broker_configs: dict[str, dict[str, str]] = {"": dict(FORMATTED_CLUSTER_CONFIGS)}
         """Broker configs set by IncrementalAlterConfigs, by resource name: "" for every
-        broker (cluster defaults), the node id for this one. Reported, not enforced."""
+        broker (cluster defaults, from those a KRaft cluster is formatted with), the node id
+        for this one. Reported, not enforced."""
         self.faults = Faults(self.cluster, counts=self.stats.faults)
         """Latency, errors, nodes down and leaders moved, on demand."""
         for spec in config.faults:

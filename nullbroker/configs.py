@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -41,6 +41,15 @@ class ConfigSource(IntEnum):
     DEFAULT_CONFIG = 5
 
 
+class Synonym(NamedTuple):
+    """One of the settings a config's value may come from, as DescribeConfigs lists them
+    (include_synonyms): the one in force first."""
+
+    name: str
+    value: str | None
+    source: ConfigSource
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigEntry:
     name: str
@@ -49,6 +58,13 @@ class ConfigEntry:
     source: ConfigSource = ConfigSource.DEFAULT_CONFIG
     read_only: bool = False
     documentation: str | None = None
+    synonyms: tuple[Synonym, ...] | None = None
+    """None: the entry's own name, value and source, alone."""
+
+    def listed_synonyms(self) -> tuple[Synonym, ...]:
+        if self.synonyms is None:
+            return (Synonym(self.name, self.value, self.source),)
+        return self.synonyms
 
 
 class InvalidConfig(Exception):
@@ -198,8 +214,70 @@ TOPIC_CONFIGS: dict[str, TopicConfig] = {
     )
 }
 TOPIC_TYPES = {name: config.type for name, config in TOPIC_CONFIGS.items()}
+TOPIC_DEFAULT_VALUES = {name: config.default for name, config in TOPIC_CONFIGS.items()}
+
+FORMATTED_CLUSTER_CONFIGS = {"min.insync.replicas": "1"}
+"""What `kafka-storage format` sets for every broker of a new KRaft cluster (a dynamic
+cluster default, DYNAMIC_DEFAULT_BROKER_CONFIG): a real Kafka 4.1 cluster reports it so."""
+
+TOPIC_BROKER_SYNONYMS: dict[str, str] = {
+    "cleanup.policy": "log.cleanup.policy",
+    "compression.gzip.level": "compression.gzip.level",
+    "compression.lz4.level": "compression.lz4.level",
+    "compression.type": "compression.type",
+    "compression.zstd.level": "compression.zstd.level",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "file.delete.delay.ms": "log.segment.delete.delay.ms",
+    "flush.messages": "log.flush.interval.messages",
+    "index.interval.bytes": "log.index.interval.bytes",
+    "local.retention.bytes": "log.local.retention.bytes",
+    "local.retention.ms": "log.local.retention.ms",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
+    "max.message.bytes": "message.max.bytes",
+    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+    "message.timestamp.type": "log.message.timestamp.type",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
+    "min.insync.replicas": "min.insync.replicas",
+    "preallocate": "log.preallocate",
+    "retention.bytes": "log.retention.bytes",
+    "segment.bytes": "log.segment.bytes",
+    "segment.index.bytes": "log.index.size.max.bytes",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
+}
+"""The broker config a topic config's default comes from, as Kafka 4.1.1's DescribeConfigs
+names it (ServerTopicConfigSynonyms, the broker settings that have a value): flush.ms,
+retention.ms, segment.ms, segment.jitter.ms, the throttled replicas and the remote storage
+configs name none, their broker synonyms having no default of their own."""
+
+
+def _default_synonyms(name: str) -> tuple[Synonym, ...]:
+    """Where a topic config's default comes from: its broker synonym as the cluster was
+    formatted with it, then as Kafka's default."""
+    broker_name = TOPIC_BROKER_SYNONYMS.get(name)
+    if broker_name is None:
+        return ()
+    formatted = FORMATTED_CLUSTER_CONFIGS.get(broker_name)
+    return (
+        *(
+            (Synonym(broker_name, formatted, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),)
+            if formatted is not None
+            else ()
+        ),
+        Synonym(broker_name, TOPIC_CONFIGS[name].default, ConfigSource.DEFAULT_CONFIG),
+    )
+
+
+def _topic_default(name: str, config: TopicConfig) -> ConfigEntry:
+    synonyms = _default_synonyms(name)
+    source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
+    value = synonyms[0].value if synonyms else config.default
+    return ConfigEntry(name, value, config.type, source, synonyms=synonyms)
+
+
 TOPIC_DEFAULTS: tuple[ConfigEntry, ...] = tuple(
-    ConfigEntry(name, config.default, config.type)
+    _topic_default(name, config)
     for name, config in sorted(TOPIC_CONFIGS.items())
     if not config.internal
 )
@@ -317,12 +395,17 @@ def max_message_bytes(overrides: dict[str, str], broker_default: int) -> int:
 
 def topic_entries(overrides: dict[str, str]) -> list[ConfigEntry]:
     """A topic's configuration: the defaults, with the topic's own settings over them."""
+    overridden = ConfigSource.DYNAMIC_TOPIC_CONFIG
     entries = [
         ConfigEntry(
             entry.name,
             overrides[entry.name],
             entry.type,
-            ConfigSource.DYNAMIC_TOPIC_CONFIG,
+            overridden,
+            synonyms=(
+                Synonym(entry.name, overrides[entry.name], overridden),
+                *(entry.synonyms or ()),
+            ),
         )
         if entry.name in overrides
         else entry
@@ -351,10 +434,13 @@ def broker_entries(
     )
     entries = []
     for entry in static_broker_entries(config, node_id):
+        # Kafka lists every layer that sets a broker config, the one in force first.
+        synonyms = [Synonym(entry.name, entry.value, entry.source)]
         for overrides, source in layers:
             if entry.name in overrides:
+                synonyms.insert(0, Synonym(entry.name, overrides[entry.name], source))
                 entry = ConfigEntry(entry.name, overrides[entry.name], entry.type, source)
-        entries.append(entry)
+        entries.append(replace(entry, synonyms=tuple(synonyms)))
     return entries
 
 

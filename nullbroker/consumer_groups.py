@@ -179,6 +179,15 @@ class Heartbeat:
     client_host: str
     regex: str | None = None
 
+    def is_full(self) -> bool:
+        """Whether it sent all a member has (Kafka's isFullRequest): its rebalance timeout,
+        subscription and owned partitions, as a client does after an error."""
+        return (
+            self.rebalance_timeout_ms != -1
+            and (self.subscribed is not None or self.regex is not None)
+            and self.owned is not None
+        )
+
 
 class ConsumerGroups:
     """Every consumer group of this coordinator."""
@@ -202,7 +211,7 @@ class ConsumerGroups:
 
     def heartbeat(self, beat: Heartbeat) -> tuple[ConsumerMember, Assignment | None]:
         """Apply one heartbeat: the member after it, and its assignment (None: none to
-        send, the member leaving). Raises HeartbeatError."""
+        send: the member leaving, or its assignment as it was). Raises HeartbeatError."""
         if not beat.group_id:
             raise HeartbeatError(ErrorCode.invalid_group_id, "the group id is empty")
         group = self.groups.get(beat.group_id)
@@ -225,12 +234,18 @@ class ConsumerGroups:
             return member, None
         member = self._member(group, beat)
         member.last_heartbeat = self._clock()
+        before = dict(member.owned)
         if beat.owned is not None:
             self._acknowledge(member, beat.owned)
         if group.assignment_epoch < group.epoch:
             group.target = self._assign(group)
             group.assignment_epoch = group.epoch
-        return member, self._reconcile(group, member)
+        assignment = self._reconcile(group, member)
+        # As Kafka's coordinator: the assignment goes to a member joining, one that sent
+        # everything (as a client does after an error), or one whose partitions changed.
+        if beat.member_epoch == 0 or beat.is_full() or assignment != before:
+            return member, assignment
+        return member, None
 
     def _member(self, group: ConsumerGroup, beat: Heartbeat) -> ConsumerMember:
         member = group.members.get(beat.member_id)

@@ -87,6 +87,18 @@ def test_append_and_subtract_work_on_list_configs_only(broker: Broker) -> None:
     assert "append is not allowed" in refused.error_message
 
 
+def test_a_list_operation_on_a_config_not_set_starts_from_its_default(broker: Broker) -> None:
+    # As Kafka 4.1.1: APPEND compact to cleanup.policy unset gives "delete,compact"; SUBTRACT
+    # of a list's only item leaves it empty, which Kafka takes and describes as "".
+    alter(broker, (TOPIC, "t", [("cleanup.policy", APPEND, "compact")]))
+    assert described(broker, TOPIC, "t")["cleanup.policy"] == ("delete,compact", 1)
+    alter(broker, (TOPIC, "t", [("cleanup.policy", SUBTRACT, "compact")]))
+    assert described(broker, TOPIC, "t")["cleanup.policy"] == ("delete", 1)
+    (emptied,) = alter(broker, (TOPIC, "t", [("cleanup.policy", SUBTRACT, "delete")]))
+    assert emptied.error_code is ErrorCode.none
+    assert described(broker, TOPIC, "t")["cleanup.policy"] == ("", 1)
+
+
 @pytest.mark.parametrize(
     ("resource", "error", "says"),
     [

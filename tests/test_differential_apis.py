@@ -76,11 +76,7 @@ async def metadata(pair: Pair) -> tuple[str, ...]:
         )
 
     await for_each_version(pair, 3, run, low=4)
-    return (
-        "cluster-operations",
-        "metadata-unknown-topic-operations",
-        "min-insync-source",
-    )
+    return ()
 
 
 @sweep(19)
@@ -107,11 +103,7 @@ async def create_topics(pair: Pair) -> tuple[str, ...]:
         )
 
     await for_each_version(pair, 19, run)
-    return (
-        "create-topics-bad-config",
-        "min-insync-source",
-        "create-topics-error-configs",
-    )
+    return ()
 
 
 def topic_spec(
@@ -173,7 +165,7 @@ async def create_partitions(pair: Pair) -> tuple[str, ...]:
             )
 
     await for_each_version(pair, 37, run)
-    return ("create-partitions-unknown-topic-message",)
+    return ()
 
 
 @sweep(0)
@@ -374,11 +366,7 @@ async def describe_configs(pair: Pair) -> tuple[str, ...]:
             )
 
     await for_each_version(pair, 32, run)
-    return (
-        "config-synonyms",
-        "empty-error-message",
-        "min-insync-source",
-    )
+    return ()
 
 
 @sweep(44)
@@ -442,7 +430,7 @@ async def incremental_alter_configs(pair: Pair) -> tuple[str, ...]:
         )
 
     await for_each_version(pair, 44, run)
-    return ("subtract-to-empty-list",)
+    return ()
 
 
 @sweep(60)
@@ -460,7 +448,7 @@ async def describe_cluster(pair: Pair) -> tuple[str, ...]:
             )
 
     await for_each_version(pair, 60, run)
-    return ("cluster-operations",)
+    return ()
 
 
 @sweep(75)
@@ -502,7 +490,7 @@ async def find_coordinators(pair: Pair) -> tuple[str, ...]:
         await pair.step(request(10, version, key=group, key_type=7, coordinator_keys=[group]))
 
     await for_each_version(pair, 10, run)
-    return ("empty-error-message", "find-coordinator-key-type")
+    return ()
 
 
 @sweep(11)
@@ -572,7 +560,7 @@ async def sync_group(pair: Pair) -> tuple[str, ...]:
         )
 
     await for_each_version(pair, 14, run)
-    return ("sync-group-check-order",)
+    return ()
 
 
 @sweep(13)
@@ -704,7 +692,7 @@ async def describe_groups(pair: Pair) -> tuple[str, ...]:
         )
 
     await for_each_version(pair, 15, run)
-    return ("group-operations",)
+    return ()
 
 
 @sweep(16)
@@ -1035,7 +1023,7 @@ async def consumer_group_heartbeat(pair: Pair) -> tuple[str, ...]:
         )
 
     await for_each_version(pair, 68, run)
-    return ("consumer-heartbeat-fenced",)
+    return ()
 
 
 @sweep(69)
@@ -1070,7 +1058,7 @@ async def consumer_group_describe(pair: Pair) -> tuple[str, ...]:
         )
 
     await for_each_version(pair, 69, run)
-    return ("consumer-group-describe", "group-operations")
+    return ()
 
 
 @pytest.mark.parametrize("api_key", sorted(SWEEP))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
+from collections.abc import Callable
 
 import pytest
 from kio.records.schema import RecordHeader
@@ -23,6 +24,7 @@ from tests.differential import (
     generation,
     init_producer,
     join_classic,
+    learn_topic_ids,
     list_offsets_request,
     member,
     pair,
@@ -31,6 +33,7 @@ from tests.differential import (
     read_log,
     records_batch,
     request,
+    topic_id,
     txn_offset_commit_request,
     unique,
 )
@@ -400,10 +403,7 @@ async def test_consumer_group_from_join_to_deletion(pair: Pair) -> None:
     await pair.step(
         request(69, pair.versions(69)[-1], group_ids=[group], include_authorized_operations=False)
     )
-    pair.check(
-        "consumer-heartbeat-leave",
-        "consumer-group-describe",
-    )
+    pair.check()
 
 
 async def test_producer_sequences_epochs_and_their_state(pair: Pair) -> None:
@@ -490,3 +490,56 @@ async def test_init_producer_id_fences_an_open_transaction(pair: Pair) -> None:
         request(61, pair.versions(61)[-1], topics=[{"name": topic, "partition_indexes": [0]}])
     )
     pair.check()
+
+
+async def test_a_commit_at_a_member_s_previous_epoch(pair: Pair) -> None:
+    """Member a owns both partitions at epoch 1; b joins (epoch 2); a gives up partition 1
+    and moves to epoch 2; then a commits partition 0, which it still owns, at epoch 1."""
+    topic = unique("kip1251")
+    await create_topic(pair, topic, partitions=2)
+    await learn_topic_ids(pair, topic)
+    group = unique("kip1251")
+    a, b = sorted(str(uuid.uuid4()) for _ in range(2))  # uniform: the first id keeps 0
+    await find_coordinator(pair, group)
+
+    def beat(
+        member_id: str, epoch: int, owned: list[int] | None, topics: list[str] | None = None
+    ) -> Callable[[Side], object]:
+        return lambda side: request(
+            68,
+            pair.versions(68)[-1],
+            group_id=group,
+            member_id=member_id,
+            member_epoch=epoch,
+            rebalance_timeout=datetime.timedelta(seconds=30),
+            subscribed_topic_names=topics,
+            topic_partitions=None
+            if owned is None
+            else [{"topic_id": topic_id(side, topic), "partitions": owned}][: len(owned)],
+        )
+
+    await pair.step(beat(a, 0, [], [topic]))
+    await pair.step(beat(a, 1, [0, 1]))
+    await pair.step(beat(b, 0, [], [topic]))
+    await pair.step(beat(a, 1, [0, 1]))  # told to give up partition 1
+    await pair.step(beat(a, 1, [0]))  # done: epoch 2
+    for epoch in (1, 2):
+        await pair.step(
+            request(
+                8,
+                pair.versions(8)[-1],
+                group_id=group,
+                generation_id_or_member_epoch=epoch,
+                member_id=a,
+                retention_time_ms=-1,
+                topics=[
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {"partition_index": 0, "committed_offset": 0, "committed_metadata": ""}
+                        ],
+                    }
+                ],
+            )
+        )
+    pair.check("commit-previous-epoch")

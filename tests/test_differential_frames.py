@@ -257,12 +257,9 @@ async def learn_member_id(pair: Pair, rewriter: Rewriter, body: Any) -> None:
 KNOWN_BY_CLIENT: dict[str, tuple[str, ...]] = {
     "aiokafka-0.14": (),
     "java-4.0": ("consumer-group-describe",),
-    "kafka-python-3.0": ("cluster-operations", "fetch-sessions", "group-operations"),
+    "kafka-python-3.0": ("fetch-sessions"),
     "kcat-1.7": (),
-    "librdkafka-2.16": (
-        "consumer-heartbeat-fenced",
-        "consumer-heartbeat-leave",
-    ),
+    "librdkafka-2.16": (),
 }
 """The known differences each recorded session meets (tests/differential_allowed.py)."""
 

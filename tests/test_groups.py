@@ -608,6 +608,31 @@ async def test_sync_group_errors_follow_kafka(
             await first.join()
 
 
+async def test_a_sync_group_v5_without_protocol_type_or_name_is_refused_first(
+    broker: Broker, autojump_clock: trio.abc.Clock
+) -> None:
+    # Kafka 4.1.1 answers INCONSISTENT_GROUP_PROTOCOL before it looks at the member (which
+    # here is unknown, and the group too); v4 has neither field and is asked about the member.
+    async def sync(version: int, protocol_type: str | None, protocol_name: str | None) -> Any:
+        return await acall(
+            broker,
+            SYNC_GROUP,
+            version,
+            group_id="group",
+            generation_id=1,
+            member_id="stranger",
+            group_instance_id=None,
+            protocol_type=protocol_type,
+            protocol_name=protocol_name,
+            assignments=(),
+        )
+
+    assert (await sync(5, None, None)).error_code is ErrorCode.inconsistent_group_protocol
+    assert (await sync(5, "consumer", None)).error_code is ErrorCode.inconsistent_group_protocol
+    assert (await sync(5, "consumer", "range")).error_code is ErrorCode.unknown_member_id
+    assert (await sync(4, None, None)).error_code is ErrorCode.unknown_member_id
+
+
 async def test_a_follower_parked_on_sync_learns_of_a_new_rebalance(
     broker: Broker, autojump_clock: trio.abc.Clock
 ) -> None:
@@ -958,7 +983,14 @@ class NewMember:
     async def heartbeat(
         self, epoch: int | None = None, topics: tuple[str, ...] | None = None
     ) -> Any:
-        response = await acall(
+        response = await self.send(epoch, topics)
+        assert response.error_code is ErrorCode.none, response
+        self.epoch = response.member_epoch
+        return response
+
+    async def send(self, epoch: int | None = None, topics: tuple[str, ...] | None = None) -> Any:
+        """One heartbeat, whatever it is answered."""
+        return await acall(
             self.broker,
             CONSUMER_GROUP_HEARTBEAT,
             1,
@@ -973,15 +1005,35 @@ class NewMember:
             server_assignor=None,
             topic_partitions=None,
         )
-        assert response.error_code is ErrorCode.none, response
-        self.epoch = response.member_epoch
-        return response
 
     async def join(self) -> None:
         await self.heartbeat(0, (TOPIC,))
 
     async def leave(self) -> None:
         await self.heartbeat(-1)
+
+
+async def test_consumer_heartbeat_answers_leaving_and_fenced_members_as_kafka_does(
+    broker: Broker, autojump_clock: trio.abc.Clock
+) -> None:
+    member = NewMember(broker)
+    await member.join()
+    again = await member.heartbeat()
+    assert again.assignment is None  # unchanged: Kafka does not send it again
+    fenced = await member.send(member.epoch + 5)
+    # Kafka 4.1.1's error answer is the response's defaults but for the error.
+    assert (
+        fenced.error_code,
+        fenced.member_epoch,
+        fenced.heartbeat_interval,
+        fenced.assignment,
+    ) == (ErrorCode.fenced_member_epoch, 0, datetime.timedelta(0), None)
+    left = await member.heartbeat(-1)
+    assert (left.member_epoch, left.heartbeat_interval, left.assignment) == (
+        -1,
+        datetime.timedelta(0),
+        None,
+    )
 
 
 async def fetch_as(broker: Broker, group: str, member_id: str | None, epoch: int) -> ErrorCode:
@@ -1246,6 +1298,32 @@ async def test_each_describe_api_says_which_kind_of_group_it_found(
         (ErrorCode.group_id_not_found, "Group group is not a consumer group.", ""),
         (ErrorCode.group_id_not_found, "Group nobody not found.", ""),
     ]
+    # As Kafka 4.1.1 answered: a group's operations (READ, DESCRIBE, DELETE, DESCRIBE_CONFIGS,
+    # ALTER_CONFIGS: 3400) for a group found only; a group ConsumerGroupDescribe refuses has
+    # the response's defaults; a member without a regex has "", and is a consumer member (1).
+    assert classic.authorized_operations == -(2**31)
+    found_classic = await describe(broker, "group", version=6)
+    assert (found_classic.error_code, found_classic.authorized_operations) == (
+        ErrorCode.none,
+        3400,
+    )
+    response = await acall(
+        broker,
+        CONSUMER_GROUP_DESCRIBE,
+        1,
+        group_ids=("new", "group"),
+        include_authorized_operations=True,
+    )
+    found, other = response.groups
+    assert (found.error_code, found.authorized_operations) == (ErrorCode.none, 3400)
+    assert [(m.subscribed_topic_regex, m.member_type) for m in found.members] == [("", 1)]
+    assert (
+        other.group_state,
+        other.group_epoch,
+        other.assignment_epoch,
+        other.assignor_name,
+        other.authorized_operations,
+    ) == ("", 0, 0, "", -(2**31))
 
 
 # Every served version

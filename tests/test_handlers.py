@@ -404,6 +404,8 @@ def test_create_topics_creates_and_reports_errors_per_topic() -> None:
     assert len(b.topics.get("default").partitions) == 2
     assert results[0].topic_id == b.topics.get("new").id
     assert {c.name for c in results[0].configs} >= {"retention.ms", "cleanup.policy"}
+    # As Kafka 4.1.1: a topic that failed has no configs, not null ones.
+    assert [r.configs for r in results[2:]] == [(), (), ()]
     assert create_topics(b, ("new", 1, 1))[0].error_code is ErrorCode.topic_already_exists
 
 
@@ -461,15 +463,17 @@ def test_create_partitions_only_grows() -> None:
     t = types(CREATE_PARTITIONS, 3)
 
     def grow(count: int, name: str = "t") -> ErrorCode:
-        response = call(
+        result = call(
             b,
             CREATE_PARTITIONS,
             3,
             topics=(t.CreatePartitionsTopic(name=name, count=count, assignments=None),),
             timeout=datetime.timedelta(seconds=5),
             validate_only=False,
-        )
-        return response.results[0].error_code
+        ).results[0]
+        if result.error_code is ErrorCode.unknown_topic_or_partition:
+            assert result.error_message is None  # as Kafka 4.1.1 answers it
+        return result.error_code
 
     assert grow(3) is ErrorCode.none
     assert len(b.topics.get("t").partitions) == 3
@@ -510,7 +514,37 @@ def test_describe_configs_reports_topic_defaults_and_overrides() -> None:
     assert configs["retention.ms"].synonyms[0].value == "1000"
     only = describe_configs(b, 2, "t", keys=("min.insync.replicas",))
     assert [c.name for c in only.configs] == ["min.insync.replicas"]
-    assert describe_configs(b, 2, "missing").error_code is ErrorCode.unknown_topic_or_partition
+    missing = describe_configs(b, 2, "missing")
+    # As Kafka 4.1.1: "", not null, with an error or without.
+    assert (missing.error_code, missing.error_message) == (ErrorCode.unknown_topic_or_partition, "")
+    assert result.error_message == ""
+
+
+def test_describe_configs_names_the_synonyms_kafka_names() -> None:
+    # As Kafka 4.1.1 (a KRaft cluster, formatted with min.insync.replicas=1 for every broker):
+    # a topic config's synonym is the broker config its default comes from, after the topic's
+    # own setting; some have none.
+    b = broker()
+    b.topics.create("t", 1, {"cleanup.policy": "compact"})
+    configs = {c.name: c for c in describe_configs(b, 2, "t").configs}
+
+    def synonyms(name: str) -> list[tuple[str, str | None, int]]:
+        return [(x.name, x.value, x.source) for x in configs[name].synonyms]
+
+    assert synonyms("cleanup.policy") == [
+        ("cleanup.policy", "compact", 1),
+        ("log.cleanup.policy", "delete", 5),
+    ]
+    assert synonyms("max.message.bytes") == [("message.max.bytes", "1048588", 5)]
+    assert synonyms("segment.ms") == synonyms("retention.ms") == []
+    assert configs["min.insync.replicas"].config_source == 3  # DYNAMIC_DEFAULT_BROKER_CONFIG
+    assert synonyms("min.insync.replicas") == [
+        ("min.insync.replicas", "1", 3),
+        ("min.insync.replicas", "1", 5),
+    ]
+    brokers = {c.name: c for c in describe_configs(b, 4, "0").configs}
+    assert brokers["min.insync.replicas"].config_source == 3
+    assert [x.source for x in brokers["min.insync.replicas"].synonyms] == [3, 5]
 
 
 def test_describe_configs_reports_the_brokers_own_settings() -> None:
@@ -534,12 +568,67 @@ def test_describe_cluster_lists_this_node() -> None:
     assert controllers.error_code is ErrorCode.unsupported_endpoint_type
 
 
+def test_authorized_operations_are_every_one_kafka_s_resource_type_has() -> None:
+    # Kafka 4.1.1 without an authorizer answered these bit sets: the cluster's seven
+    # operations (no token ones), a topic's eight, even for a topic asked by a name that
+    # does not exist.
+    b = broker()
+    b.topics.create("ops", 1)
+    response = call(
+        b,
+        METADATA,
+        10,
+        topics=(
+            types(METADATA, 10).MetadataRequestTopic(name="ops", topic_id=uuid.UUID(int=0)),
+            types(METADATA, 10).MetadataRequestTopic(name="nope", topic_id=uuid.UUID(int=0)),
+        ),
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=True,
+        include_topic_authorized_operations=True,
+    )
+    assert response.cluster_authorized_operations == 8096
+    assert [(t.name, t.error_code, t.topic_authorized_operations) for t in response.topics] == [
+        ("ops", ErrorCode.none, 3576),
+        ("nope", ErrorCode.unknown_topic_or_partition, 3576),
+    ]
+    described = call(
+        b, DESCRIBE_CLUSTER, 1, include_cluster_authorized_operations=True, endpoint_type=1
+    )
+    assert described.cluster_authorized_operations == 8096
+
+
 def test_find_coordinator_points_at_this_node_in_old_and_batched_versions() -> None:
     b = broker()
     single = call(b, FIND_COORDINATOR, 3, key="group", key_type=0)
     assert (single.node_id, single.host, single.port) == (0, "127.0.0.1", 9092)
     batched = call(b, FIND_COORDINATOR, 6, key_type=0, coordinator_keys=("g1", "g2"))
     assert [c.key for c in batched.coordinators] == ["g1", "g2"]
+    # Kafka 4.1.1 words no error "NONE" before v4 and "" in a coordinator of v4+.
+    assert single.error_message == "NONE"
+    assert [c.error_message for c in batched.coordinators] == ["", ""]
+
+
+def test_find_coordinator_refuses_a_key_type_it_does_not_serve_as_kafka_does() -> None:
+    b = broker()
+    unknown = call(b, FIND_COORDINATOR, 3, key="group", key_type=7)
+    assert (unknown.error_code, unknown.node_id, unknown.host, unknown.port) == (
+        ErrorCode.invalid_request,
+        -1,
+        "",
+        -1,
+    )
+    assert unknown.error_message.startswith("This most likely occurs because of a request")
+    share, other = (
+        call(b, FIND_COORDINATOR, 6, key_type=2, coordinator_keys=("g:topic-id:0",)).coordinators
+        + call(b, FIND_COORDINATOR, 6, key_type=-1, coordinator_keys=("g",)).coordinators
+    )
+    # Share groups (key type 2) Kafka refuses without a message when they are not enabled.
+    assert (share.error_code, share.error_message, share.node_id) == (
+        ErrorCode.invalid_request,
+        "",
+        -1,
+    )
+    assert (other.error_code, other.port) == (ErrorCode.invalid_request, -1)
 
 
 def test_every_request_is_counted_per_api_with_its_latency() -> None:

@@ -40,7 +40,9 @@ def handle_create_topics(broker: Broker, request: Request, session: Session) -> 
         topic_id = None
         partitions = DEFAULT
         replication = DEFAULT
-        configs: tuple[Any, ...] | None = None
+        # CreateTopics v5+ reports a topic's configuration: none (not null) if it failed.
+        reports_configs = hasattr(types, "CreatableTopicConfigs")
+        configs: tuple[Any, ...] | None = () if reports_configs else None
         try:
             if times_named[wanted.name] > 1:
                 raise Refusal(
@@ -64,10 +66,9 @@ def handle_create_topics(broker: Broker, request: Request, session: Session) -> 
             if not body.validate_only:
                 topic_id = broker.topics.create(wanted.name, partitions, overrides).id
             replication = 1
-            # CreateTopics v5+ reports the created topic's configuration.
             configs = (
                 None
-                if not hasattr(types, "CreatableTopicConfigs")
+                if not reports_configs
                 else tuple(
                     make(
                         types.CreatableTopicConfigs,
@@ -200,9 +201,8 @@ def handle_create_partitions(broker: Broker, request: Request, session: Session)
         topic = broker.topics.get(wanted.name)
         try:
             if topic is None:
-                raise Refusal(
-                    ErrorCode.unknown_topic_or_partition, f"topic {wanted.name!r} does not exist"
-                )
+                # Kafka 4.1.1 says no more than the error code here.
+                raise Refusal(ErrorCode.unknown_topic_or_partition, None)
             if wanted.count <= len(topic.partitions):
                 raise Refusal(
                     ErrorCode.invalid_partitions,
@@ -235,12 +235,11 @@ def handle_describe_configs(broker: Broker, request: Request, session: Session) 
     results = []
     for resource in body.resources:
         entries: list[ConfigEntry] = []
-        error, message = ErrorCode.none, None
+        error, message = ErrorCode.none, ""  # Kafka's result without an error: "", not null
         if resource.resource_type == TOPIC_RESOURCE:
             topic = broker.topics.get(resource.resource_name)
             if topic is None:
-                error = ErrorCode.unknown_topic_or_partition
-                message = f"topic {resource.resource_name!r} does not exist"
+                error = ErrorCode.unknown_topic_or_partition  # without a word, as Kafka 4.1.1
             else:
                 entries = topic_entries(topic.configs)
         elif resource.resource_type in (BROKER_RESOURCE, BROKER_LOGGER_RESOURCE):
@@ -276,13 +275,14 @@ def handle_describe_configs(broker: Broker, request: Request, session: Session) 
                         read_only=entry.read_only,
                         config_source=entry.source,
                         is_sensitive=False,
-                        synonyms=(
+                        synonyms=tuple(
                             make(
                                 types.DescribeConfigsSynonym,
-                                name=entry.name,
-                                value=entry.value,
-                                source=entry.source,
-                            ),
+                                name=synonym.name,
+                                value=synonym.value,
+                                source=synonym.source,
+                            )
+                            for synonym in entry.listed_synonyms()
                         )
                         if include_synonyms
                         else (),

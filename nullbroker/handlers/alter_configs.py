@@ -20,6 +20,7 @@ from codec.entities import make, response_module
 from ..configs import (
     BROKER_CHECKS,
     DEFAULT_MAX_MESSAGE_BYTES,
+    TOPIC_DEFAULT_VALUES,
     TOPIC_TYPES,
     ConfigType,
     invalid_topic_configs_reason,
@@ -51,8 +52,8 @@ def handle_incremental_alter_configs(broker: Broker, request: Request, session: 
                     ErrorCode.invalid_request,
                     f"resource {resource.resource_name!r} is named more than once in the request",
                 )
-            current, types_of, check = _current(broker, resource, session.node_id)
-            altered = _altered(current, types_of, resource.configs)
+            current, types_of, defaults, check = _current(broker, resource, session.node_id)
+            altered = _altered(current, types_of, defaults, resource.configs)
             check(altered)
             if not body.validate_only:
                 current.clear()
@@ -92,15 +93,15 @@ Check = Callable[[dict[str, str]], None]
 
 def _current(
     broker: Broker, resource: Any, node_id: int
-) -> tuple[dict[str, str], dict[str, ConfigType], Check]:
-    """The overrides a resource has now (altered in place), the configs it may have, and
-    the check of its overrides once altered."""
+) -> tuple[dict[str, str], dict[str, ConfigType], dict[str, str], Check]:
+    """The overrides a resource has now (altered in place), the configs it may have, their
+    defaults, and the check of its overrides once altered."""
     name = resource.resource_name
     if resource.resource_type == TOPIC_RESOURCE:
         topic = broker.topics.get(name)
         if topic is None:
             raise Refusal(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
-        return topic.configs, TOPIC_TYPES, _check_topic_configs
+        return topic.configs, TOPIC_TYPES, TOPIC_DEFAULT_VALUES, _check_topic_configs
     if resource.resource_type == BROKER_RESOURCE:
         node = broker.cluster.node_named(name, node_id)
         if node is None:
@@ -114,7 +115,13 @@ def _current(
                     ErrorCode.invalid_request,
                     f"Cannot update these configs dynamically: Set({config.name})",
                 )
-        return broker.broker_configs.setdefault(name, {}), alterable, _broker_check(alterable)
+        defaults = {entry.name: entry.value or "" for entry in entries}
+        return (
+            broker.broker_configs.setdefault(name, {}),
+            alterable,
+            defaults,
+            _broker_check(alterable),
+        )
     raise Refusal(
         ErrorCode.invalid_request,
         f"resource type {resource.resource_type} cannot be altered here (topics: 2, brokers: 4)",
@@ -142,7 +149,10 @@ def _broker_check(types_of: dict[str, ConfigType]) -> Check:
 
 
 def _altered(
-    current: dict[str, str], types_of: dict[str, ConfigType], configs: Any
+    current: dict[str, str],
+    types_of: dict[str, ConfigType],
+    defaults: dict[str, str],
+    configs: Any,
 ) -> dict[str, str]:
     """The overrides after applying `configs` to `current`, or a refusal, as Kafka checks
     the operations (names and values are checked after, all together)."""
@@ -169,7 +179,8 @@ def _altered(
                     f"Config value {OPERATION_NAMES[operation]} is not allowed for config "
                     f"key: {name}",
                 )
-            value = _list_operation(altered.get(name), operation, value)
+            # Kafka appends to (and subtracts from) the default when nothing is set.
+            value = _list_operation(altered.get(name, defaults.get(name)), operation, value)
         altered[name] = value
     return altered
 

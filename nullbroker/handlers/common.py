@@ -18,30 +18,44 @@ NO_THROTTLE = datetime.timedelta(0)
 # Kafka's sentinel for "authorized operations were not requested".
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
-# AclOperation codes (org.apache.kafka.common.acl.AclOperation). nullbroker authorizes all.
+# AclOperation codes (org.apache.kafka.common.acl.AclOperation).
 _READ, _WRITE, _CREATE, _DELETE, _ALTER, _DESCRIBE = 3, 4, 5, 6, 7, 8
 _CLUSTER_ACTION, _DESCRIBE_CONFIGS, _ALTER_CONFIGS, _IDEMPOTENT_WRITE = 9, 10, 11, 12
-_DESCRIBE_TOKENS, _ALTER_TOKENS = 13, 14
+
+# The operations each resource type has, as Kafka's AclEntry.supportedOperations lists them.
+# Kafka without an authorizer (AuthHelper.authorizedOperations) allows every one of them, and
+# so does nullbroker: the bit set a client is told is this table's row.
+_SUPPORTED_OPERATIONS: dict[str, tuple[int, ...]] = {
+    "topic": (
+        _READ,
+        _WRITE,
+        _CREATE,
+        _DESCRIBE,
+        _DELETE,
+        _ALTER,
+        _DESCRIBE_CONFIGS,
+        _ALTER_CONFIGS,
+    ),
+    "group": (_READ, _DESCRIBE, _DELETE, _DESCRIBE_CONFIGS, _ALTER_CONFIGS),
+    "cluster": (
+        _CREATE,
+        _CLUSTER_ACTION,
+        _DESCRIBE_CONFIGS,
+        _ALTER_CONFIGS,
+        _IDEMPOTENT_WRITE,
+        _ALTER,
+        _DESCRIBE,
+    ),
+}
 
 
-def _bits(*operations: int) -> int:
+def _bits(operations: tuple[int, ...]) -> int:
     return sum(1 << operation for operation in operations)
 
 
-TOPIC_OPERATIONS = _bits(
-    _READ, _WRITE, _CREATE, _DELETE, _ALTER, _DESCRIBE, _DESCRIBE_CONFIGS, _ALTER_CONFIGS
-)
-CLUSTER_OPERATIONS = _bits(
-    _CREATE,
-    _ALTER,
-    _DESCRIBE,
-    _CLUSTER_ACTION,
-    _DESCRIBE_CONFIGS,
-    _ALTER_CONFIGS,
-    _IDEMPOTENT_WRITE,
-    _DESCRIBE_TOKENS,
-    _ALTER_TOKENS,
-)
+TOPIC_OPERATIONS = _bits(_SUPPORTED_OPERATIONS["topic"])
+GROUP_OPERATIONS = _bits(_SUPPORTED_OPERATIONS["group"])
+CLUSTER_OPERATIONS = _bits(_SUPPORTED_OPERATIONS["cluster"])
 
 
 def authorized_operations(requested: bool, operations: int) -> int:
@@ -58,7 +72,7 @@ def counted(broker: Broker, error: ErrorCode) -> ErrorCode:
 class Refusal(Exception):
     """A request part refused with a Kafka error code and a message, as Kafka words it."""
 
-    def __init__(self, error: ErrorCode, message: str) -> None:
+    def __init__(self, error: ErrorCode, message: str | None) -> None:
         super().__init__(message)
         self.error = error
         self.message = message

@@ -12,13 +12,22 @@ from codec import Request
 from codec.entities import make, response_module
 
 from ..consumer_groups import (
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
     UNIFORM,
     Assignment,
     ConsumerGroup,
     Heartbeat,
     HeartbeatError,
 )
-from .common import NO_THROTTLE, client_host, coordinated_elsewhere, counted
+from .common import (
+    GROUP_OPERATIONS,
+    NO_THROTTLE,
+    authorized_operations,
+    client_host,
+    coordinated_elsewhere,
+    counted,
+)
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
@@ -39,7 +48,7 @@ def handle_consumer_group_heartbeat(broker: Broker, request: Request, session: S
             error_code=counted(broker, error),
             error_message=message,
             member_id=None,
-            member_epoch=-1,
+            member_epoch=0,  # Kafka's error response: the defaults
             heartbeat_interval=datetime.timedelta(0),
             assignment=None,
         )
@@ -86,8 +95,11 @@ def handle_consumer_group_heartbeat(broker: Broker, request: Request, session: S
         error_message=None,
         member_id=member.member_id,
         member_epoch=member.epoch,
+        # A member that left is told no interval, as Kafka tells it.
         heartbeat_interval=datetime.timedelta(
-            milliseconds=broker.consumer_groups.heartbeat_interval_ms
+            milliseconds=0
+            if member.epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH)
+            else broker.consumer_groups.heartbeat_interval_ms
         ),
         assignment=None
         if assignment is None
@@ -120,6 +132,7 @@ def handle_consumer_group_describe(broker: Broker, request: Request, session: Se
     """What `kafka-consumer-groups --describe` shows of a consumer group: its members,
     what each owns and what it is to own."""
     types = response_module(CONSUMER_GROUP_DESCRIBE, request.header.api_version)
+    include_operations = request.body.include_authorized_operations
     described = []
     for group_id in request.body.group_ids:
         group = broker.groups.find(group_id)
@@ -139,16 +152,24 @@ def handle_consumer_group_describe(broker: Broker, request: Request, session: Se
                 error_message=message,
                 group_id=group_id,
                 group_state=found.state if found is not None else "",
-                group_epoch=found.epoch if found is not None else -1,
-                assignment_epoch=found.assignment_epoch if found is not None else -1,
-                assignor_name=UNIFORM,
+                group_epoch=found.epoch if found is not None else 0,
+                assignment_epoch=found.assignment_epoch if found is not None else 0,
+                assignor_name=UNIFORM if found is not None else "",
                 members=_members(broker, types, found) if found is not None else (),
-                authorized_operations=-(2**31),
+                # As Kafka: the operations of a group it found only.
+                authorized_operations=authorized_operations(
+                    include_operations and found is not None, GROUP_OPERATIONS
+                ),
             )
         )
     return make(
         types.ConsumerGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=tuple(described)
     )
+
+
+# ConsumerGroupDescribe v1's member type (KIP-1099): 0 a classic member, 1 a consumer one; every
+# member of a nullbroker consumer group joined by ConsumerGroupHeartbeat.
+CONSUMER_MEMBER = 1
 
 
 def _members(broker: Broker, types: Any, group: ConsumerGroup) -> tuple[Any, ...]:
@@ -162,7 +183,7 @@ def _members(broker: Broker, types: Any, group: ConsumerGroup) -> tuple[Any, ...
             client_id=member.client_id,
             client_host=member.client_host,
             subscribed_topic_names=member.subscribed,
-            subscribed_topic_regex=member.regex,
+            subscribed_topic_regex=member.regex or "",  # Kafka's default: "" for none
             assignment=make(
                 types.Assignment, topic_partitions=_by_id(broker, types, member.owned, True)
             ),
@@ -172,7 +193,7 @@ def _members(broker: Broker, types: Any, group: ConsumerGroup) -> tuple[Any, ...
                     broker, types, group.target.get(member.member_id, {}), True
                 ),
             ),
-            member_type=-1,
+            member_type=CONSUMER_MEMBER,
         )
         for member in group.members.values()
     )

@@ -32,6 +32,7 @@ from ..groups import (
 )
 from ..topics import Topic
 from .common import (
+    GROUP_OPERATIONS,
     NO_THROTTLE,
     authorized_operations,
     client_host,
@@ -47,6 +48,13 @@ OFFSET_FETCH = 9
 FIND_COORDINATOR = 10
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
+SHARE_KEY = 2
+FIRST_FIND_COORDINATOR_BATCH = 4
+# Kafka's text of INVALID_REQUEST (Errors.INVALID_REQUEST), where it has no other.
+INVALID_REQUEST_MESSAGE = (
+    "This most likely occurs because of a request being malformed by the client library or "
+    "the message was sent to an incompatible broker. See the broker logs for more details."
+)
 JOIN_GROUP = 11
 HEARTBEAT = 12
 LEAVE_GROUP = 13
@@ -56,14 +64,13 @@ LIST_GROUPS = 16
 DELETE_GROUPS = 42
 OFFSET_DELETE = 47
 
-# AclOperation codes a group has (org.apache.kafka.common.acl.AclOperation): READ, DELETE
-# and DESCRIBE. nullbroker authorizes all.
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 # JoinGroup v4+ requires a known member id (KIP-394); v7+ has nullable protocol names;
 # v9+ may tell a rejoining static leader to skip assigning.
 FIRST_JOIN_REQUIRING_MEMBER_ID = 4
 FIRST_JOIN_WITH_NULLABLE_PROTOCOL = 7
 FIRST_JOIN_WITH_SKIP_ASSIGNMENT = 9
+# SyncGroup v5+ must name the protocol type and name (KIP-559).
+FIRST_SYNC_REQUIRING_PROTOCOL = 5
 # DescribeGroups v6+ says GROUP_ID_NOT_FOUND for an unknown group, older ones "Dead".
 FIRST_DESCRIBE_WITH_GROUP_ID_NOT_FOUND = 6
 
@@ -71,12 +78,23 @@ FIRST_DESCRIBE_WITH_GROUP_ID_NOT_FOUND = 6
 def handle_find_coordinator(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     types = response_module(FIND_COORDINATOR, version)
+    key_type = getattr(request.body, "key_type", GROUP_KEY)
+    refusal = _refused_key_type(key_type)
     internal = internal_topic_for(request.body)
-    # Kafka makes the internal topic on the first FindCoordinator that needs it (and answers
-    # COORDINATOR_NOT_AVAILABLE until it exists); here it is made at once, and answered.
-    broker.topics.internal(internal)
+    if refusal is None:
+        # Kafka makes the internal topic on the first FindCoordinator that needs it (and
+        # answers COORDINATOR_NOT_AVAILABLE until it exists); here it is made at once.
+        broker.topics.internal(internal)
 
     def coordinator(key: str) -> dict[str, Any]:
+        if refusal is not None:
+            return {
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+                "error_code": counted(broker, ErrorCode.invalid_request),
+                "error_message": refusal,
+            }
         node = broker.cluster.coordinator(key, internal)
         address = session.node(broker.cluster, node)
         return {
@@ -84,10 +102,11 @@ def handle_find_coordinator(broker: Broker, request: Request, session: Session) 
             "host": address.host,
             "port": address.port,
             "error_code": ErrorCode.none,
-            "error_message": None,
+            # Kafka's wording of no error: "" in a v4+ coordinator, the error's name before.
+            "error_message": "" if version >= FIRST_FIND_COORDINATOR_BATCH else "NONE",
         }
 
-    if hasattr(types, "Coordinator"):  # v4+: a batch of keys
+    if version >= FIRST_FIND_COORDINATOR_BATCH:
         return make(
             types.FindCoordinatorResponse,
             throttle_time=NO_THROTTLE,
@@ -99,6 +118,15 @@ def handle_find_coordinator(broker: Broker, request: Request, session: Session) 
     return make(
         types.FindCoordinatorResponse, throttle_time=NO_THROTTLE, **coordinator(request.body.key)
     )
+
+
+def _refused_key_type(key_type: int) -> str | None:
+    """The message of Kafka's INVALID_REQUEST for a key type it does not serve (None for
+    one it does): a share group's ("" — Kafka 4.1 without share groups enabled, as
+    nullbroker, which has none) or a key type it does not know (the error's own text)."""
+    if key_type in (GROUP_KEY, TRANSACTION_KEY):
+        return None
+    return "" if key_type == SHARE_KEY else INVALID_REQUEST_MESSAGE
 
 
 def internal_topic_for(find_coordinator: Any) -> str:
@@ -176,6 +204,11 @@ def _join_response(broker: Broker, version: int, result: JoinResult) -> Any:
 def handle_sync_group(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     body = request.body
+    if version >= FIRST_SYNC_REQUIRING_PROTOCOL and (
+        body.protocol_type is None or body.protocol_name is None
+    ):
+        # Kafka's KafkaApis refuses it so before asking any coordinator about the member.
+        return _sync_response(broker, version, SyncResult(ErrorCode.inconsistent_group_protocol))
     if coordinated_elsewhere(broker, session, body.group_id):
         return _sync_response(broker, version, SyncResult(ErrorCode.not_coordinator))
     reply = broker.groups.sync(
@@ -614,7 +647,11 @@ def _described(
             )
             for member in group.members
         ),
-        authorized_operations=operations,
+        # Kafka tells the operations of a group it found (or, before v6, of one it describes as
+        # Dead), not of one it refuses.
+        authorized_operations=operations
+        if error is ErrorCode.none
+        else authorized_operations(False, operations),
     )
 
 

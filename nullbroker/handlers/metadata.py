@@ -81,11 +81,17 @@ def _requested_topic(
         if topic is None:
             return _topic_error(types, broker, None, topic_id, ErrorCode.unknown_topic_id)
         return _topic(types, broker, topic, include_operations)
+    # Kafka tells the operations of every topic asked by name, even one it refused (its
+    # authorizer is asked about the name): only an unknown id has none.
     if invalid_name_reason(name) is not None:
-        return _topic_error(types, broker, name, None, ErrorCode.invalid_topic_exception)
+        return _topic_error(
+            types, broker, name, None, ErrorCode.invalid_topic_exception, include_operations
+        )
     topic = broker.topics.get_or_auto_create(name) if allow_auto_create else broker.topics.get(name)
     if topic is None:
-        return _topic_error(types, broker, name, None, ErrorCode.unknown_topic_or_partition)
+        return _topic_error(
+            types, broker, name, None, ErrorCode.unknown_topic_or_partition, include_operations
+        )
     return _topic(types, broker, topic, include_operations)
 
 
@@ -117,7 +123,12 @@ def _topic(types: Any, broker: Broker, topic: Topic, include_operations: bool) -
 
 
 def _topic_error(
-    types: Any, broker: Broker, name: str | None, topic_id: Any, error: ErrorCode
+    types: Any,
+    broker: Broker,
+    name: str | None,
+    topic_id: Any,
+    error: ErrorCode,
+    include_operations: bool = False,
 ) -> Any:
     if name is None and not is_nullable(types.MetadataResponseTopic, "name"):
         name = ""  # asked by id from a version that cannot answer a topic without a name
@@ -128,7 +139,7 @@ def _topic_error(
         topic_id=topic_id or UUID(int=0),
         is_internal=name is not None and is_internal(name),  # as Kafka: by the name alone
         partitions=(),
-        topic_authorized_operations=authorized_operations(False, 0),
+        topic_authorized_operations=authorized_operations(include_operations, TOPIC_OPERATIONS),
     )
 
 
