@@ -256,8 +256,8 @@ async def learn_member_id(pair: Pair, rewriter: Rewriter, body: Any) -> None:
 
 KNOWN_BY_CLIENT: dict[str, tuple[str, ...]] = {
     "aiokafka-0.14": (),
-    "java-4.0": ("consumer-group-describe",),
-    "kafka-python-3.0": ("fetch-sessions"),
+    "java-4.0": (),
+    "kafka-python-3.0": ("fetch-sessions",),
     "kcat-1.7": (),
     "librdkafka-2.16": (),
 }
