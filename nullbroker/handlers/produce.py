@@ -71,7 +71,12 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
                 refused = None
                 if transactional_id is not None:
                     refused = _transaction_refusal(
-                        broker, request, transactional_id, topic.name, partition_data
+                        broker,
+                        request,
+                        transactional_id,
+                        transactions_v2,
+                        topic.name,
+                        partition_data,
                     )
                 result = refused or null_sink.append(
                     topic.name,
@@ -123,10 +128,16 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
 
 
 def _transaction_refusal(
-    broker: Broker, request: Request, transactional_id: str, topic: str, partition_data: Any
+    broker: Broker,
+    request: Request,
+    transactional_id: str,
+    transactions_v2: bool,
+    topic: str,
+    partition_data: Any,
 ) -> null_sink.AppendResult | None:
     """Why a transactional batch may not go in (KIP-890: the coordinator is asked whether
-    its partition is in the producer's transaction, and Produce v12+ adds it), or None."""
+    its partition is in the producer's transaction, and with `transactions_v2`, Produce
+    v12+, adds it), or None."""
     records = partition_data.records
     try:
         batch = read_batch_header(records) if records else None
@@ -140,7 +151,7 @@ def _transaction_refusal(
         batch.producer_id,
         batch.producer_epoch,
         (topic, partition_data.index),
-        add=version >= FIRST_ADDING_PRODUCE_VERSION,
+        add=transactions_v2,
     )
     if error is ErrorCode.none:
         return None
