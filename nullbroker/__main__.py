@@ -1,5 +1,5 @@
 import sys
 
-from .command import main
+from .app.command import main
 
 sys.exit(main())

@@ -27,24 +27,25 @@ from codec import (
 from codec.control_batch import control_batch
 from codec.framing import Buffer
 
-from . import produce_lane
-from .cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Cluster, internal_partition_for
-from .config import Config
-from .configs import FORMATTED_CLUSTER_CONFIGS
-from .faults import Faults
-from .idle import IdleConnections
+from .clock import now_ms
+from .cluster.faults import Faults
+from .cluster.nodes import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Cluster, internal_partition_for
 from .log_limit import RepeatLimitedLog
-from .producers import ProducerRegistry
-from .read_budget import ReadBudget
-from .source import now_ms
+from .net import produce_lane
+from .net.idle import IdleConnections
+from .net.read_budget import ReadBudget
+from .settings import Config
+from .state.kafka_configs import FORMATTED_CLUSTER_CONFIGS
+from .state.producers import ProducerRegistry
+from .state.topics import PartitionCountersFor, TopicRegistry
 from .stats import ApiStats, BrokerStats
-from .topics import PartitionCountersFor, TopicRegistry
 
 if TYPE_CHECKING:
-    from .consumer_groups import ConsumerGroups
-    from .groups import CommittedOffset, GroupCoordinator
-    from .sasl import SaslSession
-    from .transactions import Marker, TransactionCoordinator
+    from .net.sasl import SaslSession
+    from .state.groups.classic import GroupCoordinator
+    from .state.groups.consumer import ConsumerGroups
+    from .state.groups.offsets import CommittedOffset
+    from .state.transactions import Marker, TransactionCoordinator
 
 log = logging.getLogger("nullbroker")
 
@@ -68,7 +69,7 @@ class Session:
     advertised: Endpoint
     """The address clients are told to reach this node at (Metadata, FindCoordinator)."""
     node_id: int = 0
-    """The node of the cluster the client connected to (nullbroker.cluster)."""
+    """The node of the cluster the client connected to (nullbroker.cluster.nodes)."""
     ports: dict[int, int] | None = None
     """Each node's port on the listener this client came in on (None: the cluster's)."""
     sasl: SaslSession | None = None
@@ -130,7 +131,7 @@ class Broker:
 
     controlled = False
     """Set for a worker of several processes: its controller counts the cluster's changes
-    (nodes down, moves) and keeps the faults' time (nullbroker.replication)."""
+    (nodes down, moves) and keeps the faults' time (nullbroker.workers.cluster_changes)."""
 
     def __init__(self, config: Config) -> None:
         from .handlers import HANDLERS, served_ranges
@@ -194,7 +195,7 @@ class Broker:
     @cached_property
     def groups(self) -> GroupCoordinator:
         """Classic consumer groups, and the offsets committed to every group."""
-        from .groups import GroupCoordinator
+        from .state.groups.classic import GroupCoordinator
 
         groups = GroupCoordinator(self.stats, self.config.group_initial_rebalance_delay_ms)
         if "consumer_groups" in self.__dict__:
@@ -206,7 +207,7 @@ class Broker:
     @cached_property
     def consumer_groups(self) -> ConsumerGroups:
         """Consumer groups of the new protocol (KIP-848), beside the classic ones."""
-        from .consumer_groups import ConsumerGroups
+        from .state.groups.consumer import ConsumerGroups
 
         consumer_groups = ConsumerGroups(
             self._partition_count,
@@ -220,7 +221,7 @@ class Broker:
     @cached_property
     def transactions(self) -> TransactionCoordinator:
         """Transactional ids, their producers and their transactions."""
-        from .transactions import TransactionCoordinator
+        from .state.transactions import TransactionCoordinator
 
         partitions = self.config.offsets_topic_partitions
         return TransactionCoordinator(

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
-"""A classic group's live states (nullbroker.groups.GroupState): the accounts show each at
-zero from the start, before the first group request loads the group code."""
+"""A classic group's live states (nullbroker.state.groups.classic.GroupState): the accounts
+show each at zero from the start, before the first group request loads the group code."""
 
 # Latency bucket upper bounds in nanoseconds: 1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8 per decade
 # from 1 µs to 100 s, so that percentiles read from the buckets are within 25 %.
@@ -125,7 +125,7 @@ class BrokerStats:
         self.node_requests: Counter[int] = Counter()
         """Requests read, by the node of the cluster they were sent to."""
         self.faults: Counter[str] = Counter()
-        """Faults applied (nullbroker.faults), by kind."""
+        """Faults applied (nullbroker.cluster.faults), by kind."""
         self.protocol_errors: Counter[str] = Counter()
         """Connections closed for a broken request, by reason (codec error class)."""
         self.groups: Counter[str] = Counter(dict.fromkeys(GROUP_STATES, 0))

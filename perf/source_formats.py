@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nullbroker.source import SourceSpec
+from nullbroker.sources.synthetic import SourceSpec
 from perf.proc_sampler import peak_rss_kib, rss_kib
 
 _LISTENING = re.compile(r"^nullbroker listening on 127\.0\.0\.1:(\d+)$")

@@ -1,4 +1,4 @@
-"""Writes nullbroker/config_documentation.py: Apache Kafka's own text for every topic and
+"""Writes nullbroker/state/config_documentation.py: Apache Kafka's own text for every topic and
 broker config, as its DescribeConfigs answers with include_documentation set.
 
     .venv/bin/python scripts/kafka_config_docs.py 127.0.0.1:39092

@@ -1,5 +1,5 @@
 """The Nexmark queries of spark_tests/jobs/nexmark.py answered in plain Python, from the
-events the generator defines for each offset (nullbroker.nexmark.NexmarkLayout.event), not
+events the generator defines for each offset (nullbroker.sources.nexmark.NexmarkLayout.event), not
 from anything the broker served: what Spark's answers are checked against.
 
 Each answer is a sorted list of tuples in the query's column order."""
@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from nullbroker.nexmark import AUCTION, BID, PERSON, NexmarkLayout
+from nullbroker.sources.nexmark import AUCTION, BID, PERSON, NexmarkLayout
 
 from .jobs.nexmark import AUCTION_SKIP, EURO_RATE, LOCAL_CATEGORY, LOCAL_STATES, QUERIES
 

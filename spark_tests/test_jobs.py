@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from nullbroker.source import RecordShape, key_pattern, value_pattern
+from nullbroker.sources.synthetic import RecordShape, key_pattern, value_pattern
 from spark_tests.conftest import StartBroker, log_offsets, produced_records
 from spark_tests.jobs import generate_to_kafka, pipeline, source_to_noop, streaming_read
 from spark_tests.jobs.connector import Connector

@@ -17,7 +17,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from nullbroker.source import RecordShape, key_pattern, value_pattern
+from nullbroker.sources.synthetic import RecordShape, key_pattern, value_pattern
 from spark_tests.conftest import (
     ADMIN_TIMEOUT_S,
     StartBroker,
@@ -354,7 +354,7 @@ def test_a_json_schema_topic_parses_with_from_json_and_never_null(
 ) -> None:
     """A format=json source: every value parses with the schema's columns, none null, each
     equal to the generated document for its offset."""
-    from nullbroker.json_values import POOL_VALUES, pool
+    from nullbroker.sources.json_values import POOL_VALUES, pool
 
     path = tmp_path / "event.json"
     path.write_text(json.dumps(EVENT_JSON_SCHEMA))
@@ -387,7 +387,7 @@ def test_an_avro_topic_parses_with_from_avro_and_never_null(
     import fastavro
     from pyspark.sql.avro.functions import from_avro
 
-    from nullbroker.avro_values import POOL_VALUES, pool
+    from nullbroker.sources.avro_values import POOL_VALUES, pool
 
     schema_text = json.dumps(EVENT_AVRO_SCHEMA)
     path = tmp_path / "event.avsc"

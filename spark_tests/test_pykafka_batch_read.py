@@ -10,7 +10,7 @@ import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from nullbroker.source import RecordShape, key_pattern, value_pattern
+from nullbroker.sources.synthetic import RecordShape, key_pattern, value_pattern
 from spark_tests.conftest import StartBroker, delete_records, log_offsets
 from tests.broker_process import BrokerProcess
 

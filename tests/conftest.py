@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nullbroker.config import CONNECTION_LOOPS, Config
+from nullbroker.settings import CONNECTION_LOOPS, Config
 from perf.kafka_broker import KafkaBroker
 from perf.kafka_broker import missing as kafka_missing
 from tests.broker_process import BrokerProcess

@@ -9,7 +9,7 @@ from types import CoroutineType
 
 from codec import FrameReader, ProtocolError
 from nullbroker.broker import Broker, Endpoint, Session
-from nullbroker.config import Config
+from nullbroker.settings import Config
 
 FRAMES = Path(__file__).resolve().parent / "vectors" / "frames"
 MAX_FRAME_BYTES = 1 << 20

@@ -18,7 +18,7 @@ from confluent_kafka.admin import (
 from kio.schema.errors import ErrorCode
 
 from nullbroker.broker import Broker
-from nullbroker.config import Config
+from nullbroker.settings import Config
 from tests.conftest import StartBroker
 from tests.kio_calls import call, types
 from tests.test_handlers import describe_configs

@@ -13,8 +13,8 @@ import fastavro
 import pytest
 from fastavro.validation import validate
 
-from nullbroker.avro_values import POOL_VALUES, generate, load_schema, pool, pool_from_file
-from nullbroker.source import SourceSpec, SourceSpecError
+from nullbroker.sources.avro_values import POOL_VALUES, generate, load_schema, pool, pool_from_file
+from nullbroker.sources.synthetic import SourceSpec, SourceSpecError
 from tests.conftest import StartBroker
 from tests.test_clients_consume import read_whole_topic
 

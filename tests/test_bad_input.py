@@ -37,9 +37,9 @@ from kio.serial import entity_reader
 from kio.static.primitive import i16, i32
 
 from codec import KAFKA_4_RANGES
-from nullbroker.config import Config
-from nullbroker.server import BrokerServer
+from nullbroker.settings import Config
 from nullbroker.stats import BrokerStats, PartitionCounters
+from nullbroker.workers.server import BrokerServer
 from tests.kafka_wire import (
     BATCH_LENGTH_OFFSET,
     FRAMES,
@@ -532,7 +532,7 @@ _DECODE_IN_A_CHILD = """
 import sys
 from codec import UndecodableRequest
 from nullbroker.broker import Broker, Endpoint, Session
-from nullbroker.config import Config
+from nullbroker.settings import Config
 try:
     Broker(Config()).answer(bytes.fromhex(sys.argv[1]), Session("child", Endpoint("h", 1)))
 except UndecodableRequest:

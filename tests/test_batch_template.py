@@ -26,7 +26,7 @@ from codec.batch_template import (
     build_template,
 )
 from codec.record_batch import ATTRIBUTES_OFFSET, HEADER_BYTES, crc_matches, read_batch_header
-from nullbroker.source import compressor
+from nullbroker.sources.synthetic import compressor
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 MAX_OFFSET = 2**63 - 1

@@ -1,7 +1,7 @@
 """Real consumers against `nullbroker serve`: source topics and produced topics read back.
 
 Partitions are assigned (assign(), not subscribe()): these tests need no group coordinator.
-A source record's content follows from its offset (nullbroker/source.py's docstring), so
+A source record's content follows from its offset (nullbroker/sources/synthetic.py's docstring), so
 every record read is checked, and the broker's fetched counts are compared with what the
 consumers read.
 """
@@ -36,7 +36,7 @@ with warnings.catch_warnings():
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KafkaPythonPartition
 
-from nullbroker.source import RecordShape, key_pattern, value_pattern
+from nullbroker.sources.synthetic import RecordShape, key_pattern, value_pattern
 from tests.broker_process import BrokerProcess, fetched_from_metrics, samples
 from tests.conftest import StartBroker
 

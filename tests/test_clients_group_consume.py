@@ -32,7 +32,7 @@ with warnings.catch_warnings():
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KafkaPythonPartition
 
-from nullbroker.source import RecordShape, key_pattern, value_pattern
+from nullbroker.sources.synthetic import RecordShape, key_pattern, value_pattern
 from tests.broker_process import BrokerProcess
 from tests.conftest import StartBroker
 from tests.test_clients_consume import fetched_from_summary

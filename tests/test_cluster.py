@@ -16,8 +16,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from kio.schema.errors import ErrorCode
 
 from nullbroker.broker import Broker, Endpoint, Session
-from nullbroker.cluster import Cluster
-from nullbroker.config import Config, ConfigError
+from nullbroker.cluster.nodes import Cluster
+from nullbroker.settings import Config, ConfigError
 from tests.broker_process import (
     PROCESSES,
     BrokerProcess,

@@ -23,7 +23,7 @@ from codec.entities import make, request_module
 from codec.messages import request_check
 from codec.produce import ProduceRequestView, decode_produce_request
 from nullbroker.broker import Broker
-from nullbroker.config import Config
+from nullbroker.settings import Config
 
 from . import vectors
 from .kafka_wire import request_header, unsigned_varint

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nullbroker.config import Config, ConfigError, from_environment, from_toml, load
+from nullbroker.settings import Config, ConfigError, from_environment, from_toml, load
 
 
 def test_defaults_listen_on_loopback_9092_with_one_partition_and_auto_create() -> None:

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from nullbroker import config_documentation
 from nullbroker.broker import Broker
-from nullbroker.config import Config
+from nullbroker.settings import Config
+from nullbroker.state import config_documentation
 from perf.kafka_broker import KafkaBroker
 from tests.kio_calls import call, record_batch, types
 from tests.test_handlers import produce

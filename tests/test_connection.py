@@ -18,8 +18,8 @@ import trio.testing
 from kio.schema.errors import ErrorCode
 
 from nullbroker.broker import Broker, Endpoint, Session
-from nullbroker.config import Config
-from nullbroker.connection import Drain, serve_connection
+from nullbroker.net.connection import Drain, serve_connection
+from nullbroker.settings import Config
 from tests.kafka_wire import (
     WAIT_SECONDS,
     FrameStream,

@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from nullbroker.connection import (
+from nullbroker.net.connection import (
     FIRST_RECEIVE_BYTES,
     RECEIVE_BYTES,
     SHRINK_AFTER_READS,

@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from kio.schema.errors import ErrorCode
 
-from nullbroker.consumer_groups import (
+from nullbroker.state.groups.consumer import (
     STATIC_LEAVE_EPOCH,
     ConsumerGroups,
     Heartbeat,

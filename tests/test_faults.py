@@ -1,4 +1,4 @@
-"""Faults on demand (nullbroker.faults): SPECs parsed or refused with the reason, their
+"""Faults on demand (nullbroker.cluster.faults): SPECs parsed or refused with the reason, their
 effect on leadership and answers, the /faults HTTP paths and `nullbroker fault`, and real
 clients through them: latency in a producer's percentiles, an idempotent producer and a
 consumer group across a node going down and a leader moving."""
@@ -24,10 +24,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kio.schema.errors import ErrorCode
 
 from nullbroker.broker import Broker
-from nullbroker.cluster import Cluster
-from nullbroker.config import Config, ConfigError
-from nullbroker.fault_specs import Fault, FaultSpecError
-from nullbroker.faults import Faults
+from nullbroker.cluster.fault_specs import Fault, FaultSpecError
+from nullbroker.cluster.faults import Faults
+from nullbroker.cluster.nodes import Cluster
+from nullbroker.settings import Config, ConfigError
 from tests.broker_process import (
     PROCESSES,
     BrokerProcess,

@@ -23,10 +23,10 @@ from codec import decode_request, iter_batches
 from codec.apis import response_schema
 from codec.entities import make
 from nullbroker.broker import Broker
-from nullbroker.config import Config
 from nullbroker.handlers import served_ranges
-from nullbroker.source import SourceSpec, key_pattern, value_pattern
-from nullbroker.topics import Topic
+from nullbroker.settings import Config
+from nullbroker.sources.synthetic import SourceSpec, key_pattern, value_pattern
+from nullbroker.state.topics import Topic
 from tests.kio_calls import (
     SESSION,
     answered,

@@ -28,10 +28,10 @@ from codec import KAFKA_4_RANGES, UnsupportedVersion, decode_request
 from codec.apis import request_schema
 from codec.entities import make
 from nullbroker.broker import Broker
-from nullbroker.config import Config, ConfigError, load
-from nullbroker.groups import GroupCoordinator, GroupState
-from nullbroker.metrics import exposition, make_registry
-from nullbroker.report import summary
+from nullbroker.ops.metrics import exposition, make_registry
+from nullbroker.ops.report import summary
+from nullbroker.settings import Config, ConfigError, load
+from nullbroker.state.groups.classic import GroupCoordinator, GroupState
 from nullbroker.stats import GROUP_STATES, BrokerStats
 
 from .kio_calls import SESSION, decode_response, request_frame, types

@@ -10,8 +10,8 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from nullbroker.broker import Broker
-from nullbroker.config import Config
 from nullbroker.handlers import HANDLERS
+from nullbroker.settings import Config
 
 from .kio_calls import SESSION, call, record_batch, request_frame, types
 
@@ -723,7 +723,7 @@ def test_delete_records_advances_the_log_start() -> None:
 
 
 def test_a_source_topic_exists_from_the_start_and_refuses_produce() -> None:
-    from nullbroker.source import SourceSpec
+    from nullbroker.sources.synthetic import SourceSpec
 
     b = broker(sources=(SourceSpec("src", partitions=2, records=500),))
     assert [p.log_end_offset for p in b.topics.get("src").partitions] == [500, 500]

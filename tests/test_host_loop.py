@@ -17,10 +17,10 @@ import pytest
 import trio
 
 from codec.entities import make
-from nullbroker import host_loop
-from nullbroker.config import load
-from nullbroker.host_loop import HostLoop
-from nullbroker.server import BrokerServer
+from nullbroker.net import host_loop
+from nullbroker.net.host_loop import HostLoop
+from nullbroker.settings import load
+from nullbroker.workers.server import BrokerServer
 from tests.kafka_wire import FrameStream, size_prefix
 from tests.kio_calls import decode_response, fetch_frame, record_batch, request_frame, types
 

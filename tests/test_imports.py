@@ -51,17 +51,17 @@ def modules_imported_by_serve(*flags: str) -> set[str]:
 
 def test_default_serve_imports_no_http_json_toml_or_prometheus() -> None:
     imported = modules_imported_by_serve()
-    assert "nullbroker.server" in imported  # the listing is the broker's
+    assert "nullbroker.workers.server" in imported  # the listing is the broker's
     unused = {
         # imported by the first request of their family (handlers.IMPORTED_ON_FIRST_USE)
-        "nullbroker.groups",
-        "nullbroker.consumer_groups",
-        "nullbroker.transactions",
-        "nullbroker.sasl",
-        "nullbroker.fault_specs",  # parsing faults: by the first one given
+        "nullbroker.state.groups.classic",
+        "nullbroker.state.groups.consumer",
+        "nullbroker.state.transactions",
+        "nullbroker.net.sasl",
+        "nullbroker.cluster.fault_specs",  # parsing faults: by the first one given
         *(f"nullbroker.handlers.{family}" for family in IMPORTED_ON_FIRST_USE),
         "h11",  # the HTTP endpoint: --metrics, --schema-registry
-        "nullbroker.http",
+        "nullbroker.ops.http_endpoint",
         "json",  # faults' HTTP answers, the summary at shutdown, JSON sources
         "tomllib",  # --config, --users, --node-map
         "prometheus_client",  # --metrics
@@ -80,7 +80,7 @@ def test_serve_never_imports_asyncio_or_typing_extensions() -> None:
 
 
 # Every line of the kio modules `import kio.serial` loads that names a module the entry
-# point stands in for (nullbroker.command.KIO_TYPE_ONLY_IMPORTS). `Buffer` is named in
+# point stands in for (nullbroker.app.command.KIO_TYPE_ONLY_IMPORTS). `Buffer` is named in
 # annotations of a module with `from __future__ import annotations`: never evaluated.
 KIO_TYPE_ONLY_USES = {
     "kio.serial.writers": [
@@ -100,7 +100,7 @@ def test_kio_uses_the_modules_stood_in_for_only_as_the_stand_ins_allow() -> None
     Run in a fresh interpreter, as the entry point runs, to see what `kio.serial` loads."""
     program = (
         "import sys, json\n"
-        "from nullbroker import command\n"
+        "from nullbroker.app import command\n"
         "command._import_kio_serial_without_type_only_imports()\n"
         "print(json.dumps({name: getattr(module, '__file__', None) for name, module in "
         "sys.modules.items() if name.split('.')[0] in ('kio', 'asyncio', 'typing_extensions')}))"
@@ -134,8 +134,8 @@ def test_a_json_source_is_served_without_its_generator_or_json(tmp_path: Path) -
     imported = modules_imported_by_serve(
         "--source", f"clicks:records=10,format=json,schema={schema}"
     )
-    assert "nullbroker.value_pool" in imported  # the listing is a JSON source's
-    assert imported & {"json", "nullbroker.json_values"} == set()
+    assert "nullbroker.sources.value_pool" in imported  # the listing is a JSON source's
+    assert imported & {"json", "nullbroker.sources.json_values"} == set()
 
 
 def test_an_avro_source_is_served_without_importing_fastavro_or_http(tmp_path: Path) -> None:
@@ -145,12 +145,17 @@ def test_an_avro_source_is_served_without_importing_fastavro_or_http(tmp_path: P
     )
     source = f"clicks:partitions=1,records=10,format=avro,schema={schema},wire=confluent"
     imported = modules_imported_by_serve("--source", source)
-    assert "nullbroker.avro_values" in imported  # the listing is an Avro source's
+    assert "nullbroker.sources.avro_values" in imported  # the listing is an Avro source's
     assert not {name for name in imported if name.split(".")[0] in ("fastavro", "cramjam")}
     assert "decimal" not in imported  # only the child generating the values needs it
     # Nor JSON: the values come back on a pipe, and one source needs no schema-id check.
-    assert imported & {"json", "nullbroker.json_values", "nullbroker.schema_registry"} == set()
-    assert imported & {"h11", "nullbroker.http"} == set()  # the schema's text, read without
+    assert (
+        imported & {"json", "nullbroker.sources.json_values", "nullbroker.ops.schema_registry"}
+        == set()
+    )
+    assert (
+        imported & {"h11", "nullbroker.ops.http_endpoint"} == set()
+    )  # the schema's text, read without
 
 
 @pytest.mark.parametrize("family", IMPORTED_ON_FIRST_USE)

@@ -14,8 +14,8 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from nullbroker.broker import Broker
-from nullbroker.cluster import internal_partition_for, java_string_hash
-from nullbroker.config import Config
+from nullbroker.cluster.nodes import internal_partition_for, java_string_hash
+from nullbroker.settings import Config
 from tests.kio_calls import call, record_batch, types
 from tests.test_cluster import FIND_COORDINATOR, METADATA, ask, cluster_broker
 from tests.test_config_documentation import TOPIC_RESOURCE, config_entries

@@ -32,10 +32,10 @@ from kio.serial import entity_writer
 from codec import decode_request
 from codec.apis import request_schema, response_header_version, response_schema
 from nullbroker.broker import Broker
-from nullbroker.config import Config
-from nullbroker.groups import GroupState
 from nullbroker.handlers import served_ranges
-from nullbroker.source import SourceSpec
+from nullbroker.settings import Config
+from nullbroker.sources.synthetic import SourceSpec
+from nullbroker.state.groups.classic import GroupState
 from tests.kio_calls import SESSION, answered, decode_response, request_frame
 from tests.vectors import Entry, entry_id, frame_bytes, requests
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, FormatChecker
 
-from nullbroker.json_values import (
+from nullbroker.sources.json_values import (
     POOL_VALUES,
     SchemaError,
     check,
@@ -23,7 +23,7 @@ from nullbroker.json_values import (
     pool,
     pool_from_file,
 )
-from nullbroker.source import SourceSpec, SourceSpecError
+from nullbroker.sources.synthetic import SourceSpec, SourceSpecError
 from tests.conftest import StartBroker
 from tests.test_clients_consume import read_whole_topic
 

@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 from codec.apis import request_schema
 from codec.entities import make
 from nullbroker.broker import Broker
-from nullbroker.config import Config
+from nullbroker.settings import Config
 from tests.kio_calls import answered, decode_response, request_frame, types
 from tests.test_cluster import cluster_broker, session
 

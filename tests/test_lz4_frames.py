@@ -15,7 +15,7 @@ import cramjam
 import pytest
 
 from codec.record_batch import HEADER_BYTES, read_batch_header
-from nullbroker.source import RecordShape, compressor, lz4_frame
+from nullbroker.sources.synthetic import RecordShape, compressor, lz4_frame
 
 MAGIC = 0x184D2204
 START_MS = 1_767_225_600_000

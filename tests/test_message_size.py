@@ -18,8 +18,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
 from nullbroker.broker import Broker
-from nullbroker.config import Config
 from nullbroker.handlers.produce import RefusedWithoutAcks
+from nullbroker.settings import Config
 from perf.java_perf import BIN
 from perf.kafka_broker import KafkaBroker
 from tests.conftest import StartBroker

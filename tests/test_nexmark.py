@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codec.batch_template import places, write_decimals_python
-from nullbroker import nexmark
-from nullbroker.nexmark import BATCH_EVENTS, NexmarkLayout, generate
-from nullbroker.source import RecordShape, SourceSpec, SourceSpecError
+from nullbroker.sources import nexmark
+from nullbroker.sources.nexmark import BATCH_EVENTS, NexmarkLayout, generate
+from nullbroker.sources.synthetic import RecordShape, SourceSpec, SourceSpecError
 from tests.conftest import StartBroker
 from tests.test_clients_consume import read_whole_topic
 from tests.test_fetch import records_of

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nullbroker.config import Config, ConfigError
+from nullbroker.settings import Config, ConfigError
 from tests.broker_process import nullbroker_command
 
 MAP = 'controller = "127.0.0.1:19190"\n[nodes]\n0 = "127.0.0.1:19092"\n1 = "127.0.0.1:19093"\n'

@@ -19,8 +19,7 @@ import pytest
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
-from nullbroker.config import Config, ConfigError
-from nullbroker.oauthbearer import (
+from nullbroker.net.oauthbearer import (
     ClosedUnanswered,
     InvalidToken,
     MalformedMessage,
@@ -28,7 +27,8 @@ from nullbroker.oauthbearer import (
     parse_client_first,
     validate_unsecured,
 )
-from nullbroker.sasl import SaslSession, ToldClient, Users
+from nullbroker.net.sasl import SaslSession, ToldClient, Users
+from nullbroker.settings import Config, ConfigError
 from tests.broker_process import BrokerProcess, samples
 from tests.conftest import StartBroker
 from tests.kafka_wire import decode_response

@@ -18,9 +18,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kio.schema.errors import ErrorCode
 
-from nullbroker.cluster import Cluster
-from nullbroker.config import Config, ConfigError
-from nullbroker.producers import FIRST_PRODUCER_ID, ProducerRegistry
+from nullbroker.cluster.nodes import Cluster
+from nullbroker.settings import Config, ConfigError
+from nullbroker.state.producers import FIRST_PRODUCER_ID, ProducerRegistry
 from nullbroker.stats import BrokerStats
 from tests.broker_process import BrokerProcess, produced_from_metrics, samples
 from tests.conftest import StartBroker

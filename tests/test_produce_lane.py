@@ -1,4 +1,4 @@
-"""The Produce lane (nullbroker/_produce_lane.c) against the Python path it stands beside.
+"""The Produce lane (nullbroker/net/_produce_lane.c) against the Python path it stands beside.
 
 The same requests go to two brokers, one answering Produce through the lane and one with
 the lane off: every answer must be the same bytes and both brokers must be left in the
@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from codec import ProtocolError
 from codec.crc import crc32c
 from nullbroker.broker import Broker, Session
-from nullbroker.config import Config
-from nullbroker.source import SourceSpec
+from nullbroker.settings import Config
+from nullbroker.sources.synthetic import SourceSpec
 
 from .broker_process import metric_total
 from .kafka_wire import record_batch

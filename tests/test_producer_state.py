@@ -10,8 +10,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from nullbroker.broker import Broker
-from nullbroker.cluster import OFFSETS_TOPIC, internal_partition_for
-from nullbroker.config import Config
+from nullbroker.cluster.nodes import OFFSETS_TOPIC, internal_partition_for
+from nullbroker.settings import Config
 
 from .kio_calls import call, record_batch, types
 from .test_transactions_v2 import (

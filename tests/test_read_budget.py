@@ -15,7 +15,7 @@ import trio
 import trio.testing
 from confluent_kafka import Producer
 
-from nullbroker.read_budget import SMALL_REQUEST_BYTES, ReadBudget, Reservation
+from nullbroker.net.read_budget import SMALL_REQUEST_BYTES, ReadBudget, Reservation
 from tests.broker_process import produced_from_metrics
 from tests.conftest import StartBroker
 from tests.kafka_wire import record_batch, request_frame, size_prefix

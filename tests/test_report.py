@@ -8,9 +8,9 @@ import re
 import trio
 
 from nullbroker.broker import Broker
-from nullbroker.config import Config
-from nullbroker.report import ConsoleReporter, summary
-from nullbroker.source import SourceSpec
+from nullbroker.ops.report import ConsoleReporter, summary
+from nullbroker.settings import Config
+from nullbroker.sources.synthetic import SourceSpec
 from tests.kio_calls import SESSION, answered, fetch_frame
 
 HOLD_MS = 300

@@ -14,9 +14,9 @@ from kio.schema.errors import ErrorCode
 
 from codec.batch_template import TemplateRecord, build_template
 from nullbroker.broker import Broker
-from nullbroker.config import Config
-from nullbroker.retained import RetainedBatches
-from nullbroker.source import compressor
+from nullbroker.settings import Config
+from nullbroker.sources.synthetic import compressor
+from nullbroker.state.retained import RetainedBatches
 from nullbroker.stats import PartitionCounters
 from perf import java_perf
 from tests.broker_process import BrokerProcess, metric_total

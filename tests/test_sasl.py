@@ -21,7 +21,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
-from nullbroker.config import Config, ConfigError
+from nullbroker.settings import Config, ConfigError
 from tests.broker_process import BrokerProcess, samples
 from tests.certificates import Certificates
 from tests.conftest import StartBroker

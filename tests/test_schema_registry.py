@@ -14,9 +14,9 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from nullbroker.config import ConfigError, load
-from nullbroker.http import HttpRequest
-from nullbroker.schema_registry import CONTENT_TYPE, SchemaRegistry
+from nullbroker.ops.http_endpoint import HttpRequest
+from nullbroker.ops.schema_registry import CONTENT_TYPE, SchemaRegistry
+from nullbroker.settings import ConfigError, load
 from tests.conftest import StartBroker
 from tests.test_avro_values import LINKED_LIST, ORDER, decode, write_schema
 from tests.test_clients_consume import read_whole_topic

@@ -45,9 +45,9 @@ from codec import ProtocolError, decode_request
 from codec.apis import request_schema, response_schema
 from codec.errors import ResponseSchemaError
 from nullbroker.broker import Broker, Handler, Session
-from nullbroker.config import Config
 from nullbroker.handlers import served_ranges
-from nullbroker.source import SourceSpec
+from nullbroker.settings import Config
+from nullbroker.sources.synthetic import SourceSpec
 from tests.kafka_wire import size_prefix
 from tests.kio_calls import SESSION, answered, decode_response, record_batch, request_frame
 from tests.kio_calls import types as request_types

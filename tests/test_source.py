@@ -1,5 +1,5 @@
 """Synthetic source topics: how they are declared, and the records they hold by the rules
-nullbroker/source.py's docstring states (values, keys, headers, timestamps, batches)."""
+nullbroker/sources/synthetic.py's docstring states (values, keys, headers, timestamps, batches)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from codec.batch_template import TemplateRecord
 from codec.record_batch import HEADER_BYTES, read_batch_header
 from nullbroker.broker import Broker
-from nullbroker.config import Config, ConfigError, load
-from nullbroker.source import (
+from nullbroker.settings import Config, ConfigError, load
+from nullbroker.sources.synthetic import (
     MAX_BATCH_RECORDS,
     PAYLOAD_POOL_BATCHES,
     RecordShape,

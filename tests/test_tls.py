@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, Producer
 
-from nullbroker.config import Config, ConfigError
+from nullbroker.settings import Config, ConfigError
 from tests.broker_process import BrokerProcess, nullbroker_command, produced_from_metrics
 from tests.certificates import Certificates
 from tests.conftest import StartBroker

@@ -13,7 +13,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from nullbroker.broker import Broker
-from nullbroker.config import Config
+from nullbroker.settings import Config
 from perf.kafka_broker import KafkaBroker
 from tests.kafka_wire import FrameStream
 from tests.kio_calls import call, types

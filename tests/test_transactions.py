@@ -21,7 +21,7 @@ from codec import crc_matches
 from codec.control_batch import as_transactional, control_batch
 from codec.crc import crc32c
 from codec.record_batch import read_batch_header
-from nullbroker.transactions import Marker, PartitionTransactions, Segment
+from nullbroker.state.transactions import Marker, PartitionTransactions, Segment
 from tests.broker_process import BrokerProcess, samples
 from tests.conftest import StartBroker
 from tests.kafka_tools import requires_kafka_tools, run_tool

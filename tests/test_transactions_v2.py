@@ -22,8 +22,8 @@ from kio.serial.errors import SerialError
 
 from codec.crc import crc32c
 from nullbroker.broker import Broker
-from nullbroker.config import Config
-from nullbroker.producers import MAX_EPOCH
+from nullbroker.settings import Config
+from nullbroker.state.producers import MAX_EPOCH
 from perf.kafka_broker import KafkaBroker
 from tests.conftest import StartBroker
 from tests.kafka_wire import FrameStream

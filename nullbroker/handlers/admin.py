@@ -10,8 +10,13 @@ from kio.schema.errors import ErrorCode
 from codec import Request
 from codec.entities import make, response_module
 
-from ..configs import ConfigEntry, broker_entries, invalid_topic_configs_reason, topic_entries
-from ..topics import invalid_name_reason
+from ..state.kafka_configs import (
+    ConfigEntry,
+    broker_entries,
+    invalid_topic_configs_reason,
+    topic_entries,
+)
+from ..topic_names import invalid_name_reason
 from .common import NO_THROTTLE, Refusal, counted
 
 if TYPE_CHECKING:
@@ -299,11 +304,11 @@ def handle_describe_configs(broker: Broker, request: Request, session: Session) 
 
 
 def _documentation(resource_type: int, entry: ConfigEntry) -> str | None:
-    """Kafka's own text for a config (the table nullbroker.config_documentation, made from
+    """Kafka's own text for a config (the table nullbroker.state.config_documentation, made from
     Kafka's answer, imported at the first request that asks); None where it has none."""
     if entry.documentation is not None:
         return entry.documentation
-    from .. import config_documentation
+    from ..state import config_documentation
 
     table = (
         config_documentation.TOPIC

@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 from codec import Request
 from codec.entities import make, response_module
 
-from ..configs import (
+from ..state.kafka_configs import (
     BROKER_CHECKS,
     DEFAULT_MAX_MESSAGE_BYTES,
     TOPIC_DEFAULT_VALUES,

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from ..cluster import NO_LEADER_EPOCH, OFFSETS_TOPIC
+from ..cluster.nodes import NO_LEADER_EPOCH, OFFSETS_TOPIC
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
-    from ..topics import Topic
+    from ..state.topics import Topic
 
 NO_THROTTLE = datetime.timedelta(0)
 
@@ -95,7 +95,7 @@ def client_host(session: Session) -> str:
 
 def led_elsewhere(broker: Broker, node: int, topic: Topic | None) -> frozenset[int]:
     """The partitions of `topic` that `node` does not lead, which Produce, Fetch and
-    ListOffsets answer with NOT_LEADER_OR_FOLLOWER there (nullbroker.cluster)."""
+    ListOffsets answer with NOT_LEADER_OR_FOLLOWER there (nullbroker.cluster.nodes)."""
     cluster = broker.cluster
     if topic is None or cluster.size == 1:  # Produce's hot path: no more than this
         return _LED_HERE

@@ -1,5 +1,5 @@
 """The new consumer group protocol's APIs (KIP-848): ConsumerGroupHeartbeat and
-ConsumerGroupDescribe. The groups themselves are nullbroker.consumer_groups'."""
+ConsumerGroupDescribe. The groups themselves are nullbroker.state.groups.consumer'."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from kio.schema.errors import ErrorCode
 from codec import Request
 from codec.entities import make, response_module
 
-from ..consumer_groups import (
+from ..state.groups.consumer import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
     UNIFORM,

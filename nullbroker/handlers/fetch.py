@@ -32,14 +32,14 @@ from codec.fetch_response import (
 )
 from codec.framing import Buffer
 
-from ..cluster import NO_LEADER_EPOCH
-from ..source import now_ms
-from ..topics import Partition, Topic
+from ..clock import now_ms
+from ..cluster.nodes import NO_LEADER_EPOCH
+from ..state.topics import Partition, Topic
 from .common import counted, epoch_error, led_elsewhere
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
-    from ..transactions import PartitionTransactions
+    from ..state.transactions import PartitionTransactions
 
 FETCH = 1
 FIRST_TOPIC_ID_VERSION = 13

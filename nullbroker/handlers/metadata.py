@@ -1,5 +1,5 @@
 """Metadata, DescribeCluster and DescribeTopicPartitions: the cluster's nodes, each at the
-host the client reached us at, and the node that leads each partition (nullbroker.cluster)."""
+host the client reached us at, and the node that leads each partition (nullbroker.cluster.nodes)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from kio.schema.errors import ErrorCode
 from codec import Request
 from codec.entities import is_nullable, make, response_module
 
-from ..topics import Topic, invalid_name_reason, is_internal
+from ..state.topics import Topic, is_internal
+from ..topic_names import invalid_name_reason
 from .common import (
     CLUSTER_OPERATIONS,
     NO_THROTTLE,

@@ -10,10 +10,10 @@ from kio.schema.errors import ErrorCode
 from codec import Request
 from codec.entities import make, response_module
 
-from ..cluster import NO_LEADER_EPOCH
-from ..retained import Found, RetainedBatches
-from ..source import now_ms
-from ..topics import Partition, Topic
+from ..clock import now_ms
+from ..cluster.nodes import NO_LEADER_EPOCH
+from ..state.retained import Found, RetainedBatches
+from ..state.topics import Partition, Topic
 from .common import NO_THROTTLE, counted, epoch_error, led_elsewhere
 
 if TYPE_CHECKING:

@@ -15,9 +15,10 @@ from codec.produce import (
     with_throttle,
 )
 
-from .. import null_sink
-from ..cluster import TRANSACTION_STATE_TOPIC
-from ..topics import Topic, invalid_name_reason, is_internal
+from ..cluster.nodes import TRANSACTION_STATE_TOPIC
+from ..state import null_sink
+from ..state.topics import Topic, is_internal
+from ..topic_names import invalid_name_reason
 from .common import NO_THROTTLE, counted, led_elsewhere
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""SaslHandshake and SaslAuthenticate (nullbroker.sasl holds the mechanisms)."""
+"""SaslHandshake and SaslAuthenticate (nullbroker.net.sasl holds the mechanisms)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from kio.schema.errors import ErrorCode
 from codec import Request, encode_response
 from codec.entities import make, response_module
 
-from ..listeners import MECHANISMS
-from ..sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslAuthenticationFailed
+from ..net.listeners import MECHANISMS
+from ..net.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslAuthenticationFailed
 from .common import counted
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """The transaction coordinator's APIs: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and
 TxnOffsetCommit (InitProducerId with a transactional id is produce.py's). The state they
-change is nullbroker.transactions'."""
+change is nullbroker.state.transactions'."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ from kio.schema.errors import ErrorCode
 from codec import Request
 from codec.entities import make, response_module
 
-from ..cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
-from ..groups import NO_LEADER_EPOCH, CommittedOffset
-from ..transactions import TransactionError, TxnState
+from ..cluster.nodes import NO_LEADER_EPOCH, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from ..state.groups.offsets import CommittedOffset
+from ..state.transactions import TransactionError, TxnState
 from .common import NO_THROTTLE, coordinated_elsewhere, counted, led_elsewhere
 
 if TYPE_CHECKING:
     from ..broker import Broker, Session
-    from ..topics import Partition
+    from ..state.topics import Partition
 
 ADD_PARTITIONS_TO_TXN = 24
 ADD_OFFSETS_TO_TXN = 25

@@ -36,7 +36,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from nullbroker.source import RecordShape, key_pattern, value_pattern
+from nullbroker.sources.synthetic import RecordShape, key_pattern, value_pattern
 from nullbroker.spark.consumer import BATCH_ROWS
 from nullbroker.spark.offsets import (
     OffsetRange,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from nullbroker.source import ALPHABET, RecordShape
+from nullbroker.sources.synthetic import ALPHABET, RecordShape
 
 from .settings import TopicShape
 
@@ -43,7 +43,7 @@ def write(frame: DataFrame) -> None:
 
 def kafka_rows(ids: DataFrame, topic: TopicShape, timestamp: Column) -> DataFrame:
     """Row `id` is offset id % records of partition id / records, with the key and value
-    nullbroker's source topics give the record at that offset (nullbroker.source: the
+    nullbroker's source topics give the record at that offset (nullbroker.sources.synthetic: the
     record's index in its batch, zero-padded, and letters from A + that index)."""
     offset = F.col(ID) % F.lit(topic.records)
     batch_records = RecordShape(size=topic.size, key_size=topic.key_size).batch_records

@@ -1,0 +1,1 @@
+"""The `nullbroker` command: its entry point, the CLI, and the fault command."""

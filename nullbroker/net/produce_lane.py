@@ -1,0 +1,118 @@
+"""The Produce lane: the common Produce request answered whole in C.
+
+A producer sends the same request over and over: a known topic, one batch per partition,
+the next sequence numbers, acks. nullbroker/net/_produce_lane.c answers such a request from
+the bytes of a read (decode, the null sink's checks, offsets, counters, sequences, the
+latency histogram, the response) without running Python, which cost more than the rest
+of the request's way through the broker (perf/README.md, "The request path"). It takes a
+request only when handlers/produce.py would take it down its common path, decides so
+before it changes anything, and otherwise leaves the request to the Python path, which
+answers it as it answers everything else: an error, a fault, a first batch, a duplicate,
+a transaction, --retain. Both act on one broker state.
+
+The lane serves the plain-TCP connections the host loop reads (nullbroker/
+hosted_connection.py) and Broker.answer, on one node or several (it asks the cluster which
+partitions a node leads, as the handler does), without SASL (whose checks are Python's);
+NULLBROKER_NATIVE=off or a build without a compiler leaves it out, as the C decoders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from codec import native
+from codec.crc import crc32c
+
+from ..state.producers import RecentBatch
+from ..stats import LATENCY_BOUNDS_NS
+from .host_loop import FIRST_RECEIVE_BYTES, RECEIVE_BYTES, SHRINK_AFTER_READS
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from .connection import Wire
+    from .host_loop import ReceiveBuffer
+
+
+class Lane(Protocol):
+    def answer_prefix(self, view: memoryview, node_id: int) -> tuple[int, bytes | None]:
+        """The read's leading request frames (size prefixes included) the lane answers:
+        how many bytes they take, and their response frames, one after the other."""
+
+    def answer(self, frame: memoryview | bytes, node_id: int) -> bytes | None:
+        """One request frame's response frame, or None: the Python path's request."""
+
+
+class Reader(Protocol):
+    """A hosted connection's handler on the host loop's epoll (`reader` makes one)."""
+
+    ready: int
+    """Set by the connection: whether the next read is the reader's (nothing of a frame
+    buffered, no read budget held), or the connection's own `on_readable`'s."""
+
+    def __call__(self, events: int) -> None: ...
+
+
+def reader(
+    lane: Lane,
+    fd: int,
+    receive_buffer: ReceiveBuffer,
+    wire: Wire,
+    node_id: int,
+    on_readable: Callable[[int], None],
+    after_read: Callable[[int, int, bytes | None, Exception | None], None],
+) -> Reader:
+    """The C reader of a plain-TCP connection the host loop serves: on each readable event it
+    reads into the loop's receive buffer, answers the read's requests through the lane and
+    writes the answers, without Python, when the read holds whole Produce requests the lane
+    takes and the socket takes the answers at once (the common case, a wake-up per request
+    for a producer waiting on its acks). Anything else goes to the connection's Python:
+    `on_readable(events)` while `ready` is false, `after_read(size, answered, answers,
+    error)` to take a read on from its first request the lane did not answer."""
+    from . import _produce_lane
+
+    made: Reader = _produce_lane.Reader(
+        lane,
+        fd,
+        receive_buffer,
+        wire,
+        node_id,
+        on_readable,
+        after_read,
+        FIRST_RECEIVE_BYTES,
+        RECEIVE_BYTES,
+        SHRINK_AFTER_READS,
+    )
+    return made
+
+
+def for_broker(broker: Broker) -> Lane | None:
+    """The broker's lane, or None where the Python path serves every request: C switched
+    off or not built."""
+    if not native.switched_on():
+        return None
+    try:
+        from . import _produce_lane
+    except ImportError:
+        return None
+    from ..handlers.produce import PRODUCE  # the handlers import the broker's modules
+
+    served = broker.served[PRODUCE]
+    lane: Lane = _produce_lane.Lane(
+        broker.topics.name_table(),
+        broker.topics.id_table(),
+        broker.producers.sequences_table(),
+        RecentBatch,
+        broker.stats.node_requests,
+        broker.stats.apis,
+        broker.stats.api,
+        broker.faults,
+        broker.log_growth,
+        crc32c if broker.config.verify_crc else None,
+        broker.cluster if broker.cluster.size > 1 else None,
+        served.min_version,
+        served.max_version,
+        broker.max_request_bytes,
+        LATENCY_BOUNDS_NS,
+    )
+    return lane

@@ -1,0 +1,120 @@
+"""A minimal HTTP endpoint on trio, framed by h11: `/metrics`, and the Schema Registry's
+REST paths (nullbroker.ops.schema_registry)."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import h11
+import trio
+
+from ..log_limit import RepeatLimitedLog
+
+log = logging.getLogger("nullbroker")
+
+CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
+MAX_REQUEST_BYTES = 64 * 1024
+MAX_BODY_BYTES = 4 * 1024 * 1024
+"""A request body larger than this (a schema of megabytes) is answered 413."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpRequest:
+    method: bytes
+    path: str
+    query: str
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class HttpResponse:
+    status: int
+    body: bytes
+    content_type: bytes = b"text/plain"
+
+
+Handler = Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]
+"""Answers a request, at once or (an async function) after awaiting what it needs."""
+
+
+def metrics_handler(render: Callable[[], bytes]) -> Handler:
+    """GET /metrics (or /) with the exposition; 404 for anything else."""
+
+    def handle(request: HttpRequest) -> HttpResponse:
+        if request.method in (b"GET", b"HEAD") and request.path in ("/metrics", "/"):
+            return HttpResponse(200, render(), CONTENT_TYPE)
+        return HttpResponse(404, b"not found: try /metrics\n")
+
+    return handle
+
+
+async def serve_http_connection(
+    stream: trio.abc.Stream,
+    handle: Handler,
+    warnings: RepeatLimitedLog,
+    name: str = "metrics",
+    kind: str = "MetricsError",
+) -> None:
+    """Answer HTTP requests on one connection with `handle`. Whatever goes wrong costs this
+    connection only, logged once per kind and client host."""
+    connection = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_REQUEST_BYTES)
+    try:
+        while True:
+            event = connection.next_event()
+            if event is h11.NEED_DATA:
+                data = await stream.receive_some(MAX_REQUEST_BYTES)
+                connection.receive_data(data)
+                continue
+            if isinstance(event, h11.Request):
+                await _respond(stream, connection, event, handle)
+                if connection.our_state is h11.MUST_CLOSE:
+                    return
+                connection.start_next_cycle()
+                continue
+            if isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
+                return
+    except (h11.RemoteProtocolError, trio.BrokenResourceError, trio.ClosedResourceError):
+        return
+    except Exception:
+        warnings.log(logging.ERROR, name, kind, "%s connection failed", name, exc_info=True)
+    finally:
+        await trio.aclose_forcefully(stream)
+
+
+async def _respond(
+    stream: trio.abc.Stream, connection: h11.Connection, request: h11.Request, handle: Handler
+) -> None:
+    # Read to the end of the request, keeping a body up to MAX_BODY_BYTES, so that the next
+    # cycle can start.
+    body = bytearray()
+    too_large = False
+    while True:
+        event = connection.next_event()
+        if event is h11.NEED_DATA:
+            connection.receive_data(await stream.receive_some(MAX_REQUEST_BYTES))
+        elif isinstance(event, h11.Data):
+            body += event.data
+            too_large = too_large or len(body) > MAX_BODY_BYTES
+            if too_large:
+                body.clear()
+        elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
+            break
+    path, _, query = request.target.decode("latin-1").partition("?")
+    if too_large:
+        response = HttpResponse(413, b"request body too large\n")
+    else:
+        answered = handle(HttpRequest(request.method, path, query, bytes(body)))
+        response = await answered if inspect.isawaitable(answered) else answered
+    headers = [
+        ("Content-Type", response.content_type),
+        ("Content-Length", str(len(response.body))),
+    ]
+    payload = response.body if request.method != b"HEAD" else b""
+    await stream.send_all(
+        connection.send(h11.Response(status_code=response.status, headers=headers))
+    )
+    await stream.send_all(connection.send(h11.Data(data=payload)) or b"")
+    await stream.send_all(connection.send(h11.EndOfMessage()) or b"")

@@ -1,0 +1,219 @@
+"""Prometheus exposition of the broker's accounts, built only when scraped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from ..stats import LATENCY_BOUNDS_NS, PROMETHEUS_BOUNDS_NS, BrokerStats
+
+
+class BrokerCollector(Collector):
+    """Reads BrokerStats at scrape time; the hot path never touches prometheus_client."""
+
+    def __init__(self, stats: BrokerStats | Callable[[], BrokerStats]) -> None:
+        # A callable gives the accounts as of each scrape: a cluster's controller sums its
+        # workers' anew each time (nullbroker.workers.processes).
+        self._stats = stats if callable(stats) else lambda: stats
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self._stats()
+        labels = ["topic", "partition"]
+        records = CounterMetricFamily(
+            "nullbroker_produced_records", "Records accepted by Produce.", labels=labels
+        )
+        produced_bytes = CounterMetricFamily(
+            "nullbroker_produced_bytes", "Record-batch bytes accepted by Produce.", labels=labels
+        )
+        batches = CounterMetricFamily(
+            "nullbroker_produced_batches", "Record batches accepted by Produce.", labels=labels
+        )
+        retained = GaugeMetricFamily(
+            "nullbroker_retained_bytes",
+            "Bytes of produced batches held for Fetch (--retain).",
+            labels=labels,
+        )
+        for (topic, partition), counters in sorted(stats.produced.items()):
+            key = [topic, str(partition)]
+            records.add_metric(key, counters.records)
+            produced_bytes.add_metric(key, counters.bytes)
+            batches.add_metric(key, counters.batches)
+            retained.add_metric(key, counters.retained_bytes)
+        yield from (records, produced_bytes, batches, retained)
+
+        fetched_records = CounterMetricFamily(
+            "nullbroker_fetched_records",
+            "Records served by Fetch at or after each fetch offset.",
+            labels=labels,
+        )
+        fetched_bytes = CounterMetricFamily(
+            "nullbroker_fetched_bytes", "Record-batch bytes served by Fetch.", labels=labels
+        )
+        for (topic, partition), fetched in sorted(stats.fetched.items()):
+            key = [topic, str(partition)]
+            fetched_records.add_metric(key, fetched.records)
+            fetched_bytes.add_metric(key, fetched.bytes)
+        yield from (fetched_records, fetched_bytes)
+
+        requests = CounterMetricFamily(
+            "nullbroker_requests", "Requests answered, by API.", labels=["api"]
+        )
+        latency = HistogramMetricFamily(
+            "nullbroker_request_latency_seconds",
+            "Broker time per request (decode, handle, encode; a held request's wait excluded), "
+            "by API.",
+            labels=["api"],
+        )
+        held = HistogramMetricFamily(
+            "nullbroker_request_held_seconds",
+            "How long held requests waited (Fetch at the log end, JoinGroup, SyncGroup), by API.",
+            labels=["api"],
+        )
+        for api, api_stats in sorted(stats.apis.items()):
+            requests.add_metric([api], api_stats.requests)
+            latency.add_metric(
+                [api], _cumulative_buckets(api_stats.latency.counts), api_stats.latency.sum_ns / 1e9
+            )
+            if api_stats.held.sum_ns or any(api_stats.held.counts):
+                held.add_metric(
+                    [api], _cumulative_buckets(api_stats.held.counts), api_stats.held.sum_ns / 1e9
+                )
+        yield from (requests, latency, held)
+
+        yield _counter(
+            "nullbroker_errors", "Error codes answered, by Kafka error name.", "error", stats.errors
+        )
+
+        yield _counter(
+            "nullbroker_connections_closed_on_error",
+            "Connections closed on an error, by reason: a request that broke the protocol (the "
+            "codec error), a reset or a close partway through a request by the client, or an "
+            "internal error.",
+            "reason",
+            stats.protocol_errors,
+        )
+
+        yield GaugeMetricFamily(
+            "nullbroker_connections", "Open client connections.", value=stats.connections
+        )
+        authentications = CounterMetricFamily(
+            "nullbroker_authentications",
+            "SASL authentications, by mechanism and result (succeeded, failed).",
+            labels=["mechanism", "result"],
+        )
+        for (mechanism, result), count in sorted(stats.authentications.items()):
+            authentications.add_metric([mechanism, result], count)
+        yield authentications
+        yield _counter(
+            "nullbroker_connections_refused",
+            "Connections closed on arrival for a limit: max_connections_per_ip.",
+            "limit",
+            stats.connections_refused,
+        )
+        yield CounterMetricFamily(
+            "nullbroker_connections_closed_idle",
+            "Connections closed for reading nothing for --idle-timeout-ms.",
+            value=stats.connections_idle_closed,
+        )
+        yield GaugeMetricFamily(
+            "nullbroker_read_budget_reserved_bytes",
+            "Bytes reserved by large requests being read (--max-buffered-bytes).",
+            value=stats.read_budget_reserved,
+        )
+        yield CounterMetricFamily(
+            "nullbroker_read_budget_waits",
+            "Times a connection stopped reading until the read budget had room for its "
+            "request (--max-buffered-bytes).",
+            value=stats.read_budget_waits,
+        )
+        yield _counter(
+            "nullbroker_faults",
+            "Faults applied (--fault, POST /faults), by kind: latency (answers delayed), "
+            "error (answers with an injected error), down, move, throttle (answers with a "
+            "throttle time), connections_reset, connections_refused.",
+            "kind",
+            stats.faults,
+        )
+        yield _counter(
+            "nullbroker_node_connections",
+            "Client connections accepted, by the node of the cluster they reached (--brokers).",
+            "node",
+            stats.node_connections,
+        )
+
+        yield _counter(
+            "nullbroker_transactions",
+            "Transactions ended, by outcome: committed, aborted (a transaction past its "
+            "timeout is aborted by the broker).",
+            "outcome",
+            stats.transactions,
+        )
+        yield _counter(
+            "nullbroker_transactional_records",
+            "Records written in transactions, by the outcome of their transaction.",
+            "outcome",
+            stats.transactional_records,
+        )
+
+        yield _counter(
+            "nullbroker_node_requests",
+            "Requests read, by the node of the cluster they were sent to (--brokers).",
+            "node",
+            stats.node_requests,
+        )
+
+        groups = GaugeMetricFamily(
+            "nullbroker_groups", "Consumer groups, by state.", labels=["state"]
+        )
+        for state, count in sorted(stats.groups.items()):
+            groups.add_metric([state], count)
+        yield groups
+        yield CounterMetricFamily(
+            "nullbroker_rebalances",
+            "Consumer group join phases completed with members (new generations).",
+            value=stats.rebalances,
+        )
+
+
+def _counter(
+    name: str, documentation: str, label: str, counts: Mapping[Any, int]
+) -> CounterMetricFamily:
+    """A counter with one label, a sample per key of `counts`, in key order."""
+    family = CounterMetricFamily(name, documentation, labels=[label])
+    for key, count in sorted(counts.items()):
+        family.add_metric([str(key)], count)
+    return family
+
+
+def _cumulative_buckets(counts: list[int]) -> list[tuple[str, float]]:
+    exposed = set(PROMETHEUS_BOUNDS_NS)
+    buckets = []
+    cumulative = 0
+    for bound, count in zip(LATENCY_BOUNDS_NS, counts, strict=False):
+        cumulative += count
+        if bound in exposed:
+            buckets.append((repr(bound / 1e9), float(cumulative)))
+    buckets.append(("+Inf", float(sum(counts))))
+    return buckets
+
+
+def make_registry(stats: BrokerStats | Callable[[], BrokerStats]) -> CollectorRegistry:
+    """A registry with the broker's metrics and the process metrics (CPU, RSS, fds)."""
+    registry = CollectorRegistry()
+    registry.register(BrokerCollector(stats))
+    ProcessCollector(registry=registry)
+    return registry
+
+
+def exposition(registry: CollectorRegistry) -> bytes:
+    """Prometheus text format 0.0.4 of everything in the registry."""
+    return generate_latest(registry)

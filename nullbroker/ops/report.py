@@ -1,0 +1,169 @@
+"""What the broker tells its operator: the 5-second console line and the summary JSON."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from ..stats import BrokerStats, percentile_ns
+
+MIB = 1024 * 1024
+
+
+@dataclass(slots=True)
+class ConsoleReporter:
+    """Builds one line per interval from the change in the broker's counters.
+
+    Like kafka-producer-perf-test's lines: records/sec and MB/sec (MB = 2^20 bytes) produced
+    and fetched, requests/sec, the broker's own time per request (p50, p99, in microseconds;
+    a held request's wait is not part of it), how many requests were held and their p99
+    hold, connections, RSS.
+    """
+
+    stats: BrokerStats
+    _produced: tuple[int, int] = (0, 0)
+    _fetched: tuple[int, int] = (0, 0)
+    _requests: int = 0
+    _latency: list[int] = field(default_factory=list)
+    _held: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._latency = self.stats.latency_counts()
+        self._held = self.stats.held_counts()
+
+    def line(self, elapsed_seconds: float) -> str | None:
+        """The line for the last `elapsed_seconds`, or None when no request came in."""
+        stats = self.stats
+        produced_totals = stats.totals()
+        produced = (produced_totals.records, produced_totals.bytes)
+        fetched = stats.fetched_totals()
+        requests = stats.requests_total()
+        latency = stats.latency_counts()
+        held = stats.held_counts()
+        latency_interval = _since(latency, self._latency)
+        held_interval = _since(held, self._held)
+        produced_records, produced_bytes = _since(produced, self._produced)
+        fetched_records, fetched_bytes = _since(fetched, self._fetched)
+        request_count = requests - self._requests
+        self._produced, self._fetched, self._requests = produced, fetched, requests
+        self._latency, self._held = latency, held
+        if request_count == 0:
+            return None
+        seconds = max(elapsed_seconds, 1e-9)
+        held_count = sum(held_interval)
+        held_part = f"{held_count} held"
+        if held_count:
+            held_part += f" (p99 {percentile_ns(held_interval, 0.99) / 1e6:.0f} ms)"
+        return (
+            f"{produced_records / seconds:.1f} records/sec "
+            f"({produced_bytes / seconds / MIB:.2f} MB/sec) produced, "
+            f"{fetched_records / seconds:.1f} records/sec "
+            f"({fetched_bytes / seconds / MIB:.2f} MB/sec) fetched, "
+            f"{request_count / seconds:.1f} requests/sec, "
+            f"{percentile_ns(latency_interval, 0.50) / 1000:.0f} us p50, "
+            f"{percentile_ns(latency_interval, 0.99) / 1000:.0f} us p99 request latency, "
+            f"{held_part}, "
+            f"{stats.connections} connections, {stats.rss_bytes() / MIB:.1f} MiB RSS."
+        )
+
+
+def _since(now: Sequence[int], before: Sequence[int]) -> list[int]:
+    return [current - previous for current, previous in zip(now, before, strict=True)]
+
+
+def summary(stats: BrokerStats) -> dict[str, Any]:
+    """Everything the broker counted, as one JSON-ready document."""
+    topics: dict[str, Any] = {}
+    for (topic, partition), counters in sorted(stats.produced.items()):
+        entry = topics.setdefault(topic, {"records": 0, "bytes": 0, "batches": 0, "partitions": {}})
+        entry["records"] += counters.records
+        entry["bytes"] += counters.bytes
+        entry["batches"] += counters.batches
+        entry["partitions"][str(partition)] = {
+            "records": counters.records,
+            "bytes": counters.bytes,
+            "batches": counters.batches,
+        }
+    fetched: dict[str, Any] = {"records": 0, "bytes": 0, "topics": {}}
+    for (topic, partition), counters in sorted(stats.fetched.items()):
+        entry = fetched["topics"].setdefault(topic, {"records": 0, "bytes": 0, "partitions": {}})
+        for target in (fetched, entry):
+            target["records"] += counters.records
+            target["bytes"] += counters.bytes
+        entry["partitions"][str(partition)] = {"records": counters.records, "bytes": counters.bytes}
+    totals = stats.totals()
+    return {
+        "started_at": datetime.datetime.fromtimestamp(stats.started_at, datetime.UTC).isoformat(),
+        "uptime_seconds": round(stats.uptime_seconds, 3),
+        "produced": {
+            "records": totals.records,
+            "bytes": totals.bytes,
+            "batches": totals.batches,
+            "topics": topics,
+        },
+        "fetched": fetched,
+        "requests": {api: api_stats.requests for api, api_stats in sorted(stats.apis.items())},
+        "requests_total": stats.requests_total(),
+        "held_requests": {
+            api: api_stats.held.count
+            for api, api_stats in sorted(stats.apis.items())
+            if api_stats.held.count
+        },
+        "errors": dict(sorted(stats.errors.items())),
+        "connections_closed_on_error": dict(sorted(stats.protocol_errors.items())),
+        "connections_total": stats.connections_total,
+        "groups": {
+            "by_state": dict(sorted(stats.groups.items())),
+            "rebalances": stats.rebalances,
+        },
+        "peak_rss_bytes": stats.peak_rss_bytes(),
+    }
+
+
+def check_summary_writable(path: str) -> None:
+    """Raise OSError now if the summary could not be written at shutdown: the folder is
+    missing or not writable. The summary is the run's result, so it must not be found
+    unwritable only after the whole run."""
+    with _temporary_beside(path):
+        pass
+
+
+def write_summary(stats: BrokerStats, path: str) -> None:
+    """Write the summary atomically: a reader never sees half a file."""
+    import json  # here, at shutdown: a broker without --summary-json never needs it
+
+    with _temporary_beside(path) as file:
+        json.dump(summary(stats), file, indent=2)
+        file.write("\n")
+        file.flush()
+        # mkstemp makes the file 0600; a result is for others to read too, as any file
+        # the user's umask would give them.
+        os.chmod(file.name, 0o666 & ~_umask())
+        os.replace(file.name, path)
+
+
+@contextlib.contextmanager
+def _temporary_beside(path: str) -> Iterator[IO[str]]:
+    """A temporary file in `path`'s folder (so that os.replace is atomic), removed on the
+    way out unless it was moved into place."""
+    directory = os.path.dirname(os.path.abspath(path))
+    file = tempfile.NamedTemporaryFile(  # noqa: SIM115 - removed below unless replaced
+        "w", dir=directory, delete=False, prefix=".nullbroker-summary-", suffix=".tmp"
+    )
+    try:
+        with file:
+            yield file
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(file.name)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,1 @@
+"""Synthetic source topics: their specs and records, Nexmark, JSON and Avro values."""

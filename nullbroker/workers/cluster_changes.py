@@ -1,0 +1,284 @@
+"""A worker's part in a cluster spread over processes (`--processes`): every process sees
+the same changes to the cluster, in the same order.
+
+Each worker serves some of the cluster's nodes and holds the partitions they lead, with no
+state shared on a request's path. What every worker must agree on is the set of topics (their
+partitions, ids and configs), the broker configs and the faults in force. A request that would
+change them (CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs, a Metadata
+request that creates a topic) is not handled where it arrived: its frame goes to the
+controller (nullbroker.workers.processes), which sends it to every worker in one order. Each worker
+handles it against the same state and so ends in the same state (topic ids are derived from
+names); the worker the client reached answers with its own result, once the controller has
+heard from every worker, so that the change has reached every process before the client
+hears of it. Faults arrive the same way, as SPECs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import struct
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import astuple, dataclass
+from functools import partial
+from itertools import count
+from typing import Any
+
+import trio
+
+from codec import Request, decode_request
+
+from ..broker import Answer, Broker, Endpoint, Session
+from ..cluster.fault_specs import FaultSpecError
+from ..handlers import IMPORTED_ON_FIRST_USE
+from ..handlers.groups import internal_topic_for
+from ..settings import Config
+from ..state.producers import FIRST_PRODUCER_ID, PartitionSequences, ProducerRegistry
+from ..state.topics import Topic
+from ..stats import BrokerStats, peak_rss_bytes, rss_bytes
+from .channel import ControlChannel
+
+log = logging.getLogger("nullbroker")
+
+METADATA = 3
+FIND_COORDINATOR = 10
+CHANGING_KEYS = frozenset((METADATA, FIND_COORDINATOR, 19, 20, 37, 44))
+"""Metadata and FindCoordinator (when they create a topic), CreateTopics, DeleteTopics,
+CreatePartitions, IncrementalAlterConfigs."""
+_KEY = struct.Struct(">h")
+
+
+def changes_cluster(broker: Broker, request: Request) -> bool:
+    """Whether handling `request` changes what every worker must know."""
+    body = request.body
+    if request.header.api_key == FIND_COORDINATOR:  # the first makes an internal topic
+        return broker.topics.get(internal_topic_for(body)) is None
+    if request.header.api_key != METADATA:
+        return not getattr(body, "validate_only", False)
+    # A Metadata request creates the topics it names that do not exist, if it may.
+    if not broker.topics.auto_create or not getattr(body, "allow_auto_topic_creation", True):
+        return False
+    topics = body.topics
+    return bool(topics) and any(
+        wanted.name is not None and broker.topics.get(wanted.name) is None for wanted in topics
+    )
+
+
+SINGLE_PROCESS_KEYS = frozenset(
+    IMPORTED_ON_FIRST_USE["transactions"] + IMPORTED_ON_FIRST_USE["consumer_groups"]
+)
+
+
+class ReplicatingBroker(Broker):
+    """A Broker in worker `worker` of `workers`: cluster changes go through the controller."""
+
+    controlled = True
+
+    def __init__(self, config: Config, *, worker: int, owners: dict[int, int]) -> None:
+        super().__init__(config)
+        self.worker = worker
+        self.owners = owners
+        """The worker that serves each node, by node id."""
+        # Worker ids are below the node count (each serves a node at least): stepping ids
+        # by it keeps every worker's apart.
+        self.producers = ProducerRegistry(FIRST_PRODUCER_ID + worker, config.brokers)
+        self.topics.produce_auto_creates = False
+        # Transactions and the new consumer groups are served by one process only: markers
+        # would have to reach partitions that other workers lead, and groups of the new
+        # protocol move with no coordinator's handoff yet.
+        self.handlers = {
+            key: handler for key, handler in self.handlers.items() if key not in SINGLE_PROCESS_KEYS
+        }
+        self.served = {key: served for key, served in self.served.items() if key in self.handlers}
+        self.channel: ControlChannel | None = None
+        self._replies: dict[int, tuple[trio.Event, list[Any]]] = {}
+        self._request_ids = count()
+
+    def answer(self, frame: memoryview | bytes, session: Session) -> Answer:
+        if len(frame) >= 2 and _KEY.unpack_from(frame)[0] in CHANGING_KEYS:
+            started = time.perf_counter_ns()
+            request = decode_request(frame, self.served)
+            if changes_cluster(self, request):
+                self.stats.node_requests[session.node_id] += 1
+                return self._answer_later(request, self._replicate(bytes(frame), session), started)
+        return super().answer(frame, session)
+
+    async def _replicate(self, frame: bytes, session: Session) -> Any:
+        """Send the request to the controller; its body once every worker has applied it."""
+        assert self.channel is not None, "a worker serves only once its channel is open"
+        request_id = next(self._request_ids)
+        applied = trio.Event()
+        reply: list[Any] = []
+        self._replies[request_id] = (applied, reply)
+        try:
+            await self.channel.send("replicate", request_id, frame, _session_fields(session))
+            await applied.wait()
+        finally:
+            del self._replies[request_id]
+        return reply[0]
+
+    def apply(self, frame: bytes, session_fields: tuple[Any, ...], request_id: int | None) -> None:
+        """Handle a request the controller sent to every worker; `request_id` is set when it
+        came to this worker, whose answer it then is."""
+        request = decode_request(frame, self.served)
+        session = Session(session_fields[0], Endpoint(*session_fields[1]), session_fields[2])
+        handler = self.handlers[request.header.api_key]
+        mine = request_id is not None and request_id in self._replies
+        with contextlib.nullcontext() if mine else self._counting_nothing():
+            body = handler(self, request, session)
+        if mine:
+            assert request_id is not None
+            self._replies[request_id][1].append(body)
+
+    def replicated(self, request_id: int) -> None:
+        """Every worker has applied this worker's request `request_id`: answer it."""
+        waiting = self._replies.get(request_id)
+        if waiting is not None:
+            waiting[0].set()
+
+    @contextlib.contextmanager
+    def _counting_nothing(self) -> Iterator[None]:
+        # The worker the client reached counts the request's errors; the others apply it
+        # without counting, so that the cluster's accounts count it once.
+        counted = self.stats
+        self.stats = BrokerStats()
+        try:
+            yield
+        finally:
+            self.stats = counted
+
+    async def follow_controller(self, channel: ControlChannel, stop: Callable[[], None]) -> None:
+        """Apply what the controller sends until it goes away; then stop serving."""
+        while (message := await channel.receive()) is not None:
+            kind = message[0]
+            if kind == "apply":
+                _, sequence, frame, session_fields, origin, request_id = message
+                self.apply(frame, session_fields, request_id if origin == self.worker else None)
+                await channel.send("applied", sequence)
+            elif kind == "replicated":
+                self.replicated(message[1])
+            elif kind in ("fault", "clear_faults", "node_up"):
+                for handoff in self.change_leadership(partial(self._apply_fault, *message)):
+                    await channel.send("handoff", *handoff)
+            elif kind == "handoff":
+                self.take_handoff(message[1], message[2])
+            elif kind == "stats":
+                await channel.send("stats", message[1], *self.accounts())
+            elif kind == "owners":
+                self.owners.update(message[1])
+            elif kind == "stop":
+                break
+        else:
+            log.info("worker %d: the controller has gone; shutting down", self.worker)
+        stop()
+
+    def _apply_fault(self, kind: str, *detail: Any) -> None:
+        if kind == "fault":
+            try:
+                self.faults.add(detail[0], controlled=True)
+            except FaultSpecError as error:  # checked by the controller: only a race
+                log.warning("worker %d could not apply a fault: %s", self.worker, error)
+        elif kind == "clear_faults":
+            self.faults.clear()
+        else:
+            self.faults.bring_up(detail[0])
+
+    def _worker_of(self, node: int) -> int:
+        return self.owners[node]
+
+    def change_leadership(self, change: Callable[[], None]) -> list[tuple[Any, ...]]:
+        """Apply a change to the cluster's rules (a fault, or its end), then give away what
+        this worker no longer leads or coordinates: the handoffs to send, (worker,
+        partitions, groups). Partitions this worker has come to lead are refused until
+        their state arrives (`take_handoff`); every worker reckons the same moves, so each
+        knows what to send and what to wait for."""
+        cluster = self.cluster
+        topics = list(self.topics)
+        before = [cluster.leaders(topic.name, len(topic.partitions)) for topic in topics]
+        coordinators = {group: cluster.coordinator(group) for group in self.groups.group_ids()}
+        change()
+        partitions: dict[int, list[PartitionState]] = {}
+        groups: dict[int, dict[str, Any]] = {}
+        for topic, leaders in zip(topics, before, strict=True):
+            after = cluster.leaders(topic.name, len(leaders))
+            for index, (old, new) in enumerate(zip(leaders, after, strict=True)):
+                giver, taker = self._worker_of(old), self._worker_of(new)
+                if giver == self.worker and taker != self.worker:
+                    partitions.setdefault(taker, []).append(self._give_partition(topic, index))
+                elif taker == self.worker and giver != self.worker:
+                    cluster.withhold(topic.name, index)
+        for group, old in coordinators.items():
+            taker = self._worker_of(cluster.coordinator(group))
+            if taker != self._worker_of(old):
+                groups.setdefault(taker, {})[group] = self.groups.hand_over(group)
+        return [
+            (taker, partitions.get(taker, []), groups.get(taker, {}))
+            for taker in sorted({*partitions, *groups})
+        ]
+
+    def _give_partition(self, topic: Topic, index: int) -> PartitionState:
+        partition = topic.partitions[index]
+        return PartitionState(
+            topic.name,
+            index,
+            partition.log_start_offset,
+            partition.log_end_offset,
+            None if partition.retained is None else partition.retained.take(),
+            self.producers.take_partition(topic.name, index),
+        )
+
+    def take_handoff(self, partitions: list[PartitionState], groups: dict[str, Any]) -> None:
+        """Lead the partitions and coordinate the groups another worker gave up to this one."""
+        for state in partitions:
+            topic = self.topics.get(state.topic)
+            if topic is not None and state.index < len(topic.partitions):
+                partition = topic.partitions[state.index]
+                partition.log_start_offset = state.log_start_offset
+                partition.log_end_offset = state.log_end_offset
+                if state.retained is not None and partition.retained is not None:
+                    partition.retained.put(state.retained)
+                self.producers.put_partition(state.topic, state.index, state.sequences)
+            self.cluster.release(state.topic, state.index)
+        for group, offsets in groups.items():
+            self.groups.take_over(group, offsets)
+
+    def accounts(self) -> tuple[BrokerStats, int, int]:
+        """This worker's accounts, RSS and peak RSS, for the cluster's reports."""
+        return self.stats, rss_bytes(), peak_rss_bytes()
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """What a partition's leader holds, handed to the process that leads it next."""
+
+    topic: str
+    index: int
+    log_start_offset: int
+    log_end_offset: int
+    retained: list[tuple[int, int, bytearray]] | None
+    sequences: list[tuple[int, PartitionSequences]]
+
+
+def _session_fields(session: Session) -> tuple[Any, ...]:
+    return (session.peer, astuple(session.advertised), session.node_id)
+
+
+@dataclass(slots=True)
+class WorkerRole:
+    """What the controller gives a worker process when it forks it."""
+
+    worker: int
+    owners: dict[int, int]
+    """The worker that serves each node, by node id (a node map's other hosts' nodes are
+    added when they join: the "owners" message)."""
+    listeners: dict[int, list[socket.socket]]
+    """The listening sockets of the nodes this worker serves, by node id (bound by the
+    controller, so that every node's port is known before any worker starts)."""
+    ports: dict[int, int]
+    """Every node's port, as clients are told it, by node id."""
+    hosts: dict[int, str]
+    """Every node's host, from a node map; empty: the host each client reached."""
+    channel: socket.socket
+    """This worker's end of its control channel."""
