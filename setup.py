@@ -1,5 +1,5 @@
 """Builds the Produce hot path's C: codec/_native.c (its decoders and encoder) and
-nullbroker/net/_produce_lane.c (the common request answered whole); everything else about the
+nullbroker/handlers/_produce_lane.c (the common request answered whole); everything else about the
 package is in pyproject.toml. Optional: without a C compiler the build goes on without them,
 and the pure-Python path serves alone (see codec/native.py)."""
 
@@ -16,7 +16,7 @@ setup(
         )
         for name, source in (
             ("codec._native", "codec/_native.c"),
-            ("nullbroker.net._produce_lane", "nullbroker/net/_produce_lane.c"),
+            ("nullbroker.handlers._produce_lane", "nullbroker/handlers/_produce_lane.c"),
         )
     ]
 )

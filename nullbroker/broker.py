@@ -1,44 +1,28 @@
-"""The broker's state and request dispatch, free of IO: one object the connections share."""
+"""The broker's state, free of IO and of requests: what handlers read and change (topics,
+producers, groups, transactions, faults, configs, accounts), one object every connection's
+requests share. nullbroker.dispatch answers requests against it."""
 
 from __future__ import annotations
 
 import logging
-import struct
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from codec import (
-    API_VERSIONS_KEY,
-    ApiRange,
-    Request,
-    RequestHeader,
-    decode_request,
-    encode_api_versions_fallback,
-    encode_response,
-    encode_response_parts,
-    peek_header,
-)
+from codec import ApiRange, Request
 from codec.control_batch import control_batch
-from codec.framing import Buffer
 
 from .clock import now_ms
 from .cluster.faults import Faults
 from .cluster.nodes import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Cluster, internal_partition_for
-from .log_limit import RepeatLimitedLog
-from .net import produce_lane
-from .net.idle import IdleConnections
-from .net.read_budget import ReadBudget
 from .settings import Config
 from .state.kafka_configs import FORMATTED_CLUSTER_CONFIGS
 from .state.producers import ProducerRegistry
 from .state.topics import PartitionCountersFor, TopicRegistry
-from .stats import ApiStats, BrokerStats
+from .stats import BrokerStats
 
 if TYPE_CHECKING:
     from .net.sasl import SaslSession
@@ -50,8 +34,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("nullbroker")
 
 NODE_ID = 0
-PRODUCE_KEY = 0
-_KEY_VERSION = struct.Struct(">hh")
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,21 +103,16 @@ Handler = Callable[["Broker", Request, Session], Any]
 """A request handler: returns a kio response entity, pre-encoded body bytes, None for no
 response (Produce with acks=0), or an awaitable of one of these for a request that waits."""
 
-Answer = bytes | list[Buffer] | None | Awaitable[bytes | list[Buffer] | None]
-"""A response frame (one byte string, or buffers to send one after the other), none, or
-an awaitable of either."""
-
 
 class Broker:
-    """Topics, producers, accounts and the handler table, shared by every connection."""
+    """Topics, producers, groups, transactions, faults and accounts, shared by every
+    connection's requests."""
 
     controlled = False
     """Set for a worker of several processes: its controller counts the cluster's changes
     (nodes down, moves) and keeps the faults' time (nullbroker.workers.cluster_changes)."""
 
     def __init__(self, config: Config) -> None:
-        from .handlers import HANDLERS, served_ranges
-
         self.config = config
         self.node_id = NODE_ID
         internal_partitions = {
@@ -146,8 +123,6 @@ class Broker:
         """The nodes this process serves, and which leads what."""
         self.cluster_id = config.cluster_id
         self.stats = BrokerStats()
-        self.warnings = RepeatLimitedLog(log)
-        """Where connections log what goes wrong with them, a line per kind and peer."""
         self.topics = TopicRegistry(
             PartitionCountersFor(self.stats.partition_counters, self.stats.fetch_counters),
             config.partitions,
@@ -170,22 +145,11 @@ class Broker:
         """Latency, errors, nodes down and leaders moved, on demand."""
         for spec in config.faults:
             self.faults.add(spec, controlled=self.controlled)
-        self.sasl_users = config.read_users() if config.users else None
-        """The --users file's users, for SASL listeners."""
-        self.idle_connections = IdleConnections(config.idle_timeout_ms, self.stats, self.warnings)
-        """Every open connection, closed after --idle-timeout-ms of silence."""
-        self.read_budget = ReadBudget(config.max_buffered_bytes, self.stats)
-        """What large requests being read may hold, over all connections."""
-        self.max_request_bytes = min(config.max_frame_bytes, config.max_buffered_bytes)
-        """A request announced larger closes its connection: it could never be read."""
         self.log_growth = LogGrowth()
         """Held Fetch requests wait on it until a log grows."""
-        self.handlers: dict[int, Handler] = HANDLERS
-        self.served: dict[int, ApiRange] = served_ranges()
-        self._api_versions = self.served[API_VERSIONS_KEY]
-        self.produce_lane = produce_lane.for_broker(self)
-        """The common Produce request answered whole in C, for the connections the host
-        loop reads; None: the Python path answers every request."""
+        self.served: dict[int, ApiRange] = {}
+        """The version range of each API this broker answers, as ApiVersions lists them: set
+        by the dispatch that serves it (nullbroker.dispatch)."""
 
     # The coordinators are made by the first request that needs one: most brokers serve
     # no transactions, many no groups, and their modules cost memory for the broker's life.
@@ -290,87 +254,3 @@ class Broker:
     def log_grew(self) -> None:
         """Wake the Fetch requests held at a log end."""
         self.log_growth.notify()
-
-    def answer(self, frame: memoryview | bytes, session: Session) -> Answer:
-        """The size-prefixed response frame to one request frame, or None (acks=0), or,
-        for a request that waits (a Fetch held at the log end, a JoinGroup), an awaitable
-        of either.
-
-        Raises codec.ProtocolError for a request that must close the connection. The
-        latency accounted is the broker's whole cost: decode, handle (and wait), encode.
-        """
-        started = time.perf_counter_ns()
-        key, version = _KEY_VERSION.unpack_from(frame) if len(frame) >= 4 else (-1, -1)
-        if session.sasl is not None:
-            session.sasl.admit(key)  # raises NotAuthenticated: the connection closes
-        if key == PRODUCE_KEY and self.produce_lane is not None:
-            response = self.produce_lane.answer(frame, session.node_id)
-            if response is not None:  # answered whole in C, and accounted
-                return response
-        self.stats.node_requests[session.node_id] += 1
-        if key == API_VERSIONS_KEY and version > self._api_versions.max_version:
-            peeked = peek_header(frame)
-            self.stats.error("unsupported_version")
-            response = encode_api_versions_fallback(peeked.correlation_id, self._api_versions)
-            self._account(peeked.api_name, started)
-            return response
-        request = decode_request(frame, self.served)
-        header = request.header
-        body = self.handlers[header.api_key](self, request, session)
-        if self.faults.active:
-            delay = self.faults.latency_s(header.api_name, session.node_id)
-            if delay:
-                return self._answer_after(delay, request, body, started)
-        if type(body) is CoroutineType:  # every handler that waits is an async def
-            return self._answer_later(request, body, started)
-        self._account(header.api_name, started)
-        return None if body is None else _frame(header, body)
-
-    async def _answer_after(
-        self, seconds: float, request: Request, body: Any, started: int
-    ) -> bytes | list[Buffer] | None:
-        """The answer, `seconds` late (a latency fault), accounted as a held request.
-
-        An answer already made is wrapped only after the delay, and a held handler's
-        coroutine is closed if the delay is cancelled (the client left): either left
-        unawaited, Python warns "coroutine was never awaited" when it is collected."""
-        try:
-            await trio.sleep(seconds)
-        except BaseException:
-            if type(body) is CoroutineType:
-                body.close()
-            raise
-        pending = body if type(body) is CoroutineType else _ready(body)
-        return await self._answer_later(request, pending, started)
-
-    async def _answer_later(
-        self, request: Request, pending: Awaitable[Any], started: int
-    ) -> bytes | list[Buffer] | None:
-        # The broker's own time is before the hold and after it; the hold itself (the
-        # wait, and rebuilding the answer when woken) is accounted apart, so a Fetch held
-        # for 500 ms does not read as a 500 ms request.
-        held_from = time.perf_counter_ns()
-        body = await pending
-        held_until = time.perf_counter_ns()
-        frame = None if body is None else _frame(request.header, body)
-        api = self._account(request.header.api_name, started, held_until - held_from)
-        api.held.observe(held_until - held_from)
-        return frame
-
-    def _account(self, api_name: str, started: int, held_ns: int = 0) -> ApiStats:
-        api = self.stats.api(api_name)
-        api.requests += 1
-        api.latency.observe(time.perf_counter_ns() - started - held_ns)
-        return api
-
-
-async def _ready(body: Any) -> Any:
-    return body
-
-
-def _frame(header: RequestHeader, body: Any) -> bytes | list[Buffer]:
-    """The response frame: one byte string, or, for a body of buffers (a Fetch response
-    around its record batches), buffers the connection writes with writev, uncopied."""
-    if type(body) is list:
-        return encode_response_parts(header, body)
-    return encode_response(header, body)

@@ -367,6 +367,11 @@ class Config:
         return parse_host_port(self.schema_registry, self.named("schema_registry"))
 
     @property
+    def max_request_bytes(self) -> int:
+        """A request announced larger closes its connection: it could never be read."""
+        return min(self.max_frame_bytes, self.max_buffered_bytes)
+
+    @property
     def metrics_address(self) -> tuple[str, int] | None:
         return parse_host_port(self.metrics, self.named("metrics")) if self.metrics else None
 

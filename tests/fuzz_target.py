@@ -9,6 +9,7 @@ from types import CoroutineType
 
 from codec import FrameReader, ProtocolError
 from nullbroker.broker import Broker, Endpoint, Session
+from nullbroker.dispatch import Dispatch
 from nullbroker.settings import Config
 
 FRAMES = Path(__file__).resolve().parent / "vectors" / "frames"
@@ -16,6 +17,7 @@ MAX_FRAME_BYTES = 1 << 20
 
 _broker = Broker(Config(brokers=3, partitions=2, max_frame_bytes=MAX_FRAME_BYTES))
 _broker.cluster.ports.update({0: 9092, 1: 9093, 2: 9094})
+_dispatch = Dispatch(_broker)
 _session = Session("127.0.0.1:50000", Endpoint("127.0.0.1", 9092), node_id=0)
 
 
@@ -27,7 +29,7 @@ def answer_stream(data: bytes) -> None:
     try:
         reader.feed(data)
         for frame in reader.frames():
-            answer = _broker.answer(frame, _session)
+            answer = _dispatch.answer(frame, _session)
             if type(answer) is CoroutineType:  # a held request: never awaited here
                 answer.close()
     except ProtocolError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
@@ -19,8 +20,20 @@ from codec.apis import (
 )
 from codec.entities import request_module
 from nullbroker.broker import Broker, Endpoint, Session
+from nullbroker.dispatch import Dispatch
 
 SESSION = Session(peer="127.0.0.1:50000", advertised=Endpoint("127.0.0.1", 9092))
+
+_DISPATCHES: WeakKeyDictionary[Broker, Dispatch] = WeakKeyDictionary()
+
+
+def dispatch_of(broker: Broker) -> Dispatch:
+    """The one Dispatch that answers `broker`'s requests in a test, made on first use, as a
+    server makes one for the broker it runs (nullbroker.workers.server)."""
+    dispatch = _DISPATCHES.get(broker)
+    if dispatch is None:
+        dispatch = _DISPATCHES[broker] = Dispatch(broker)
+    return dispatch
 
 
 def request_frame(
@@ -58,7 +71,7 @@ def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]
 
 
 def answered(answer: object, why: str = "this request should have been answered at once") -> bytes:
-    """A Broker.answer result that was not held, as one byte string: a Fetch answer comes as
+    """A Dispatch.answer result that was not held, as one byte string: a Fetch answer comes as
     the buffers the connection writes with writev."""
     if isinstance(answer, list):
         return b"".join(answer)
@@ -69,7 +82,7 @@ def answered(answer: object, why: str = "this request should have been answered 
 def call(broker: Broker, api_key: int, version: int, **fields: Any) -> Any:
     """Send one request built from `fields` and return the decoded response entity."""
     body = request_schema(api_key, version)(**fields)
-    answer = answered(broker.answer(request_frame(api_key, version, body), SESSION))
+    answer = answered(dispatch_of(broker).answer(request_frame(api_key, version, body), SESSION))
     correlation_id, response = decode_response(api_key, version, answer)
     assert correlation_id == 7
     return response

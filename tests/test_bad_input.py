@@ -532,9 +532,11 @@ _DECODE_IN_A_CHILD = """
 import sys
 from codec import UndecodableRequest
 from nullbroker.broker import Broker, Endpoint, Session
+from nullbroker.dispatch import Dispatch
 from nullbroker.settings import Config
 try:
-    Broker(Config()).answer(bytes.fromhex(sys.argv[1]), Session("child", Endpoint("h", 1)))
+    session = Session("child", Endpoint("h", 1))
+    Dispatch(Broker(Config())).answer(bytes.fromhex(sys.argv[1]), session)
 except UndecodableRequest:
     print("refused")
 """

@@ -27,7 +27,14 @@ from tests.broker_process import (
 )
 from tests.conftest import StartBroker
 from tests.kafka_tools import requires_kafka_tools, run_tool
-from tests.kio_calls import answered, decode_response, record_batch, request_frame, types
+from tests.kio_calls import (
+    answered,
+    decode_response,
+    dispatch_of,
+    record_batch,
+    request_frame,
+    types,
+)
 
 METADATA, PRODUCE, FETCH, LIST_OFFSETS, FIND_COORDINATOR, DESCRIBE_CLUSTER = 3, 0, 1, 2, 10, 60
 PORTS = {0: 19092, 1: 19093, 2: 19094}
@@ -51,7 +58,9 @@ def ask(broker: Broker, node: int, api_key: int, version: int, **fields: Any) ->
         DESCRIBE_CLUSTER: "DescribeClusterRequest",
     }[api_key])(**fields)  # fmt: skip
     frame = request_frame(api_key, version, request)
-    return decode_response(api_key, version, answered(broker.answer(frame, session(node))))[1]
+    return decode_response(
+        api_key, version, answered(dispatch_of(broker).answer(frame, session(node)))
+    )[1]
 
 
 def metadata(broker: Broker, node: int, topic: str) -> Any:
@@ -154,10 +163,12 @@ def test_find_coordinator_names_the_node_the_key_hashes_to() -> None:
 
 
 def test_one_node_answers_as_before_clusters() -> None:
-    broker = Broker(Config())
-    answer = answered(broker.answer(request_frame(METADATA, 12, types(METADATA, 12).MetadataRequest(
+    dispatch = dispatch_of(Broker(Config()))
+    body = types(METADATA, 12).MetadataRequest(
         topics=None, allow_auto_topic_creation=True, include_topic_authorized_operations=False
-    )), Session("127.0.0.1:1", Endpoint("127.0.0.1", 9092))))  # fmt: skip
+    )
+    session = Session("127.0.0.1:1", Endpoint("127.0.0.1", 9092))
+    answer = answered(dispatch.answer(request_frame(METADATA, 12, body), session))
     body = decode_response(METADATA, 12, answer)[1]
     assert [(b.node_id, b.port) for b in body.brokers] == [(0, 9092)]
 
@@ -272,7 +283,9 @@ def test_group_requests_to_a_node_that_does_not_coordinate_get_not_coordinator()
     )
     for node, expected in ((other, ErrorCode.not_coordinator), (coordinator, None)):
         frame = request_frame(12, 4, heartbeat)
-        answer = decode_response(12, 4, answered(broker.answer(frame, session(node))))[1]
+        answer = decode_response(12, 4, answered(dispatch_of(broker).answer(frame, session(node))))[
+            1
+        ]
         if expected is not None:
             assert answer.error_code == expected
         else:  # the coordinator does not know the member: a group error, not NOT_COORDINATOR

@@ -27,7 +27,7 @@ from nullbroker.settings import Config
 
 from . import vectors
 from .kafka_wire import request_header, unsigned_varint
-from .kio_calls import SESSION, decode_response, record_batch, request_frame
+from .kio_calls import SESSION, decode_response, dispatch_of, record_batch, request_frame
 from .produce_views import ONE_MS, PRODUCE, ZERO_UUID, as_kio_request
 
 VERSIONS = range(3, 14)
@@ -384,7 +384,7 @@ def test_a_hostile_produce_request_is_refused_in_process() -> None:
 def produce(broker: Broker, version: int, topic: str | uuid.UUID, records: bytes) -> Any:
     """The topic response to a request for partition 0 of `topic`, answered by `broker`."""
     body, _ = one_partition_request(version, records, topic=topic)
-    answer = broker.answer(request_frame(PRODUCE, version, body), SESSION)
+    answer = dispatch_of(broker).answer(request_frame(PRODUCE, version, body), SESSION)
     assert answer is not None
     _, response = decode_response(PRODUCE, version, answer)
     (topic_response,) = response.responses

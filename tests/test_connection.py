@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 
 from nullbroker.broker import Broker, Endpoint, Session
 from nullbroker.net.connection import Drain, serve_connection
+from nullbroker.net.shared import Shared
 from nullbroker.settings import Config
 from tests.kafka_wire import (
     WAIT_SECONDS,
@@ -30,6 +31,7 @@ from tests.kafka_wire import (
     with_correlation_id,
     with_version,
 )
+from tests.kio_calls import dispatch_of
 
 SESSION = Session(peer="memory:1", advertised=Endpoint("127.0.0.1", 9092))
 
@@ -96,7 +98,9 @@ async def serving(
     connection = Connection(FrameStream(client_stream), RecordingStream(server_stream, gate))
 
     async def serve() -> None:
-        await serve_connection(connection.server, broker, SESSION, drain or Drain())
+        await serve_connection(
+            connection.server, Shared(dispatch_of(broker)), SESSION, drain or Drain()
+        )
         connection.ended.set()
 
     with trio.fail_after(WAIT_SECONDS):
@@ -345,7 +349,7 @@ async def test_internal_error_costs_one_connection_and_is_counted(
         raise RuntimeError("handler bug")
 
     async with serving(broker) as bystander, serving(broker) as victim:
-        monkeypatch.setitem(broker.handlers, 22, broken_handler)
+        monkeypatch.setitem(dispatch_of(broker).handlers, 22, broken_handler)
         await victim.client.send(size_prefix(INIT_PRODUCER_ID_V4))
         assert await victim.client.is_closed_by_peer()
         await victim.wait_ended()
@@ -381,13 +385,13 @@ def hold_init_producer_id(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> tr
     """Make InitProducerId a request that waits (like a Fetch held at the log end) until
     the returned event is set; the handler table is restored after the test."""
     release = trio.Event()
-    original = broker.handlers[22]
+    original = dispatch_of(broker).handlers[22]
 
     async def held(*args: Any) -> Any:
         await release.wait()
         return original(*args)
 
-    monkeypatch.setitem(broker.handlers, 22, held)
+    monkeypatch.setitem(dispatch_of(broker).handlers, 22, held)
     return release
 
 
@@ -442,7 +446,7 @@ async def test_a_held_request_is_cancelled_the_moment_its_client_closes(
         finally:
             cancelled.set()
 
-    monkeypatch.setitem(broker.handlers, 22, held_forever)
+    monkeypatch.setitem(dispatch_of(broker).handlers, 22, held_forever)
     async with serving(broker) as connection:
         client = connection.client.stream
         assert isinstance(client, trio.StapledStream)
@@ -497,7 +501,11 @@ async def test_an_unforeseen_failure_costs_only_its_connection_and_is_counted(
     with trio.fail_after(WAIT_SECONDS):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
-                serve_connection, FailingStream(server_stream), broker, SESSION, Drain()
+                serve_connection,
+                FailingStream(server_stream),
+                Shared(dispatch_of(broker)),
+                SESSION,
+                Drain(),
             )
             await client.send(size_prefix(API_VERSIONS_V2))
             assert await client.is_closed_by_peer()

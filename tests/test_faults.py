@@ -36,7 +36,7 @@ from tests.broker_process import (
     samples,
 )
 from tests.conftest import StartBroker
-from tests.kio_calls import SESSION, fetch_frame, record_batch, request_frame, types
+from tests.kio_calls import SESSION, dispatch_of, fetch_frame, record_batch, request_frame, types
 from tests.module_command import run_module
 from tests.test_cluster import group_consumer, read_until
 from tests.test_handlers import produce
@@ -434,7 +434,7 @@ def test_a_client_leaving_during_a_latency_fault_leaves_no_coroutine_unawaited(a
         frame = fetch_frame("t", 1, max_wait_ms=60_000)
 
     async def client_leaves() -> None:
-        answer = broker.answer(frame, SESSION)
+        answer = dispatch_of(broker).answer(frame, SESSION)
         assert inspect.isawaitable(answer), "the latency fault must delay the answer"
         with trio.move_on_after(0.05):  # the client leaves: its task is cancelled
             await answer

@@ -32,6 +32,7 @@ from tests.kio_calls import (
     answered,
     call,
     decode_response,
+    dispatch_of,
     record_batch,
     request_frame,
     types,
@@ -115,7 +116,9 @@ def fetch(
 ) -> Any:
     """A Fetch answered at once (max_wait 0 unless asked): the decoded response."""
     answer = answered(
-        b.answer(request_frame(FETCH, version, fetch_request(version, topics, **limits)), SESSION),
+        dispatch_of(b).answer(
+            request_frame(FETCH, version, fetch_request(version, topics, **limits)), SESSION
+        ),
         "this fetch should have been answered at once",
     )
     correlation_id, response = decode_response(FETCH, version, answer)
@@ -159,7 +162,7 @@ def offsets_of(data: bytes) -> list[int]:
 
 async def answer_async(b: Broker, frame: bytes) -> bytes:
     """The response frame to a request that may be held: awaited if the broker waits."""
-    answer = b.answer(frame, SESSION)
+    answer = dispatch_of(b).answer(frame, SESSION)
     if inspect.isawaitable(answer):
         answer = await answer
     return answered(answer)
@@ -358,7 +361,8 @@ async def test_an_error_is_answered_at_once_even_with_max_wait() -> None:
     b, _ = source_broker()
     body = fetch_request(12, [("nope", [(0, 0, MIB)])], max_wait_ms=60_000)
     answer = answered(
-        b.answer(request_frame(FETCH, 12, body), SESSION), "an error is news: nothing to wait for"
+        dispatch_of(b).answer(request_frame(FETCH, 12, body), SESSION),
+        "an error is news: nothing to wait for",
     )
     _, response = decode_response(FETCH, 12, answer)
     assert response.responses[0].partitions[0].error_code is ErrorCode.unknown_topic_or_partition
@@ -415,7 +419,7 @@ async def test_a_held_fetch_beside_an_unknown_topic_returns_after_max_wait() -> 
     assert topic is not None
     asked = [(topic.id, [(0, 3, MIB)]), (STRANGER, [(0, 0, MIB)])]
     body = fetch_request(16, asked, max_wait_ms=SHORT_WAIT_MS)
-    answer = b.answer(request_frame(FETCH, 16, body), SESSION)
+    answer = dispatch_of(b).answer(request_frame(FETCH, 16, body), SESSION)
     assert inspect.isawaitable(answer), "a deleted topic's partition must not end the wait"
     started = trio.current_time()
     with trio.fail_after(CEILING_S):
@@ -432,7 +436,8 @@ async def test_an_offset_out_of_range_beside_a_partition_at_the_log_end_is_answe
     asked = [(topic.id, [(0, RECORDS, MIB), (1, RECORDS + 5, MIB)])]
     body = fetch_request(16, asked, max_wait_ms=60_000)
     answer = answered(
-        b.answer(request_frame(FETCH, 16, body), SESSION), "a failed read ends the wait"
+        dispatch_of(b).answer(request_frame(FETCH, 16, body), SESSION),
+        "a failed read ends the wait",
     )
     errors = [p.error_code for p in decode_response(FETCH, 16, answer)[1].responses[0].partitions]
     assert errors == [ErrorCode.none, ErrorCode.offset_out_of_range]
@@ -449,7 +454,8 @@ async def test_a_fetch_naming_no_partition_is_answered_at_once(
     topics = [(topic_key(topic, version), [])] if names_a_topic else []
     body = fetch_request(version, topics, max_wait_ms=60_000)
     answer = answered(
-        b.answer(request_frame(FETCH, version, body), SESSION), "nothing asked: nothing to wait for"
+        dispatch_of(b).answer(request_frame(FETCH, version, body), SESSION),
+        "nothing asked: nothing to wait for",
     )
     _, response = decode_response(FETCH, version, answer)
     assert response.error_code is ErrorCode.none
@@ -531,7 +537,7 @@ async def test_a_held_fetch_returns_empty_after_max_wait_without_data() -> None:
     b = Broker(Config())
     produce(b, "t", 0, record_batch(3))
     body = fetch_request(12, [("t", [(0, 3, MIB)])], max_wait_ms=SHORT_WAIT_MS)
-    answer = b.answer(request_frame(FETCH, 12, body), SESSION)
+    answer = dispatch_of(b).answer(request_frame(FETCH, 12, body), SESSION)
     assert inspect.isawaitable(answer), "at the log end the fetch must be held"
     with trio.fail_after(CEILING_S):
         frame = answered(await answer)
@@ -587,7 +593,9 @@ def test_java_fetch_v16_requests_get_responses_kio_round_trips_byte_for_byte(fil
     assert recorded.count(RECORDED_TOPIC_ID.bytes) == 1
     frame = recorded.replace(RECORDED_TOPIC_ID.bytes, topic.id.bytes)
 
-    answer = answered(b.answer(frame, SESSION), "every partition has data: no reason to wait")
+    answer = answered(
+        dispatch_of(b).answer(frame, SESSION), "every partition has data: no reason to wait"
+    )
     correlation_id, response = decode_response(FETCH, 16, answer)
     assert correlation_id == entry["correlation_id"]
     assert encode_response_frame(16, correlation_id, response) == answer
@@ -619,6 +627,8 @@ def test_a_topic_named_by_the_zero_id_fails_a_fetch_that_opens_a_session(version
         frame = request_frame(
             FETCH, version, dataclasses.replace(asked, session_epoch=session_epoch)
         )
-        _, response = decode_response(FETCH, version, answered(b.answer(frame, SESSION)))
+        _, response = decode_response(
+            FETCH, version, answered(dispatch_of(b).answer(frame, SESSION))
+        )
         assert response.error_code == top
         assert [p.error_code for t in response.responses for p in t.partitions] == partitions

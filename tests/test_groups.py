@@ -34,7 +34,7 @@ from nullbroker.settings import Config, ConfigError, load
 from nullbroker.state.groups.classic import GroupCoordinator, GroupState
 from nullbroker.stats import GROUP_STATES, BrokerStats
 
-from .kio_calls import SESSION, decode_response, request_frame, types
+from .kio_calls import SESSION, decode_response, dispatch_of, request_frame, types
 
 OFFSET_COMMIT, OFFSET_FETCH, METADATA = 8, 9, 3
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
@@ -93,7 +93,7 @@ def assignment(topic: str, *partitions: int) -> bytes:
 async def acall(broker: Broker, api_key: int, version: int, **fields: Any) -> Any:
     """Send one request; await the answer if the request waits; decode it."""
     body = make(request_schema(api_key, version), **fields)
-    answer = broker.answer(request_frame(api_key, version, body), SESSION)
+    answer = dispatch_of(broker).answer(request_frame(api_key, version, body), SESSION)
     if inspect.isawaitable(answer):
         answer = await answer
     assert answer is not None, "this request should have been answered"

@@ -10,10 +10,10 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from nullbroker.broker import Broker
-from nullbroker.handlers import HANDLERS
+from nullbroker.handlers import SERVED_KEYS
 from nullbroker.settings import Config
 
-from .kio_calls import SESSION, call, record_batch, request_frame, types
+from .kio_calls import SESSION, call, dispatch_of, record_batch, request_frame, types
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 FIND_COORDINATOR, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS = 10, 18, 19, 20
@@ -52,7 +52,7 @@ def produce(
         ),
     )
     if acks == 0:
-        return b.answer(request_frame(PRODUCE, version, body), SESSION)
+        return dispatch_of(b).answer(request_frame(PRODUCE, version, body), SESSION)
     return call(
         b,
         PRODUCE,
@@ -98,7 +98,7 @@ def test_api_versions_advertises_exactly_the_keys_with_handlers() -> None:
         broker(), API_VERSIONS, 4, client_software_name="t", client_software_version="1"
     )
     assert response.error_code is ErrorCode.none
-    assert {api.api_key for api in response.api_keys} == set(HANDLERS)
+    assert {api.api_key for api in response.api_keys} == set(SERVED_KEYS)
     # Listed from v0 as Kafka 4 lists it (codec.ADVERTISED_MIN_VERSIONS); served from v3.
     produce_range = next(api for api in response.api_keys if api.api_key == PRODUCE)
     assert (produce_range.min_version, produce_range.max_version) == (0, 13)
@@ -108,7 +108,7 @@ def test_api_versions_advertises_exactly_the_keys_with_handlers() -> None:
 def test_every_api_versions_version_gets_the_same_key_list(version: int) -> None:
     fields = {"client_software_name": "t", "client_software_version": "1"} if version >= 3 else {}
     response = call(broker(), API_VERSIONS, version, **fields)
-    assert len(response.api_keys) == len(HANDLERS)
+    assert len(response.api_keys) == len(SERVED_KEYS)
 
 
 # Metadata

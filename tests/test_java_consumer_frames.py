@@ -36,7 +36,7 @@ from nullbroker.handlers import served_ranges
 from nullbroker.settings import Config
 from nullbroker.sources.synthetic import SourceSpec
 from nullbroker.state.groups.classic import GroupState
-from tests.kio_calls import SESSION, answered, decode_response, request_frame
+from tests.kio_calls import SESSION, answered, decode_response, dispatch_of, request_frame
 from tests.vectors import Entry, entry_id, frame_bytes, requests
 
 METADATA, JOIN_GROUP, SYNC_GROUP = 3, 11, 14
@@ -143,7 +143,7 @@ class Replay:
         """Send one request frame; the decoded response and the frame it came in."""
         request = decode_request(frame, served_ranges())
         header = request.header
-        answer = self.broker.answer(frame, SESSION)
+        answer = dispatch_of(self.broker).answer(frame, SESSION)
         if inspect.isawaitable(answer):
             with trio.fail_after(CEILING_S):
                 answer = await answer

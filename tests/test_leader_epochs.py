@@ -16,7 +16,7 @@ from codec.apis import request_schema
 from codec.entities import make
 from nullbroker.broker import Broker
 from nullbroker.settings import Config
-from tests.kio_calls import answered, decode_response, request_frame, types
+from tests.kio_calls import answered, decode_response, dispatch_of, request_frame, types
 from tests.test_cluster import cluster_broker, session
 
 OFFSET_FOR_LEADER_EPOCH, LIST_OFFSETS, FETCH, PRODUCE = 23, 2, 1, 0
@@ -24,7 +24,9 @@ OFFSET_FOR_LEADER_EPOCH, LIST_OFFSETS, FETCH, PRODUCE = 23, 2, 1, 0
 
 def ask(broker: Broker, node: int, api_key: int, version: int, **fields: Any) -> Any:
     frame = request_frame(api_key, version, request_schema(api_key, version)(**fields))
-    return decode_response(api_key, version, answered(broker.answer(frame, session(node))))[1]
+    return decode_response(
+        api_key, version, answered(dispatch_of(broker).answer(frame, session(node)))
+    )[1]
 
 
 def end_of(broker: Broker, node: int, topic: str, current: int, epoch: int) -> tuple[int, ...]:

@@ -25,7 +25,7 @@ from perf.kafka_broker import KafkaBroker
 from tests.conftest import StartBroker
 from tests.kafka_tools import TOOL_TIMEOUT, requires_kafka_tools, run_tool
 from tests.kafka_wire import FrameStream
-from tests.kio_calls import SESSION, call, record_batch, request_frame, types
+from tests.kio_calls import SESSION, call, dispatch_of, record_batch, request_frame, types
 from tests.test_topic_configs import create_topics_fields
 
 PRODUCE, INCREMENTAL_ALTER_CONFIGS, CREATE_TOPICS = 0, 44, 19
@@ -90,7 +90,7 @@ def broker(request: pytest.FixtureRequest) -> Broker:
     """A broker with the Produce lane (when built), and one whose Python path answers all."""
     made = Broker(Config())
     if request.param == "python":
-        made.produce_lane = None
+        dispatch_of(made).produce_lane = None
     create_topic(made, "small", SMALL)
     return made
 
@@ -173,12 +173,12 @@ def test_an_acks_0_request_refused_closes_the_connection_as_kafka_does(broker: B
     fields = produce_fields({"plain": batch_of(100), "small": batch_of(2001)}, acks=0)
     frame = request_frame(PRODUCE, 9, types(PRODUCE, 9).ProduceRequest(**fields))
     with pytest.raises(RefusedWithoutAcks, match="message_too_large"):
-        broker.answer(frame, SESSION)
+        dispatch_of(broker).answer(frame, SESSION)
     assert broker.topics.get("plain").partitions[0].log_end_offset == 1  # appended all the same
     assert broker.topics.get("small").partitions[0].log_end_offset == 0
     fields = produce_fields({"small": batch_of(2000)}, acks=0)
     taken = request_frame(PRODUCE, 9, types(PRODUCE, 9).ProduceRequest(**fields))
-    assert broker.answer(taken, SESSION) is None
+    assert dispatch_of(broker).answer(taken, SESSION) is None
 
 
 async def closes_after_acks_0_refused(bootstrap: str, topic: str) -> bool:

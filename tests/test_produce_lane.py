@@ -1,4 +1,4 @@
-"""The Produce lane (nullbroker/net/_produce_lane.c) against the Python path it stands beside.
+"""The Produce lane (nullbroker/handlers/_produce_lane.c) against the Python path it stands beside.
 
 The same requests go to two brokers, one answering Produce through the lane and one with
 the lane off: every answer must be the same bytes and both brokers must be left in the
@@ -30,7 +30,7 @@ from nullbroker.sources.synthetic import SourceSpec
 
 from .broker_process import metric_total
 from .kafka_wire import record_batch
-from .kio_calls import SESSION, call, request_frame, types
+from .kio_calls import SESSION, call, dispatch_of, request_frame, types
 
 PRODUCE, INIT_PRODUCER_ID, INCREMENTAL_ALTER_CONFIGS = 0, 22, 44
 TOPIC, OTHER, SOURCE = "lane", "other", "src"
@@ -43,7 +43,7 @@ PRODUCERS = 2
 UNKNOWN_TOPIC_ID = uuid.UUID(int=12345)
 
 pytestmark = pytest.mark.skipif(
-    Broker(Config()).produce_lane is None,
+    dispatch_of(Broker(Config())).produce_lane is None,
     reason="the Produce lane is not built, or NULLBROKER_NATIVE=off",
 )
 
@@ -78,9 +78,9 @@ def twin_brokers(
                     batch = record_batch(1, producer_id=1000 + producer, producer_epoch=0,
                                          base_sequence=0)  # fmt: skip
                     frame = produce_frame(broker, 9, [(name, index, batch)])
-                    broker.answer(frame, session(broker.cluster.leader(name, index)))
+                    dispatch_of(broker).answer(frame, session(broker.cluster.leader(name, index)))
         if not lane:
-            broker.produce_lane = None
+            dispatch_of(broker).produce_lane = None
         pair.append(broker)
     return pair[0], pair[1]
 
@@ -157,7 +157,7 @@ def state(broker: Broker) -> dict[str, Any]:
 
 
 def answer(broker: Broker, frame: bytes, node: int = 0) -> Any:
-    return broker.answer(frame, session(node))
+    return dispatch_of(broker).answer(frame, session(node))
 
 
 def outcome(broker: Broker, frame: bytes, node: int) -> Any:
@@ -309,7 +309,7 @@ def test_the_lane_answers_as_the_python_path_and_leaves_the_same_state(
 
 def test_the_lane_takes_the_common_request_itself() -> None:
     lane, python = twin_brokers(warm=False)
-    assert lane.produce_lane is not None
+    assert dispatch_of(lane).produce_lane is not None
     sequence = 0
     for version in (3, 3, 7, 9, 12, 13):
         batches = [
@@ -320,29 +320,31 @@ def test_the_lane_takes_the_common_request_itself() -> None:
         frame = produce_frame(lane, version, batches)
         expected = answer(python, frame)
         if sequence == 0:
-            assert lane.produce_lane.answer(frame, 0) is None, "a first batch is Python's"
+            assert dispatch_of(lane).produce_lane.answer(frame, 0) is None, (
+                "a first batch is Python's"
+            )
             assert answer(lane, frame) == expected
         else:
-            assert lane.produce_lane.answer(frame, 0) == expected
+            assert dispatch_of(lane).produce_lane.answer(frame, 0) == expected
         assert state(lane) == state(python)
         sequence += 3
 
 
 def test_answer_prefix_answers_the_leading_produce_frames_and_stops_at_any_other() -> None:
     lane, python = twin_brokers()
-    assert lane.produce_lane is not None
+    assert dispatch_of(lane).produce_lane is not None
     common = [
         produce_frame(lane, 9, [(TOPIC, 0, record_batch(2))], correlation_id=n) for n in (1, 2)
     ]
     unknown = produce_frame(lane, 9, [("unknown-topic", 0, record_batch(2))], correlation_id=3)
     after = produce_frame(lane, 9, [(TOPIC, 0, record_batch(2))], correlation_id=4)
     read = b"".join(struct.pack(">i", len(frame)) + frame for frame in [*common, unknown, after])
-    consumed, answers = lane.produce_lane.answer_prefix(memoryview(read), 0)
+    consumed, answers = dispatch_of(lane).produce_lane.answer_prefix(memoryview(read), 0)
     assert consumed == sum(4 + len(frame) for frame in common)
     assert answers == b"".join(answer(python, frame) for frame in common)
     # A frame cut short by the read's end is left whole to the Python path.
     cut = memoryview(read[: 4 + len(common[0]) + 10])
-    consumed, answers = lane.produce_lane.answer_prefix(cut, 0)
+    consumed, answers = dispatch_of(lane).produce_lane.answer_prefix(cut, 0)
     assert consumed == 4 + len(common[0])
     assert answers == answer(python, common[0])
     assert state(lane) == state(python)
@@ -394,12 +396,14 @@ def receive_exactly(sock: socket.socket, size: int) -> bytes:
 
 def test_a_batch_over_max_message_bytes_is_left_to_the_python_path_which_refuses_it() -> None:
     lane, python = twin_brokers(warm=False)
-    assert lane.produce_lane is not None
+    assert dispatch_of(lane).produce_lane is not None
     at_limit = produce_frame(lane, 9, [(OTHER, 0, record_batch(3))])
-    assert lane.produce_lane.answer(at_limit, 0) is not None, "a batch at the limit is the lane's"
+    assert dispatch_of(lane).produce_lane.answer(at_limit, 0) is not None, (
+        "a batch at the limit is the lane's"
+    )
     answer(python, at_limit)
     over = produce_frame(lane, 9, [(TOPIC, 0, record_batch(1)), (OTHER, 1, record_batch(4))])
-    assert lane.produce_lane.answer(over, 0) is None
+    assert dispatch_of(lane).produce_lane.answer(over, 0) is None
     refused = answer(lane, over)
     assert refused == answer(python, over)
     assert state(lane) == state(python)

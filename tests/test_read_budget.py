@@ -81,7 +81,7 @@ async def test_a_large_request_waits_for_room_then_is_answered() -> None:
             with trio.move_on_after(0.5):
                 await waiting.receive_frame()
                 pytest.fail("answered while the budget had no room for it")
-            assert server.broker.read_budget.waits >= 1
+            assert server.shared.read_budget.waits >= 1
             await staller.stream.aclose()  # its reservation goes with it
             with trio.fail_after(10):
                 answer = await waiting.receive_frame()

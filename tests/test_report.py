@@ -11,7 +11,7 @@ from nullbroker.broker import Broker
 from nullbroker.ops.report import ConsoleReporter, summary
 from nullbroker.settings import Config
 from nullbroker.sources.synthetic import SourceSpec
-from tests.kio_calls import SESSION, answered, fetch_frame
+from tests.kio_calls import SESSION, answered, dispatch_of, fetch_frame
 
 HOLD_MS = 300
 LINE = re.compile(
@@ -30,7 +30,7 @@ def source_broker(records: int = 10) -> Broker:
 async def test_a_held_fetch_is_reported_as_held_not_as_request_latency() -> None:
     broker = source_broker()
     reporter = ConsoleReporter(broker.stats)
-    pending = broker.answer(fetch_frame("q", offset=10, max_wait_ms=HOLD_MS), SESSION)
+    pending = dispatch_of(broker).answer(fetch_frame("q", offset=10, max_wait_ms=HOLD_MS), SESSION)
     assert not isinstance(pending, bytes | list), "a Fetch at the log end is held"
     with trio.fail_after(10):
         await pending  # type: ignore[misc]
@@ -52,7 +52,7 @@ async def test_a_held_fetch_is_reported_as_held_not_as_request_latency() -> None
 def test_fetched_records_and_bytes_are_on_the_line_beside_produced() -> None:
     broker = source_broker(records=10)
     reporter = ConsoleReporter(broker.stats)
-    answered(broker.answer(fetch_frame("q", offset=0, max_wait_ms=0), SESSION))
+    answered(dispatch_of(broker).answer(fetch_frame("q", offset=0, max_wait_ms=0), SESSION))
     line = reporter.line(2.0)
     assert line is not None
     match = LINE.match(line)

@@ -49,7 +49,14 @@ from nullbroker.handlers import served_ranges
 from nullbroker.settings import Config
 from nullbroker.sources.synthetic import SourceSpec
 from tests.kafka_wire import size_prefix
-from tests.kio_calls import SESSION, answered, decode_response, record_batch, request_frame
+from tests.kio_calls import (
+    SESSION,
+    answered,
+    decode_response,
+    dispatch_of,
+    record_batch,
+    request_frame,
+)
 from tests.kio_calls import types as request_types
 from tests.test_codec_roundtrip import values
 from tests.test_connection import METADATA_V12, assert_answers, serving
@@ -142,7 +149,9 @@ def checked_broker() -> Broker:
         )
     )
     broker.topics.create(PRODUCED_TOPIC)
-    broker.handlers = {key: walked(handler) for key, handler in broker.handlers.items()}
+    dispatch_of(broker).handlers = {
+        key: walked(handler) for key, handler in dispatch_of(broker).handlers.items()
+    }
     return broker
 
 
@@ -152,7 +161,7 @@ async def respond(broker: Broker, frame: bytes) -> Any:
     connection closed)."""
     header = decode_request(frame, broker.served).header
     try:
-        answer = broker.answer(frame, SESSION)
+        answer = dispatch_of(broker).answer(frame, SESSION)
     except ProtocolError:
         return None  # the connection closes (a refused acks=0 Produce): no answer to check
     if isinstance(answer, Coroutine):
@@ -423,17 +432,17 @@ async def test_a_response_the_schema_forbids_costs_only_its_connection(
     # its other connections go on.
     caplog.set_level(logging.INFO, logger="nullbroker")
     broker = Broker(Config())
-    metadata = broker.handlers[METADATA]
+    metadata = dispatch_of(broker).handlers[METADATA]
 
     def without_brokers(broker: Broker, request: Any, session: Session) -> Any:
         return dataclasses.replace(metadata(broker, request, session), brokers=None)
 
     async with serving(broker) as bystander, serving(broker) as victim:
-        broker.handlers = {**broker.handlers, METADATA: without_brokers}
+        dispatch_of(broker).handlers = {**dispatch_of(broker).handlers, METADATA: without_brokers}
         await victim.client.send(size_prefix(METADATA_V12))
         assert await victim.client.is_closed_by_peer()
         await victim.wait_ended()
-        broker.handlers = {**broker.handlers, METADATA: metadata}
+        dispatch_of(broker).handlers = {**dispatch_of(broker).handlers, METADATA: metadata}
         await bystander.client.send(size_prefix(METADATA_V12))
         assert_answers([await bystander.client.receive_frame()], [METADATA_V12])
     assert broker.stats.protocol_errors == {"InternalError": 1}

@@ -1,16 +1,17 @@
-"""Request handlers, grouped by API family; the table of what the broker serves."""
+"""Request handlers, grouped by API family, and what the broker serves: every API key with a
+handler, at the versions Kafka 4.1 serves it (nullbroker.dispatch builds the table)."""
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from codec import KAFKA_4_RANGES, ApiRange, Request
+from codec import KAFKA_4_RANGES, ApiRange
 
 from . import admin, alter_configs, api_versions, fetch, metadata, offsets, produce
 
 if TYPE_CHECKING:
-    from ..broker import Broker, Handler, Session
+    from ..broker import Handler
 
 IMPORTED_ON_FIRST_USE: dict[str, tuple[int, ...]] = {
     "groups": (8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47),
@@ -23,19 +24,6 @@ module, and the state it imports (the group coordinators, transactions, SASL), i
 by the family's first request, not by every broker: a producer and a consumer that reads
 without a group never load them (tests/test_imports.py)."""
 
-
-def _on_first_use(family: str) -> Handler:
-    def import_family(broker: Broker, request: Request, session: Session) -> Any:
-        handlers: dict[int, Handler] = import_module(f"{__name__}.{family}").HANDLERS
-        # Every later request of the family goes to its handler straight from the table
-        # (the broker's: a worker of several processes serves a part of this one).
-        table = broker.handlers
-        table.update({key: handler for key, handler in handlers.items() if key in table})
-        return handlers[request.header.api_key](broker, request, session)
-
-    return import_family
-
-
 HANDLERS: dict[int, Handler] = {
     **api_versions.HANDLERS,
     **metadata.HANDLERS,
@@ -44,12 +32,15 @@ HANDLERS: dict[int, Handler] = {
     **offsets.HANDLERS,
     **admin.HANDLERS,
     **alter_configs.HANDLERS,
-    **{
-        key: _on_first_use(family) for family, keys in IMPORTED_ON_FIRST_USE.items() for key in keys
-    },
 }
+"""The handlers every broker loads, by API key."""
+
+SERVED_KEYS: tuple[int, ...] = tuple(
+    sorted({*HANDLERS, *(key for keys in IMPORTED_ON_FIRST_USE.values() for key in keys)})
+)
+"""Every API key with a handler, loaded or to be loaded on first use."""
 
 
-def served_ranges() -> dict[int, ApiRange]:
-    """The version range of every API key with a handler: what ApiVersions advertises."""
-    return {key: KAFKA_4_RANGES[key] for key in sorted(HANDLERS)}
+def served_ranges(keys: Iterable[int] = SERVED_KEYS) -> dict[int, ApiRange]:
+    """The version range of each of `keys`: what ApiVersions advertises."""
+    return {key: KAFKA_4_RANGES[key] for key in sorted(keys)}

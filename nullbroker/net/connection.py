@@ -14,9 +14,10 @@ import trio
 from codec import FrameReader, ProtocolError
 from codec.framing import Buffer
 
-from ..broker import Broker, Session
+from ..broker import Session
 from .host_loop import FIRST_RECEIVE_BYTES, RECEIVE_BYTES, SHRINK_AFTER_READS
 from .read_budget import ReadBudget, Reservation
+from .shared import Shared
 
 log = logging.getLogger("nullbroker")
 
@@ -345,7 +346,7 @@ async def _abandon(pending: Awaitable[object]) -> None:
         await pending
 
 
-ServeWire = Callable[["Wire", Broker, Session, Drain], Awaitable[bool]]
+ServeWire = Callable[["Wire", Shared, Session, Drain], Awaitable[bool]]
 """Serves one connection's wire: `serve_wire`, or the host loop's `hosted_connection.
 serve_hosted`. True when the connection goes on without a task (the host loop serves it
 between requests, and closes it with `close_connection`); False when it has ended."""
@@ -353,7 +354,7 @@ between requests, and closes it with `close_connection`); False when it has ende
 
 async def serve_connection(
     stream: trio.abc.Stream,
-    broker: Broker,
+    shared: Shared,
     session: Session,
     drain: Drain,
     serve: ServeWire | None = None,
@@ -367,26 +368,26 @@ async def serve_connection(
     Whatever happens on it, the connection's failure stays here: counted, logged once
     (repeats summarised), and the stream closed; the broker and its other connections go on.
     """
-    stats = broker.stats
+    stats = shared.stats
     stats.connections += 1
     stats.connections_total += 1
     stats.node_connections[session.node_id] += 1
     wire = _wire(stream)
     wire.release = release
-    wire.reservation = Reservation(broker.read_budget)
-    broker.idle_connections.add(wire, session)
-    step = (serve or serve_wire)(wire, broker, session, drain)
-    return await run_connection(wire, broker, session, step)
+    wire.reservation = Reservation(shared.read_budget)
+    shared.idle_connections.add(wire, session)
+    step = (serve or serve_wire)(wire, shared, session, drain)
+    return await run_connection(wire, shared, session, step)
 
 
 async def run_connection(
-    wire: Wire, broker: Broker, session: Session, step: Awaitable[bool]
+    wire: Wire, shared: Shared, session: Session, step: Awaitable[bool]
 ) -> bool:
     """Run `step`, a stretch of a connection's life in a task, inside `wire.scope` (a new
     one each stretch); close the connection unless the step says it goes on without a
     task. A failure is counted and logged here."""
     goes_on = False
-    stats = broker.stats
+    stats = shared.stats
     try:
         with wire.scope:
             goes_on = await step
@@ -394,7 +395,7 @@ async def run_connection(
         reset = error.__cause__
         if isinstance(reset, OSError) and reset.errno in _PEER_GONE:
             stats.protocol_errors[RESET] += 1
-            broker.warnings.info(
+            shared.warnings.info(
                 session.host,
                 RESET,
                 "connection from %s reset by the client: %s",
@@ -405,7 +406,7 @@ async def run_connection(
     except Exception:
         # A bug of ours, or a failure no one foresaw, costs this connection only.
         stats.protocol_errors[INTERNAL_ERROR] += 1
-        broker.warnings.log(
+        shared.warnings.log(
             logging.ERROR,
             session.host,
             INTERNAL_ERROR,
@@ -415,39 +416,39 @@ async def run_connection(
         )
     finally:
         if not goes_on:
-            close_connection(wire, broker)
+            close_connection(wire, shared)
             await trio.aclose_forcefully(wire.stream)
     return goes_on
 
 
-def close_connection(wire: Wire, broker: Broker) -> None:
+def close_connection(wire: Wire, shared: Shared) -> None:
     """The accounts of a connection that ends: counted, its budget and admission given
     back, no longer watched for idleness. Its stream is the caller's to close."""
-    broker.stats.connections -= 1
+    shared.stats.connections -= 1
     wire.reservation.release()
-    broker.idle_connections.discard(wire)
+    shared.idle_connections.discard(wire)
     if wire.release is not None:
         wire.release()
         wire.release = None
 
 
-async def serve_wire(wire: Wire, broker: Broker, session: Session, drain: Drain) -> bool:
+async def serve_wire(wire: Wire, shared: Shared, session: Session, drain: Drain) -> bool:
     """Read, answer in order, send once per read: until end of stream, a protocol error
     or draining. False: the connection has ended."""
-    reader = FrameReader(broker.max_request_bytes)
+    reader = FrameReader(shared.max_request_bytes)
     while (data := await wire.receive(drain)) is not None:
         reader.feed(data)
-        if await answer_frames(wire, broker, session, reader.frames()) is not None:
+        if await answer_frames(wire, shared, session, reader.frames()) is not None:
             return False
         # A large request being read holds its size of the budget; without room, wait.
         await wire.reservation.fit(Reservation.needed(reader.pending_frame_size))
-    note_unfinished_request(reader, broker, session, drain)
+    note_unfinished_request(reader, shared, session, drain)
     return False
 
 
 async def answer_frames(
     wire: Wire,
-    broker: Broker,
+    shared: Shared,
     session: Session,
     frames: Iterator[memoryview],
     out: list[Buffer] | None = None,
@@ -462,25 +463,25 @@ async def answer_frames(
     if failure is None:
         try:
             if held is None:
-                held = answer_until_held(broker, session, frames, out)
+                held = answer_until_held(shared, session, frames, out)
             while held is not None:
-                out = await _send_then_hold(wire, broker, session, held, out)
-                held = answer_until_held(broker, session, frames, out)
+                out = await _send_then_hold(wire, shared, session, held, out)
+                held = answer_until_held(shared, session, frames, out)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise  # the client went away: not a protocol error, nor a bug of ours
         except Exception as error:
-            failure = fail(error, broker, session)
+            failure = fail(error, shared, session)
     if out:
         await wire.send_all(out)
     return failure
 
 
 def answer_until_held(
-    broker: Broker, session: Session, frames: Iterator[memoryview], out: list[Buffer]
+    shared: Shared, session: Session, frames: Iterator[memoryview], out: list[Buffer]
 ) -> Awaitable[bytes | list[Buffer] | None] | None:
     """Answer `frames` in order, appending the answers to `out`, until one must wait:
     return that one's pending answer (the frames after it stay in `frames`), else None."""
-    answer = broker.answer
+    answer = shared.answer
     for frame in frames:
         try:
             response = answer(frame, session)
@@ -503,18 +504,18 @@ def answer_until_held(
     return None
 
 
-def fail(error: Exception, broker: Broker, session: Session) -> str:
+def fail(error: Exception, shared: Shared, session: Session) -> str:
     """Log and count a request that must close its connection; its kind. Called in the
     handler of `error`, so that a bug's traceback is logged."""
     if isinstance(error, ProtocolError):
         failure = type(error).__name__
-        broker.warnings.warning(
+        shared.warnings.warning(
             session.host, failure, "closing connection from %s: %s", session.peer, error
         )
     else:
         # A bug of ours must cost one connection, never the broker.
         failure = INTERNAL_ERROR
-        broker.warnings.log(
+        shared.warnings.log(
             logging.ERROR,
             session.host,
             failure,
@@ -523,13 +524,13 @@ def fail(error: Exception, broker: Broker, session: Session) -> str:
             exc_info=True,
         )
     # Counted before the answers so far are sent: a client already gone must not hide it.
-    broker.stats.protocol_errors[failure] += 1
+    shared.stats.protocol_errors[failure] += 1
     return failure
 
 
 async def _send_then_hold(
     wire: Wire,
-    broker: Broker,
+    shared: Shared,
     session: Session,
     pending: Awaitable[bytes | list[Buffer] | None],
     out: list[Buffer],
@@ -544,7 +545,7 @@ async def _send_then_hold(
             raise
     wire.holding = True
     try:
-        response = await _held(wire, broker, session, pending)
+        response = await _held(wire, shared, session, pending)
     finally:
         wire.holding = False
     if response is None:
@@ -553,12 +554,12 @@ async def _send_then_hold(
 
 
 def note_unfinished_request(
-    reader: FrameReader, broker: Broker, session: Session, drain: Drain
+    reader: FrameReader, shared: Shared, session: Session, drain: Drain
 ) -> None:
     """At the end of a connection's stream: count and log a request left half sent."""
     if reader.buffered_bytes and not drain.draining:
-        broker.stats.protocol_errors[CLOSED_MID_REQUEST] += 1
-        broker.warnings.info(
+        shared.stats.protocol_errors[CLOSED_MID_REQUEST] += 1
+        shared.warnings.info(
             session.host,
             CLOSED_MID_REQUEST,
             "connection from %s closed by the client with %d bytes of a request unread",
@@ -567,7 +568,7 @@ def note_unfinished_request(
         )
 
 
-async def _held(wire: Wire, broker: Broker, session: Session, pending: Awaitable[T]) -> T:
+async def _held(wire: Wire, shared: Shared, session: Session, pending: Awaitable[T]) -> T:
     """The answer to a held request (a Fetch at the log end, a JoinGroup in a rebalance),
     watching the connection meanwhile: if the client closes or resets it first, the request
     is cancelled at once, so a vanished client holds no descriptor, memory or group slot
@@ -596,7 +597,7 @@ async def _held(wire: Wire, broker: Broker, session: Session, pending: Awaitable
     reset = wire.reset_while_held
     if reset is not None:
         raise trio.BrokenResourceError(str(reset)) from reset
-    broker.warnings.info(
+    shared.warnings.info(
         session.host,
         "ClosedWhileHeld",
         "connection from %s closed while its request was held; the request is cancelled",

@@ -25,8 +25,9 @@ import trio
 from codec import FrameReader
 from codec.framing import Buffer
 
-from ..broker import Broker, Session
-from . import host_loop, produce_lane
+from ..broker import Session
+from ..handlers import produce_lane
+from . import host_loop
 from .connection import (
     IOV_MAX,
     Drain,
@@ -44,6 +45,7 @@ from .connection import (
 )
 from .host_loop import FIRST_RECEIVE_BYTES
 from .read_budget import Reservation
+from .shared import Shared
 
 
 @dataclass(slots=True)
@@ -69,16 +71,16 @@ _NO_TASK = trio.CancelScope()
 closes a parked connection instead)."""
 
 
-async def serve_hosted(wire: Wire, broker: Broker, session: Session, drain: Drain) -> bool:
+async def serve_hosted(wire: Wire, shared: Shared, session: Session, drain: Drain) -> bool:
     """`connection.serve_wire`, with a plain TCP connection served by the host loop
     between requests (True: it goes on without a task); any other stream, or no host
     loop, goes the trio way."""
     host = host_loop.current()
     if host is None or type(wire) is not SocketWire or drain.connections is None:
-        return await serve_wire(wire, broker, session, drain)
+        return await serve_wire(wire, shared, session, drain)
     if drain.draining:
         return False
-    return HostedConnection(host, wire, broker, session, drain).park()
+    return HostedConnection(host, wire, shared, session, drain).park()
 
 
 class HostedConnection:
@@ -86,13 +88,13 @@ class HostedConnection:
     reading, watched by the drain and the idle sweep through its wire."""
 
     __slots__ = (
-        "_broker",
         "_drain",
         "_fast",
         "_fd",
         "_host",
         "_read_size",
         "_session",
+        "_shared",
         "_small_reads",
         "_unsent",
         "_wire",
@@ -103,22 +105,22 @@ class HostedConnection:
         self,
         host: host_loop.HostLoop,
         wire: SocketWire,
-        broker: Broker,
+        shared: Shared,
         session: Session,
         drain: Drain,
     ) -> None:
         self._host = host
         self._fd = wire.fd
         self._wire = wire
-        self._broker = broker
+        self._shared = shared
         self._session = session
         self._drain = drain
-        self.reader = FrameReader(broker.max_request_bytes)
+        self.reader = FrameReader(shared.max_request_bytes)
         self._read_size = FIRST_RECEIVE_BYTES
         self._small_reads = 0
         self._unsent: list[Buffer] | None = None
         """Answers waiting for room in the socket; None: the connection reads."""
-        lane = broker.produce_lane
+        lane = shared.produce_lane
         # The loop's handler: the C reader, which reads, answers the common Produce
         # requests and writes without Python, going the Python way for anything else;
         # or the Python way alone (no lane; SASL, whose checks of each request are Python's).
@@ -162,7 +164,7 @@ class HostedConnection:
             self._to_trio(outcome.Value(Handoff(out=unsent)))
             return
         self._unpark()
-        close_connection(self._wire, self._broker)
+        close_connection(self._wire, self._shared)
         stream = self._wire.stream
         assert isinstance(stream, trio.SocketStream)
         stream.socket.close()
@@ -174,23 +176,23 @@ class HostedConnection:
         connections = self._drain.connections
         assert connections is not None
         connections.start_soon(
-            run_connection, self._wire, self._broker, self._session, self._go_on(result)
+            run_connection, self._wire, self._shared, self._session, self._go_on(result)
         )
 
     async def _go_on(self, result: outcome.Outcome[Handoff]) -> bool:
         """Finish in trio what the loop could not, then park again (True) or end (False).
         A reset is raised, for run_connection to count."""
         handoff = result.unwrap()
-        wire, broker, session, drain, reader = (
+        wire, shared, session, drain, reader = (
             self._wire,
-            self._broker,
+            self._shared,
             self._session,
             self._drain,
             self.reader,
         )
         while not handoff.ended:
             failure = await answer_frames(
-                wire, broker, session, handoff.frames, handoff.out, handoff.held, handoff.failure
+                wire, shared, session, handoff.frames, handoff.out, handoff.held, handoff.failure
             )
             if failure is not None:
                 return False
@@ -205,7 +207,7 @@ class HostedConnection:
                 break
             else:
                 return self.park()
-        note_unfinished_request(reader, broker, session, drain)
+        note_unfinished_request(reader, shared, session, drain)
         return False
 
     def _on_readable(self, events: int) -> None:
@@ -245,7 +247,7 @@ class HostedConnection:
             try:
                 raise error
             except Exception as raised:  # logged with its traceback, as the Python way's
-                failure = fail(raised, self._broker, self._session)
+                failure = fail(raised, self._shared, self._session)
             self._hand_over(buffer, Handoff(out=out, failure=failure))
             return
         self._answer_read(buffer, buffer.view[answered:size], out)
@@ -259,9 +261,9 @@ class HostedConnection:
         reader = self.reader
         try:
             frames = reader.frames_in(read) if read else _NO_FRAMES
-            held = answer_until_held(self._broker, self._session, frames, out) if read else None
+            held = answer_until_held(self._shared, self._session, frames, out) if read else None
         except Exception as error:
-            failure = fail(error, self._broker, self._session)
+            failure = fail(error, self._shared, self._session)
             self._hand_over(buffer, Handoff(out=out, failure=failure))
             return
         if held is not None:

@@ -12,7 +12,7 @@ nothing else.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
@@ -21,7 +21,18 @@ from ..stats import BrokerStats
 
 if TYPE_CHECKING:
     from ..broker import Session
-    from .connection import Wire
+
+
+class Wire(Protocol):
+    """What the sweep sees of a connection (nullbroker.net.connection.Wire)."""
+
+    holding: bool
+    """Set while a request of the connection is held: it is not idle."""
+    reads: int
+    """Reads that brought bytes."""
+
+    def stop(self) -> None: ...
+
 
 IDLE = "IdleTimeout"
 SWEEPS_PER_TIMEOUT = 4

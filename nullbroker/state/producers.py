@@ -27,7 +27,7 @@ class SequenceVerdict(Enum):
 
 class RecentBatch(NamedTuple):
     """An accepted batch's sequences and offset. A NamedTuple: made once per idempotent
-    batch, and by nullbroker/net/_produce_lane.c as well, as a tuple."""
+    batch, and by nullbroker/handlers/_produce_lane.c as well, as a tuple."""
 
     first_sequence: int
     last_sequence: int
@@ -154,7 +154,7 @@ class ProducerRegistry:
 
     def sequences_table(self) -> dict[tuple[int, str, int], PartitionSequences]:
         """The sequence state by (producer id, topic, partition), itself, not a copy: the
-        Produce lane (nullbroker/net/produce_lane.py) checks and moves it in C."""
+        Produce lane (nullbroker/handlers/produce_lane.py) checks and moves it in C."""
         return self._sequences
 
     def on_partition(self, topic: str, partition: int) -> list[tuple[int, PartitionSequences]]:

@@ -187,12 +187,12 @@ class TopicRegistry:
 
     def id_table(self) -> dict[bytes, Topic]:
         """The topics by the 16 bytes of their id, the registry's own dict: the Produce
-        lane's (nullbroker/net/produce_lane.py) for requests that name topics by id (v13)."""
+        lane's (nullbroker/handlers/produce_lane.py) for requests that name topics by id (v13)."""
         return self._by_id_bytes
 
     def name_table(self) -> dict[str, Topic]:
         """The topics by name, the registry's own dict, not a copy: the Produce lane
-        (nullbroker/net/produce_lane.py) looks topics up in it from C."""
+        (nullbroker/handlers/produce_lane.py) looks topics up in it from C."""
         return self._by_name
 
     def by_id(self, topic_id: uuid.UUID) -> Topic | None:

@@ -30,6 +30,7 @@ _ALLOWED_MODULES = frozenset(
         "nullbroker.workers.cluster_changes",
         "nullbroker.state.producers",
         "nullbroker.state.groups.classic",
+        "nullbroker.state.groups.offsets",
     )
 )
 

@@ -30,9 +30,10 @@ import trio
 
 from codec import Request, decode_request
 
-from ..broker import Answer, Broker, Endpoint, Session
+from ..broker import Broker, Endpoint, Session
 from ..cluster.fault_specs import FaultSpecError
-from ..handlers import IMPORTED_ON_FIRST_USE
+from ..dispatch import Answer, Dispatch
+from ..handlers import IMPORTED_ON_FIRST_USE, SERVED_KEYS
 from ..handlers.groups import internal_topic_for
 from ..settings import Config
 from ..state.producers import FIRST_PRODUCER_ID, PartitionSequences, ProducerRegistry
@@ -72,7 +73,8 @@ SINGLE_PROCESS_KEYS = frozenset(
 
 
 class ReplicatingBroker(Broker):
-    """A Broker in worker `worker` of `workers`: cluster changes go through the controller."""
+    """A Broker in worker `worker` of `workers`: what it holds moves between workers when
+    leadership changes (the controller orders the changes: ReplicatingDispatch)."""
 
     controlled = True
 
@@ -85,105 +87,6 @@ class ReplicatingBroker(Broker):
         # by it keeps every worker's apart.
         self.producers = ProducerRegistry(FIRST_PRODUCER_ID + worker, config.brokers)
         self.topics.produce_auto_creates = False
-        # Transactions and the new consumer groups are served by one process only: markers
-        # would have to reach partitions that other workers lead, and groups of the new
-        # protocol move with no coordinator's handoff yet.
-        self.handlers = {
-            key: handler for key, handler in self.handlers.items() if key not in SINGLE_PROCESS_KEYS
-        }
-        self.served = {key: served for key, served in self.served.items() if key in self.handlers}
-        self.channel: ControlChannel | None = None
-        self._replies: dict[int, tuple[trio.Event, list[Any]]] = {}
-        self._request_ids = count()
-
-    def answer(self, frame: memoryview | bytes, session: Session) -> Answer:
-        if len(frame) >= 2 and _KEY.unpack_from(frame)[0] in CHANGING_KEYS:
-            started = time.perf_counter_ns()
-            request = decode_request(frame, self.served)
-            if changes_cluster(self, request):
-                self.stats.node_requests[session.node_id] += 1
-                return self._answer_later(request, self._replicate(bytes(frame), session), started)
-        return super().answer(frame, session)
-
-    async def _replicate(self, frame: bytes, session: Session) -> Any:
-        """Send the request to the controller; its body once every worker has applied it."""
-        assert self.channel is not None, "a worker serves only once its channel is open"
-        request_id = next(self._request_ids)
-        applied = trio.Event()
-        reply: list[Any] = []
-        self._replies[request_id] = (applied, reply)
-        try:
-            await self.channel.send("replicate", request_id, frame, _session_fields(session))
-            await applied.wait()
-        finally:
-            del self._replies[request_id]
-        return reply[0]
-
-    def apply(self, frame: bytes, session_fields: tuple[Any, ...], request_id: int | None) -> None:
-        """Handle a request the controller sent to every worker; `request_id` is set when it
-        came to this worker, whose answer it then is."""
-        request = decode_request(frame, self.served)
-        session = Session(session_fields[0], Endpoint(*session_fields[1]), session_fields[2])
-        handler = self.handlers[request.header.api_key]
-        mine = request_id is not None and request_id in self._replies
-        with contextlib.nullcontext() if mine else self._counting_nothing():
-            body = handler(self, request, session)
-        if mine:
-            assert request_id is not None
-            self._replies[request_id][1].append(body)
-
-    def replicated(self, request_id: int) -> None:
-        """Every worker has applied this worker's request `request_id`: answer it."""
-        waiting = self._replies.get(request_id)
-        if waiting is not None:
-            waiting[0].set()
-
-    @contextlib.contextmanager
-    def _counting_nothing(self) -> Iterator[None]:
-        # The worker the client reached counts the request's errors; the others apply it
-        # without counting, so that the cluster's accounts count it once.
-        counted = self.stats
-        self.stats = BrokerStats()
-        try:
-            yield
-        finally:
-            self.stats = counted
-
-    async def follow_controller(self, channel: ControlChannel, stop: Callable[[], None]) -> None:
-        """Apply what the controller sends until it goes away; then stop serving."""
-        while (message := await channel.receive()) is not None:
-            kind = message[0]
-            if kind == "apply":
-                _, sequence, frame, session_fields, origin, request_id = message
-                self.apply(frame, session_fields, request_id if origin == self.worker else None)
-                await channel.send("applied", sequence)
-            elif kind == "replicated":
-                self.replicated(message[1])
-            elif kind in ("fault", "clear_faults", "node_up"):
-                for handoff in self.change_leadership(partial(self._apply_fault, *message)):
-                    await channel.send("handoff", *handoff)
-            elif kind == "handoff":
-                self.take_handoff(message[1], message[2])
-            elif kind == "stats":
-                await channel.send("stats", message[1], *self.accounts())
-            elif kind == "owners":
-                self.owners.update(message[1])
-            elif kind == "stop":
-                break
-        else:
-            log.info("worker %d: the controller has gone; shutting down", self.worker)
-        stop()
-
-    def _apply_fault(self, kind: str, *detail: Any) -> None:
-        if kind == "fault":
-            try:
-                self.faults.add(detail[0], controlled=True)
-            except FaultSpecError as error:  # checked by the controller: only a race
-                log.warning("worker %d could not apply a fault: %s", self.worker, error)
-        elif kind == "clear_faults":
-            self.faults.clear()
-        else:
-            self.faults.bring_up(detail[0])
 
     def _worker_of(self, node: int) -> int:
         return self.owners[node]
@@ -247,6 +150,114 @@ class ReplicatingBroker(Broker):
     def accounts(self) -> tuple[BrokerStats, int, int]:
         """This worker's accounts, RSS and peak RSS, for the cluster's reports."""
         return self.stats, rss_bytes(), peak_rss_bytes()
+
+
+class ReplicatingDispatch(Dispatch):
+    """The dispatch of a worker of several processes: a request that changes the cluster goes
+    to the controller, which has every worker apply it in one order; the rest are answered
+    here as a lone broker answers them."""
+
+    def __init__(self, broker: ReplicatingBroker) -> None:
+        # Transactions and the new consumer groups are served by one process only: markers
+        # would have to reach partitions that other workers lead, and groups of the new
+        # protocol move with no coordinator's handoff yet.
+        super().__init__(broker, [key for key in SERVED_KEYS if key not in SINGLE_PROCESS_KEYS])
+        self.broker: ReplicatingBroker = broker
+        self.channel: ControlChannel | None = None
+        self._replies: dict[int, tuple[trio.Event, list[Any]]] = {}
+        self._request_ids = count()
+
+    def answer(self, frame: memoryview | bytes, session: Session) -> Answer:
+        if len(frame) >= 2 and _KEY.unpack_from(frame)[0] in CHANGING_KEYS:
+            started = time.perf_counter_ns()
+            request = decode_request(frame, self.broker.served)
+            if changes_cluster(self.broker, request):
+                self.broker.stats.node_requests[session.node_id] += 1
+                return self.answer_later(request, self._replicate(bytes(frame), session), started)
+        return super().answer(frame, session)
+
+    async def _replicate(self, frame: bytes, session: Session) -> Any:
+        """Send the request to the controller; its body once every worker has applied it."""
+        assert self.channel is not None, "a worker serves only once its channel is open"
+        request_id = next(self._request_ids)
+        applied = trio.Event()
+        reply: list[Any] = []
+        self._replies[request_id] = (applied, reply)
+        try:
+            await self.channel.send("replicate", request_id, frame, _session_fields(session))
+            await applied.wait()
+        finally:
+            del self._replies[request_id]
+        return reply[0]
+
+    def apply(self, frame: bytes, session_fields: tuple[Any, ...], request_id: int | None) -> None:
+        """Handle a request the controller sent to every worker; `request_id` is set when it
+        came to this worker, whose answer it then is."""
+        request = decode_request(frame, self.broker.served)
+        session = Session(session_fields[0], Endpoint(*session_fields[1]), session_fields[2])
+        handler = self.handlers[request.header.api_key]
+        mine = request_id is not None and request_id in self._replies
+        with contextlib.nullcontext() if mine else self._counting_nothing():
+            body = handler(self.broker, request, session)
+        if mine:
+            assert request_id is not None
+            self._replies[request_id][1].append(body)
+
+    def replicated(self, request_id: int) -> None:
+        """Every worker has applied this worker's request `request_id`: answer it."""
+        waiting = self._replies.get(request_id)
+        if waiting is not None:
+            waiting[0].set()
+
+    @contextlib.contextmanager
+    def _counting_nothing(self) -> Iterator[None]:
+        # The worker the client reached counts the request's errors; the others apply it
+        # without counting, so that the cluster's accounts count it once.
+        broker = self.broker
+        counted = broker.stats
+        broker.stats = BrokerStats()
+        try:
+            yield
+        finally:
+            broker.stats = counted
+
+    async def follow_controller(self, channel: ControlChannel, stop: Callable[[], None]) -> None:
+        """Apply what the controller sends until it goes away; then stop serving."""
+        while (message := await channel.receive()) is not None:
+            kind = message[0]
+            if kind == "apply":
+                _, sequence, frame, session_fields, origin, request_id = message
+                self.apply(
+                    frame, session_fields, request_id if origin == self.broker.worker else None
+                )
+                await channel.send("applied", sequence)
+            elif kind == "replicated":
+                self.replicated(message[1])
+            elif kind in ("fault", "clear_faults", "node_up"):
+                for handoff in self.broker.change_leadership(partial(self._apply_fault, *message)):
+                    await channel.send("handoff", *handoff)
+            elif kind == "handoff":
+                self.broker.take_handoff(message[1], message[2])
+            elif kind == "stats":
+                await channel.send("stats", message[1], *self.broker.accounts())
+            elif kind == "owners":
+                self.broker.owners.update(message[1])
+            elif kind == "stop":
+                break
+        else:
+            log.info("worker %d: the controller has gone; shutting down", self.broker.worker)
+        stop()
+
+    def _apply_fault(self, kind: str, *detail: Any) -> None:
+        if kind == "fault":
+            try:
+                self.broker.faults.add(detail[0], controlled=True)
+            except FaultSpecError as error:  # checked by the controller: only a race
+                log.warning("worker %d could not apply a fault: %s", self.broker.worker, error)
+        elif kind == "clear_faults":
+            self.broker.faults.clear()
+        else:
+            self.broker.faults.bring_up(detail[0])
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,21 +12,23 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import trio
 
 from ..broker import Broker, Endpoint, Session
+from ..dispatch import Dispatch
 from ..net.connection import RESET, Drain, serve_connection
 from ..net.hosted_connection import serve_hosted
 from ..net.listeners import Listener, server_context
+from ..net.shared import Shared
 from ..ops.report import ConsoleReporter, check_summary_writable, write_summary
 from ..settings import Config
 
 if TYPE_CHECKING:
     from ..ops.schema_registry import SchemaRegistry
     from .channel import ControlChannel
-    from .cluster_changes import WorkerRole
+    from .cluster_changes import ReplicatingDispatch, WorkerRole
 
 log = logging.getLogger("nullbroker")
 
@@ -209,12 +211,17 @@ class BrokerServer:
         self.role = role
         """Set in a worker process of a cluster (--processes): the nodes it serves, and its
         channel to the controller, which serves metrics, faults and the summary."""
+        self.dispatch: Dispatch
         if role is None:
             self.broker = Broker(config)
+            self.dispatch = Dispatch(self.broker)
         else:
-            from .cluster_changes import ReplicatingBroker
+            from .cluster_changes import ReplicatingBroker, ReplicatingDispatch
 
-            self.broker = ReplicatingBroker(config, worker=role.worker, owners=role.owners)
+            worker = ReplicatingBroker(config, worker=role.worker, owners=role.owners)
+            self.broker, self.dispatch = worker, ReplicatingDispatch(worker)
+        self.shared = Shared(self.dispatch)
+        """What the connections share: the dispatch, the idle sweep, the read budget."""
         self.address: Endpoint | None = None
         """Node 0's listening address: the bootstrap server."""
         self.node_addresses: list[Endpoint] = []
@@ -376,7 +383,7 @@ class BrokerServer:
                         partial(
                             serve_http_connection,
                             handle=faults_handler(self.broker.faults, metrics_handler(render)),
-                            warnings=self.broker.warnings,
+                            warnings=self.shared.warnings,
                         ),
                         metrics_listeners,
                     )
@@ -388,7 +395,7 @@ class BrokerServer:
                         partial(
                             serve_http_connection,
                             handle=self.schema_registry.handle,
-                            warnings=self.broker.warnings,
+                            warnings=self.shared.warnings,
                             name="schema registry",
                             kind="SchemaRegistryError",
                         ),
@@ -398,10 +405,11 @@ class BrokerServer:
                     services.start_soon(self._report_periodically)
                 else:
                     channel = self._open_control_channel()
-                    self.broker.channel = channel  # before any connection is served
-                    services.start_soon(self.broker.follow_controller, channel, self.stop)
+                    dispatch = cast("ReplicatingDispatch", self.dispatch)  # made with the role
+                    dispatch.channel = channel  # before any connection is served
+                    services.start_soon(dispatch.follow_controller, channel, self.stop)
                 services.start_soon(self._summarise_repeated_warnings)
-                services.start_soon(self.broker.idle_connections.run)
+                services.start_soon(self.shared.idle_connections.run)
                 self.broker.serve_groups_in(services)
                 services.start_soon(self._abort_expired_transactions)
                 task_status.started(self)
@@ -411,7 +419,7 @@ class BrokerServer:
             log.info("stopped accepting connections; answering requests in flight")
             self._drain.start()
             connections.cancel_scope.deadline = trio.current_time() + DRAIN_SECONDS
-        self.broker.warnings.flush(everything=True)
+        self.shared.warnings.flush(everything=True)
         if self.config.summary_json:
             write_summary(self.broker.stats, self.config.summary_json)
             log.info("summary written to %s", self.config.summary_json)
@@ -445,7 +453,7 @@ class BrokerServer:
         except OSError as error:
             # Reset before we could ask who it was (ENOTCONN): a closed connection, no more.
             self.broker.stats.protocol_errors[RESET] += 1
-            self.broker.warnings.info(
+            self.shared.warnings.info(
                 "unknown", RESET, "connection reset by the client on arrival: %s", error.strerror
             )
             await trio.aclose_forcefully(stream)
@@ -471,7 +479,7 @@ class BrokerServer:
             broker = self.broker
             session.sasl = SaslSession(
                 # None: only OAUTHBEARER is offered, whose principals come from tokens.
-                broker.sasl_users if broker.sasl_users is not None else Users.of({}),
+                self.shared.sasl_users if self.shared.sasl_users is not None else Users.of({}),
                 self.config.sasl_mechanism_list,
                 self.config.sasl_session_lifetime_ms,
                 broker.stats.authentications,
@@ -482,7 +490,7 @@ class BrokerServer:
         if per_ip and self._per_ip[host] >= per_ip:
             # As Kafka's max.connections.per.ip: the new connection is closed at once.
             self.broker.stats.connections_refused[PER_IP] += 1
-            self.broker.warnings.info(
+            self.shared.warnings.info(
                 host,
                 PER_IP,
                 "closing connection from %s: %d connections from %s already "
@@ -501,12 +509,12 @@ class BrokerServer:
             if tls_stream is None:
                 return False
             return await serve_connection(
-                tls_stream, self.broker, session, self._drain, release=admission
+                tls_stream, self.shared, session, self._drain, release=admission
             )
         # Under a host loop (the CLI's default) plain TCP connections are served by it.
         return await serve_connection(
             stream,
-            self.broker,
+            self.shared,
             session,
             self._drain,
             serve=serve_hosted,
@@ -541,7 +549,7 @@ class BrokerServer:
         except (trio.BrokenResourceError, trio.TooSlowError) as error:
             reason = error.__cause__ or error
             self.broker.stats.protocol_errors[TLS_FAILED] += 1
-            self.broker.warnings.info(
+            self.shared.warnings.info(
                 session.host,
                 TLS_FAILED,
                 "closing connection from %s: TLS handshake failed: %s",
@@ -569,7 +577,7 @@ class BrokerServer:
                 log.info("aborted %d transaction(s) open past their timeout", expired)
 
     async def _summarise_repeated_warnings(self) -> None:
-        warnings = self.broker.warnings
+        warnings = self.shared.warnings
         while True:
             await trio.sleep(warnings.window_seconds / 2)
             warnings.flush()

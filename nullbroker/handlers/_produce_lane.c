@@ -1,5 +1,5 @@
 /* The common Produce request answered whole in C: decoded, checked, appended to the null
- * sink, accounted and answered without running a line of Python (nullbroker/net/produce_lane.py
+ * sink, accounted and answered without running a line of Python (nullbroker/handlers/produce_lane.py
  * says when a connection uses it, and what it bought).
  *
  * The lane answers a request only when handlers/produce.py would take it down its common
@@ -920,10 +920,10 @@ static PyMethodDef lane_methods[] = {
 };
 
 static PyTypeObject LaneType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "nullbroker.net._produce_lane.Lane",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "nullbroker.handlers._produce_lane.Lane",
     .tp_basicsize = sizeof(Lane),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "The common Produce request answered whole in C (nullbroker/net/produce_lane.py).",
+    .tp_doc = "The common Produce request answered whole in C (nullbroker/handlers/produce_lane.py).",
     .tp_new = lane_new,
     .tp_traverse = (traverseproc)lane_traverse,
     .tp_clear = (inquiry)lane_clear,
@@ -968,7 +968,7 @@ static PyMemberDef reader_members[] = {
 };
 
 static PyTypeObject ReaderType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "nullbroker.net._produce_lane.Reader",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "nullbroker.handlers._produce_lane.Reader",
     .tp_basicsize = sizeof(Reader),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "A hosted connection's handler on the host loop: reads, answers through the "
@@ -983,8 +983,8 @@ static PyTypeObject ReaderType = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "nullbroker.net._produce_lane",
-    "The common Produce request answered whole in C (see nullbroker/net/produce_lane.py).", -1,
+    PyModuleDef_HEAD_INIT, "nullbroker.handlers._produce_lane",
+    "The common Produce request answered whole in C (see nullbroker/handlers/produce_lane.py).", -1,
     NULL,
 };
 

@@ -1,7 +1,7 @@
 """The Produce lane: the common Produce request answered whole in C.
 
 A producer sends the same request over and over: a known topic, one batch per partition,
-the next sequence numbers, acks. nullbroker/net/_produce_lane.c answers such a request from
+the next sequence numbers, acks. nullbroker/handlers/_produce_lane.c answers such a request from
 the bytes of a read (decode, the null sink's checks, offsets, counters, sequences, the
 latency histogram, the response) without running Python, which cost more than the rest
 of the request's way through the broker (perf/README.md, "The request path"). It takes a
@@ -24,14 +24,15 @@ from typing import TYPE_CHECKING, Protocol
 from codec import native
 from codec.crc import crc32c
 
+from ..net.host_loop import FIRST_RECEIVE_BYTES, RECEIVE_BYTES, SHRINK_AFTER_READS
 from ..state.producers import RecentBatch
 from ..stats import LATENCY_BOUNDS_NS
-from .host_loop import FIRST_RECEIVE_BYTES, RECEIVE_BYTES, SHRINK_AFTER_READS
 
 if TYPE_CHECKING:
+    from codec import ApiRange
+
     from ..broker import Broker
-    from .connection import Wire
-    from .host_loop import ReceiveBuffer
+    from ..net.host_loop import ReceiveBuffer
 
 
 class Lane(Protocol):
@@ -57,7 +58,7 @@ def reader(
     lane: Lane,
     fd: int,
     receive_buffer: ReceiveBuffer,
-    wire: Wire,
+    wire: object,
     node_id: int,
     on_readable: Callable[[int], None],
     after_read: Callable[[int, int, bytes | None, Exception | None], None],
@@ -86,18 +87,15 @@ def reader(
     return made
 
 
-def for_broker(broker: Broker) -> Lane | None:
-    """The broker's lane, or None where the Python path serves every request: C switched
-    off or not built."""
+def for_broker(broker: Broker, served: ApiRange) -> Lane | None:
+    """The broker's lane for the Produce versions `served`, or None where the Python path
+    serves every request: C switched off or not built."""
     if not native.switched_on():
         return None
     try:
         from . import _produce_lane
     except ImportError:
         return None
-    from ..handlers.produce import PRODUCE  # the handlers import the broker's modules
-
-    served = broker.served[PRODUCE]
     lane: Lane = _produce_lane.Lane(
         broker.topics.name_table(),
         broker.topics.id_table(),
@@ -112,7 +110,7 @@ def for_broker(broker: Broker) -> Lane | None:
         broker.cluster if broker.cluster.size > 1 else None,
         served.min_version,
         served.max_version,
-        broker.max_request_bytes,
+        broker.config.max_request_bytes,
         LATENCY_BOUNDS_NS,
     )
     return lane

@@ -1,0 +1,162 @@
+"""Requests answered against the broker's state: decode, dispatch to the handler of the API,
+account, encode. Free of IO: the connection layer (nullbroker.net) hands each request frame
+to `Dispatch.answer` and sends what it returns."""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Awaitable, Collection
+from importlib import import_module
+from types import CoroutineType
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from codec import (
+    API_VERSIONS_KEY,
+    Request,
+    RequestHeader,
+    decode_request,
+    encode_api_versions_fallback,
+    encode_response,
+    encode_response_parts,
+    peek_header,
+)
+from codec.framing import Buffer
+
+from .broker import Broker, Handler, Session
+from .handlers import HANDLERS, IMPORTED_ON_FIRST_USE, SERVED_KEYS, served_ranges
+from .handlers.produce import PRODUCE
+from .handlers.produce_lane import for_broker
+
+if TYPE_CHECKING:
+    from .handlers.produce_lane import Lane
+    from .stats import ApiStats
+
+_KEY_VERSION = struct.Struct(">hh")
+
+Answer = bytes | list[Buffer] | None | Awaitable[bytes | list[Buffer] | None]
+"""A response frame (one byte string, or buffers to send one after the other), none, or
+an awaitable of either."""
+
+
+class Dispatch:
+    """The handler table of one broker and the way of a request through it."""
+
+    def __init__(self, broker: Broker, keys: Collection[int] = SERVED_KEYS) -> None:
+        """Serve the API `keys` (a worker of several processes serves a part of them)."""
+        self.broker = broker
+        self.handlers: dict[int, Handler] = {
+            key: handler for key, handler in HANDLERS.items() if key in keys
+        }
+        for family, family_keys in IMPORTED_ON_FIRST_USE.items():
+            stand_in = self._on_first_use(family)
+            self.handlers.update({key: stand_in for key in family_keys if key in keys})
+        broker.served = served_ranges(self.handlers)
+        self._api_versions = broker.served[API_VERSIONS_KEY]
+        self.produce_lane: Lane | None = for_broker(broker, broker.served[PRODUCE])
+        """The common Produce request answered whole in C (also by the host loop's C reader,
+        before any Python); None: the Python path answers every request."""
+
+    def _on_first_use(self, family: str) -> Handler:
+        """A stand-in for each handler of a family only some clients use: the family's module,
+        and the state it imports, load with the family's first request
+        (nullbroker.handlers.IMPORTED_ON_FIRST_USE); then its handlers take their places."""
+
+        def import_family(broker: Broker, request: Request, session: Session) -> Any:
+            family_handlers: dict[int, Handler] = import_module(
+                f"nullbroker.handlers.{family}"
+            ).HANDLERS
+            table = self.handlers
+            table.update({key: h for key, h in family_handlers.items() if key in table})
+            return family_handlers[request.header.api_key](broker, request, session)
+
+        return import_family
+
+    def answer(self, frame: memoryview | bytes, session: Session) -> Answer:
+        """The size-prefixed response frame to one request frame, or None (acks=0), or,
+        for a request that waits (a Fetch held at the log end, a JoinGroup), an awaitable
+        of either.
+
+        Raises codec.ProtocolError for a request that must close the connection. The
+        latency accounted is the broker's whole cost: decode, handle (and wait), encode.
+        """
+        started = time.perf_counter_ns()
+        key, version = _KEY_VERSION.unpack_from(frame) if len(frame) >= 4 else (-1, -1)
+        if session.sasl is not None:
+            session.sasl.admit(key)  # raises NotAuthenticated: the connection closes
+        if key == PRODUCE and self.produce_lane is not None:
+            response = self.produce_lane.answer(frame, session.node_id)
+            if response is not None:  # answered whole in C, and accounted
+                return response
+        broker = self.broker
+        broker.stats.node_requests[session.node_id] += 1
+        if key == API_VERSIONS_KEY and version > self._api_versions.max_version:
+            peeked = peek_header(frame)
+            broker.stats.error("unsupported_version")
+            response = encode_api_versions_fallback(peeked.correlation_id, self._api_versions)
+            self._account(peeked.api_name, started)
+            return response
+        request = decode_request(frame, broker.served)
+        header = request.header
+        body = self.handlers[header.api_key](broker, request, session)
+        if broker.faults.active:
+            delay = broker.faults.latency_s(header.api_name, session.node_id)
+            if delay:
+                return self._answer_after(delay, request, body, started)
+        if type(body) is CoroutineType:  # every handler that waits is an async def
+            return self.answer_later(request, body, started)
+        self._account(header.api_name, started)
+        return None if body is None else _frame(header, body)
+
+    async def _answer_after(
+        self, seconds: float, request: Request, body: Any, started: int
+    ) -> bytes | list[Buffer] | None:
+        """The answer, `seconds` late (a latency fault), accounted as a held request.
+
+        An answer already made is wrapped only after the delay, and a held handler's
+        coroutine is closed if the delay is cancelled (the client left): either left
+        unawaited, Python warns "coroutine was never awaited" when it is collected."""
+        try:
+            await trio.sleep(seconds)
+        except BaseException:
+            if type(body) is CoroutineType:
+                body.close()
+            raise
+        pending = body if type(body) is CoroutineType else _ready(body)
+        return await self.answer_later(request, pending, started)
+
+    async def answer_later(
+        self, request: Request, pending: Awaitable[Any], started: int
+    ) -> bytes | list[Buffer] | None:
+        """The frame of a response that comes once `pending` is done, accounted apart from
+        the wait."""
+        # The broker's own time is before the hold and after it; the hold itself (the
+        # wait, and rebuilding the answer when woken) is accounted apart, so a Fetch held
+        # for 500 ms does not read as a 500 ms request.
+        held_from = time.perf_counter_ns()
+        body = await pending
+        held_until = time.perf_counter_ns()
+        frame = None if body is None else _frame(request.header, body)
+        api = self._account(request.header.api_name, started, held_until - held_from)
+        api.held.observe(held_until - held_from)
+        return frame
+
+    def _account(self, api_name: str, started: int, held_ns: int = 0) -> ApiStats:
+        api = self.broker.stats.api(api_name)
+        api.requests += 1
+        api.latency.observe(time.perf_counter_ns() - started - held_ns)
+        return api
+
+
+async def _ready(body: Any) -> Any:
+    return body
+
+
+def _frame(header: RequestHeader, body: Any) -> bytes | list[Buffer]:
+    """The response frame: one byte string, or, for a body of buffers (a Fetch response
+    around its record batches), buffers the connection writes with writev, uncopied."""
+    if type(body) is list:
+        return encode_response_parts(header, body)
+    return encode_response(header, body)
