@@ -128,15 +128,7 @@ MISSING_TOPIC_CONFIGS = (
     "remote.storage.enable",
 )
 
-KNOWN: tuple[Entry, ...] = (
-    Entry(
-        "produce-duplicate-append-time",
-        "ProduceResponse.responses[*].partition_responses[].log_append_time",
-        "Produce of a duplicate batch (an idempotent retry): Kafka log_append_time the "
-        "batch's max timestamp (UnifiedLog answers a duplicate with its recorded timestamp), "
-        "nullbroker -1 (the Produce encoders write no append time)",
-    ),
-)
+KNOWN: tuple[Entry, ...] = ()
 
 COMMON: frozenset[str] = frozenset()
 """Known differences in the steps most sequences share (CreateTopics, Metadata,

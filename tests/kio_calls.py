@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import io
 from typing import Any
 
@@ -87,14 +88,12 @@ def record_batch(
     producer_epoch: int = -1,
     base_sequence: int = -1,
     value: bytes = b"v" * 16,
+    when: datetime.datetime = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC),
 ) -> bytes:
-    """An uncompressed RecordBatch v2 of `count` records, written by kio."""
-    import datetime
-
+    """An uncompressed RecordBatch v2 of `count` records, all timestamped `when`, by kio."""
     from kio.records.schema import NewRecordBatch, Record
     from kio.records.writers import write_new_batch
 
-    when = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
     buffer = io.BytesIO()
     write_new_batch(
         buffer,
