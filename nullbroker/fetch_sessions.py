@@ -112,6 +112,9 @@ class FetchSession:
     partitions: dict[tuple[TopicKey, int], CachedPartition] = field(default_factory=dict)
     """In the order answers list them: a partition served records moves to the end, so that
     a response size limit does not starve the partitions behind it."""
+    runs: list[tuple[TopicKey, list[Any]]] | None = None
+    """The partitions as runs of one topic, in order (the Fetch handler's), until they or
+    their order change."""
 
 
 class FetchSessionCache:

@@ -95,12 +95,17 @@ class _WantedTopic:
     partitions: list[_Wanted]
 
 
+_Run = tuple[TopicKey, list[FetchPartition], list[Any]]
+"""A run of one topic's partitions in an answer: what each is told, and what was asked of
+it (a session's CachedPartition in an incremental fetch)."""
+
+
 @dataclass(slots=True)
 class _Answer:
     """A response built from the log as it is now, and what it would account for."""
 
-    partitions: list[tuple[TopicKey, FetchPartition, Any]] = field(default_factory=list)
-    """Each partition answered, with its topic and what was asked of it, in Kafka's order."""
+    runs: list[_Run] = field(default_factory=list)
+    """The partitions answered, a topic's run at a time, in Kafka's order."""
     bytes: int = 0
     served: list[tuple[Partition, int, int]] = field(default_factory=list)
     errors: list[ErrorCode] = field(default_factory=list)
@@ -145,6 +150,7 @@ def handle_fetch(broker: Broker, request: Request, session: Session) -> Any:
     broker.stats.fetch_requests[context.kind] += 1
     # An error fault answers every partition with its code, serving nothing.
     injected = broker.faults.error("Fetch", node) if broker.faults.active else None
+    asked: Sequence[tuple[TopicKey, Sequence[Any]]]
     if context.session is None:
         asked = _asked_topics(body, version)
     else:
@@ -224,12 +230,14 @@ def _update(fetch_session: FetchSession, body: Any, by_ids: bool) -> None:
             cached = partitions.get((key, asked.partition))
             if cached is None:
                 partitions[key, asked.partition] = CachedPartition.asked(asked)
+                fetch_session.runs = None
             else:
                 cached.ask(asked)
     for forgotten in body.forgotten_topics_data:
         key = _topic_key(forgotten, by_ids)
         for index in forgotten.partitions:
-            partitions.pop((key, index), None)
+            if partitions.pop((key, index), None) is not None:
+                fetch_session.runs = None
 
 
 def _asked_topics(body: Any, version: int) -> list[tuple[TopicKey, Sequence[Any]]]:
@@ -237,17 +245,21 @@ def _asked_topics(body: Any, version: int) -> list[tuple[TopicKey, Sequence[Any]
     return [(_topic_key(topic, by_ids), topic.partitions) for topic in body.topics]
 
 
-def _session_topics(fetch_session: FetchSession) -> list[tuple[TopicKey, Sequence[Any]]]:
+def _session_topics(fetch_session: FetchSession) -> list[tuple[TopicKey, list[Any]]]:
     """A session's partitions in its order, a topic's run of them at a time (a topic may
-    come more than once: Kafka lists them so)."""
-    topics: list[tuple[TopicKey, list[Any]]] = []
-    last: object = _NO_TOPIC
-    for (key, _), cached in fetch_session.partitions.items():
-        if key != last:
-            topics.append((key, []))
-            last = key
-        topics[-1][1].append(cached)
-    return topics  # type: ignore[return-value]
+    come more than once: Kafka lists them so); kept until the session's partitions or
+    their order change, so that an idle consumer's fetch does not group them again."""
+    topics = fetch_session.runs
+    if topics is None:
+        topics = []
+        last: object = _NO_TOPIC
+        for (key, _), cached in fetch_session.partitions.items():
+            if key != last:
+                topics.append((key, []))
+                last = key
+            topics[-1][1].append(cached)
+        fetch_session.runs = topics
+    return topics
 
 
 _NO_TOPIC = object()
@@ -355,11 +367,13 @@ def _build(body: Any, wanted: list[_WantedTopic]) -> _Answer:
     now = now_ms()
     budget = getattr(body, "max_bytes", NO_LIMIT)
     answer = _Answer()
-    answered = answer.partitions
-    set_aside: list[tuple[int, tuple[TopicKey, FetchPartition, Any]]] = []
+    set_aside: list[tuple[int, _Run]] = []
     committed_only = body.isolation_level == READ_COMMITTED
     for wanted_topic in wanted:
         key = wanted_topic.key
+        told: list[FetchPartition] = []
+        asked_of: list[Any] = []
+        answer.runs.append((key, told, asked_of))
         for fetch in wanted_topic.partitions:
             asked, topic, partition = fetch.asked, fetch.topic, fetch.partition
             error, log_start, log_end = fetch.missing, -1, -1
@@ -419,24 +433,21 @@ def _build(body: Any, wanted: list[_WantedTopic]) -> _Answer:
                 else:
                     answer.read_error = True
             # Records are never null: librdkafka rejects a flexible response with null records.
-            entry = (
-                key,
-                FetchPartition(
-                    asked.partition, error, log_end, stable, log_start, records, aborted, size
-                ),
-                asked,
+            data = FetchPartition(
+                asked.partition, error, log_end, stable, log_start, records, aborted, size
             )
             if fetch.set_aside:
-                set_aside.append((fetch.set_aside, entry))
+                set_aside.append((fetch.set_aside, (key, [data], [asked])))
             else:
-                answered.append(entry)
+                told.append(data)
+                asked_of.append(asked)
     if set_aside:
         set_aside.sort(key=_aside_order)
-        answered += [entry for _, entry in set_aside]
+        answer.runs += [run for _, run in set_aside]
     return answer
 
 
-def _aside_order(entry: tuple[int, Any]) -> int:
+def _aside_order(entry: tuple[int, _Run]) -> int:
     return entry[0]
 
 
@@ -488,13 +499,14 @@ def _transactional_records(
 def _respond(version: int, body: Any, answer: _Answer, context: _Context) -> list[Buffer]:
     """The response, and what it changes of the fetch sessions: a full Fetch at epoch 0
     opens one holding what it answered; an incremental one lists only what must be told."""
-    partitions = answer.partitions
+    runs = answer.runs
     session_id = NO_SESSION
     if context.kind == FULL and version >= FIRST_SESSION_VERSION:
         session_id = context.cache.open(
             {
-                (key, told.partition): CachedPartition.answered(asked, told)
-                for key, told, asked in partitions
+                (key, data.partition): CachedPartition.answered(asked, data)
+                for key, told, asked_of in runs
+                for data, asked in zip(told, asked_of, strict=True)
             },
             version >= FIRST_TOPIC_ID_VERSION,
             now_ms(),
@@ -508,44 +520,48 @@ def _respond(version: int, body: Any, answer: _Answer, context: _Context) -> lis
             return fetch_response_parts(
                 version, (), error_code=ErrorCode.invalid_fetch_session_epoch, session_id=session_id
             )
-        partitions = _told(fetch_session, partitions)
+        runs = _told(fetch_session, runs)
     return fetch_response_parts(
         version,
-        _by_topic(partitions),
+        _by_topic(runs),
         session_id=session_id,
         read_committed=body.isolation_level == READ_COMMITTED,
     )
 
 
-def _told(
-    fetch_session: FetchSession, partitions: list[tuple[TopicKey, FetchPartition, Any]]
-) -> list[tuple[TopicKey, FetchPartition, Any]]:
+def _told(fetch_session: FetchSession, runs: list[_Run]) -> list[_Run]:
     """What an incremental answer lists: the partitions with records or news (Kafka's
     IncrementalFetchContext); those with records move to the end of the session."""
-    listed = []
+    listed: list[_Run] = []
     cached_partitions = fetch_session.partitions
-    for entry in partitions:
-        key, told, cached = entry
-        if cached.told(told.error_code, told.high_watermark, told.log_start_offset, told.size):
-            listed.append(entry)
-            if told.size > 0:
-                index = (key, told.partition)
-                cached_partitions[index] = cached_partitions.pop(index)
+    for key, told, cached_of in runs:
+        kept = []
+        for data, cached in zip(told, cached_of, strict=True):
+            size = data.size
+            if cached.told(data.error_code, data.high_watermark, data.log_start_offset, size):
+                kept.append(data)
+                if size > 0:
+                    index = (key, data.partition)
+                    cached_partitions[index] = cached_partitions.pop(index)
+                    fetch_session.runs = None
+        if kept:
+            listed.append((key, kept, []))
     return listed
 
 
-def _by_topic(partitions: list[tuple[TopicKey, FetchPartition, Any]]) -> list[FetchTopic]:
-    """Partitions grouped into topics as Kafka's FetchResponse.of does: each run of one
-    topic's partitions is a topic entry."""
+def _by_topic(runs: list[_Run]) -> list[FetchTopic]:
+    """The runs as topics, as Kafka's FetchResponse.of groups partitions: adjacent runs of
+    one topic are one topic entry (a topic may still come more than once)."""
     topics: list[FetchTopic] = []
     last: object = _NO_TOPIC
-    run: list[FetchPartition] = []
-    for key, told, _ in partitions:
-        if key != last:
-            run = []
-            topics.append((key, run))
+    for key, told, _ in runs:
+        if not told:  # a topic whose partitions were all set aside, or none asked
+            continue
+        if key == last:
+            topics[-1] = (key, [*topics[-1][1], *told])
+        else:
+            topics.append((key, told))
             last = key
-        run.append(told)
     return topics
 
 
