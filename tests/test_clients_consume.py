@@ -244,17 +244,22 @@ def test_a_payload_file_topic_serves_the_files_records_by_offset_as_json_a_clien
     assert broker.stop()["fetched"]["topics"]["events"]["records"] == 2 * records
 
 
-def test_kafka_python_reads_exactly_the_offset_range_it_seeks_to(
-    start_broker: StartBroker,
-) -> None:
-    size, first, end = 64, 1_234, 3_456
-    broker = start_broker("--source", f"src:partitions=2,records=5000,size={size}")
-    reader = KafkaConsumer(
+def kafka_python_consumer(broker: BrokerProcess) -> KafkaConsumer:
+    """A kafka-python consumer for assign(): no group, no commits."""
+    return KafkaConsumer(
         bootstrap_servers=broker.bootstrap,
         group_id=None,
         enable_auto_commit=False,
         request_timeout_ms=int(TIMEOUT * 1000),
     )
+
+
+def test_kafka_python_reads_exactly_the_offset_range_it_seeks_to(
+    start_broker: StartBroker,
+) -> None:
+    size, first, end = 64, 1_234, 3_456
+    broker = start_broker("--source", f"src:partitions=2,records=5000,size={size}")
+    reader = kafka_python_consumer(broker)
     read: list[tuple[int, int, bytes]] = []
     try:
         partition = KafkaPythonPartition("src", 1)
@@ -285,12 +290,7 @@ def test_kafka_python_reads_every_record_once_through_an_incremental_fetch_sessi
 ) -> None:
     partitions, records = 2, 30_000
     broker = start_broker("--source", f"src:partitions={partitions},records={records},size=100")
-    reader = KafkaConsumer(
-        bootstrap_servers=broker.bootstrap,
-        group_id=None,
-        enable_auto_commit=False,
-        request_timeout_ms=int(TIMEOUT * 1000),
-    )
+    reader = kafka_python_consumer(broker)
     offsets: dict[int, list[int]] = {partition: [] for partition in range(partitions)}
     try:
         reader.assign([KafkaPythonPartition("src", p) for p in range(partitions)])

@@ -20,7 +20,7 @@ from nullbroker.config import Config
 from nullbroker.fetch_sessions import EVICTION_MS, FetchSessionCache, next_epoch
 from nullbroker.stats import BrokerStats
 from tests.kio_calls import SESSION, answered, decode_response, record_batch, request_frame
-from tests.test_fetch import FETCH, MIB, PartitionAsk, fetch_request
+from tests.test_fetch import FETCH, MIB, PartitionAsk, fetch_request, held_until_produced
 from tests.test_handlers import produce
 
 CEILING_S = 10.0
@@ -201,23 +201,12 @@ async def test_a_held_incremental_fetch_waits_on_every_partition_of_its_session(
     b = broker_with(("a", 2), ("b", 2))
     consumer = Consumer(b, 16)
     consumer.fetch([("a", [(0, 2, MIB)]), ("b", [(0, 2, MIB)])])
-    responses: list[Any] = []
-
-    async def held() -> None:
-        # Names no partition: what it waits on is the session's.
-        answer = b.answer(consumer.request(max_wait_ms=60_000), SESSION)
-        assert inspect.isawaitable(answer), "nothing new: the fetch must be held"
-        responses.append(consumer.took(answered(await answer)))
-
-    with trio.fail_after(CEILING_S):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(held)
-            await trio.testing.wait_all_tasks_blocked()
-            assert responses == []
-            produce(b, "b", 0, record_batch(3))
-    (topic,) = responses[0].responses
+    # Names no partition: what it waits on is the session's.
+    frame = await held_until_produced(b, consumer.request(max_wait_ms=60_000), "b", 3)
+    response = consumer.took(frame)
+    (topic,) = response.responses
     assert topic.topic_id == b.topics.get("b").id  # type: ignore[union-attr]
-    assert listed(responses[0]) == [(0, 5, len(topic.partitions[0].records))]
+    assert listed(response) == [(0, 5, len(topic.partitions[0].records))]
 
 
 async def test_a_client_leaving_a_held_fetch_leaves_its_session_usable() -> None:

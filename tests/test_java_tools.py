@@ -96,14 +96,7 @@ def test_kafka_consumer_perf_test_reads_a_source_topic_to_its_end_exactly(
         "--group-initial-rebalance-delay-ms",
         "0",
     )
-    output = run_tool(
-        "kafka-consumer-perf-test",
-        "--bootstrap-server", broker.bootstrap,
-        "--topic", "src",
-        "--messages", str(2 * RECORDS),
-        "--timeout", "60000",
-    )  # fmt: skip
-    assert consumer_perf_rows(output)["data.consumed.in.nMsg"] == str(2 * RECORDS)
+    consumer_perf_reads(broker.bootstrap, 2 * RECORDS)
     fetched = fetched_from_metrics(broker.scrape())
     assert fetched == {("src", 0): RECORDS, ("src", 1): RECORDS}
 
@@ -118,14 +111,7 @@ def test_a_java_consumer_reads_exactly_every_record_through_an_incremental_fetch
         "--source", f"src:partitions=2,records={records},size=200",
         "--group-initial-rebalance-delay-ms", "0",
     )  # fmt: skip
-    output = run_tool(
-        "kafka-consumer-perf-test",
-        "--bootstrap-server", broker.bootstrap,
-        "--topic", "src",
-        "--messages", str(2 * records),
-        "--timeout", "60000",
-    )  # fmt: skip
-    assert consumer_perf_rows(output)["data.consumed.in.nMsg"] == str(2 * records)
+    consumer_perf_reads(broker.bootstrap, 2 * records)
     families = broker.scrape()
     assert fetched_from_metrics(families) == {("src", 0): records, ("src", 1): records}
     kinds = fetch_kinds(families)
@@ -135,6 +121,18 @@ def test_a_java_consumer_reads_exactly_every_record_through_an_incremental_fetch
     assert not {"fetch_session_id_not_found", "invalid_fetch_session_epoch"} & set(
         summary["errors"]
     )
+
+
+def consumer_perf_reads(bootstrap: str, messages: int) -> None:
+    """kafka-consumer-perf-test reads `messages` records of topic src, and says so."""
+    output = run_tool(
+        "kafka-consumer-perf-test",
+        "--bootstrap-server", bootstrap,
+        "--topic", "src",
+        "--messages", str(messages),
+        "--timeout", "60000",
+    )  # fmt: skip
+    assert consumer_perf_rows(output)["data.consumed.in.nMsg"] == str(messages)
 
 
 def test_kafka_consumer_groups_resets_committed_offsets_to_earliest(
