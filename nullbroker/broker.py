@@ -32,6 +32,7 @@ from .cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Cluster, internal_p
 from .config import Config
 from .configs import FORMATTED_CLUSTER_CONFIGS
 from .faults import Faults
+from .fetch_sessions import FetchSessionCache
 from .idle import IdleConnections
 from .log_limit import RepeatLimitedLog
 from .producers import ProducerRegistry
@@ -179,6 +180,8 @@ class Broker:
         """A request announced larger closes its connection: it could never be read."""
         self.log_growth = LogGrowth()
         """Held Fetch requests wait on it until a log grows."""
+        self.fetch_sessions: dict[int, FetchSessionCache] = {}
+        """Each node's fetch sessions (KIP-227), made with its first Fetch."""
         self.handlers: dict[int, Handler] = HANDLERS
         self.served: dict[int, ApiRange] = served_ranges()
         self._api_versions = self.served[API_VERSIONS_KEY]

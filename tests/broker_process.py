@@ -234,6 +234,14 @@ def per_partition(families: Iterable[Metric], name: str) -> dict[PartitionKey, i
     }
 
 
+def fetch_kinds(families: Iterable[Metric]) -> dict[str, int]:
+    """Fetch requests by kind (sessionless, full, incremental: KIP-227)."""
+    return {
+        dict(labels)["kind"]: int(value)
+        for labels, value in samples(families, "nullbroker_fetch_requests_total").items()
+    }
+
+
 def fetched_from_metrics(families: Iterable[Metric]) -> dict[PartitionKey, int]:
     """Records served by Fetch, per topic-partition."""
     return per_partition(families, "nullbroker_fetched_records_total")
