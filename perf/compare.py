@@ -556,11 +556,11 @@ def run(
                 brokers_info[name]["peak_rss_kib"] = peak_rss_kib(broker.pid)
         except BaseException:
             for broker in started:
-                broker.stop()
+                broker.end()
                 print(f"{broker.name} stderr: {broker.stderr_tail()}", file=sys.stderr)
             raise
         for broker in started:
-            brokers_info[broker.name]["exit_code"] = broker.stop()
+            brokers_info[broker.name]["exit_code"] = broker.end()
         nullbroker_summary = nullbroker.summary()
     machine["loadavg_end"] = loadavg()
     steps = comparison.steps
