@@ -261,7 +261,7 @@ class RunningBroker(ServerProcess):
             *(() if _says_where(args) else ("--listen", LOOPBACK_ANY_PORT)),
             *(
                 ("--summary-json", str(self.summary_path))
-                if summary and named_summary is None
+                if named_summary is None and summary
                 else ()
             ),
             *(("--metrics", LOOPBACK_ANY_PORT) if metrics else ()),
@@ -315,9 +315,9 @@ class RunningBroker(ServerProcess):
         self, signum: signal.Signals = signal.SIGTERM, timeout: float = STOP_TIMEOUT_S
     ) -> dict[str, Any]:
         """Stop it as a service manager (SIGTERM) or Ctrl-C (SIGINT) would and return what
-        it counted, the summary it writes as it exits (empty when started without one:
-        `summary=False`). A ServerError, with its stderr tail,
-        if it does not exit 0 within `timeout` seconds (it is killed then)."""
+        it counted: the summary it writes as it exits (empty when started with
+        `summary=False`). A ServerError, with its stderr tail, if it does not exit 0 within
+        `timeout` seconds (it is killed then)."""
         code = self.end(signum, timeout)
         if self.killed:
             raise ServerError(

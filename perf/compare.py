@@ -70,6 +70,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from nullbroker.launcher import ServerProcess
 from perf import java_perf, plots, report_md
 from perf.compare_brokers import (
     ALL_BROKERS,
@@ -82,7 +83,6 @@ from perf.compare_brokers import (
     MockCluster,
     NullBroker,
     Offsets,
-    ServerProcess,
     build_kfake,
 )
 from perf.compare_summary import derive, ratio_lines, ratios, summarise
