@@ -32,7 +32,7 @@ test: $(VENV)/.installed-test bytecode
 	fi
 
 # Kafka as the oracle alone: Apache Kafka 4.1.1 and nullbroker asked the same requests, the
-# answers compared field by field (tests/differential.py; README, Development).
+# answers compared field by field (tests/differential.py; docs/compatibility.md).
 oracle: $(VENV)/.installed-test bytecode
 	scripts/ensure-test-tools
 	scripts/ensure-kafka-tools

@@ -414,7 +414,9 @@ static void put_topic(Output *out, long version, PyObject *topic) {
     else put_be(out, (uint64_t)count, 4);
     for (Py_ssize_t i = 0; i < count && !out->failed; i++) {
         PyObject *result = PySequence_Fast_GET_ITEM(partitions, i);
-        if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != 5 ||
+        /* PartitionResult(partition, error_code, base_offset, log_start_offset,
+         * error_message, log_append_time) */
+        if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != 6 ||
             PyTuple_GET_ITEM(result, 4) != Py_None) {
             out->failed = 1;  /* an error message: the Python encoder writes it */
             break;
@@ -422,12 +424,13 @@ static void put_topic(Output *out, long version, PyObject *topic) {
         int64_t index = as_int(out, PyTuple_GET_ITEM(result, 0), 32);
         int64_t error = as_int(out, PyTuple_GET_ITEM(result, 1), 16);
         int64_t base_offset = as_int(out, PyTuple_GET_ITEM(result, 2), 64);
+        int64_t append_time = as_int(out, PyTuple_GET_ITEM(result, 5), 64);
         /* Written from v5 only: before, any value goes, as in the Python encoder. */
         int64_t log_start = version >= 5 ? as_int(out, PyTuple_GET_ITEM(result, 3), 64) : 0;
         put_be(out, (uint64_t)index, 4);
         put_be(out, (uint64_t)error, 2);
         put_be(out, (uint64_t)base_offset, 8);
-        put_be(out, UINT64_MAX, 8);  /* log append time: -1 */
+        put_be(out, (uint64_t)append_time, 8);
         if (version >= 5) put_be(out, (uint64_t)log_start, 8);
         if (flexible) {
             static const char tail[3] = {1, 0, 0};  /* no record errors, null message, no tags */

@@ -1,4 +1,5 @@
-"""Request decoding and response encoding: a frame in, a header and a kio entity out.
+"""Request decoding and response encoding: a frame in, a header and a kio entity out; and
+the client's half, a kio request entity into a frame (encode_request).
 
 A request is decoded along the route of its (key, version), worked out once: kio's native
 reader reads the whole frame, header and payload, in one call (see request_frames.py),
@@ -9,6 +10,7 @@ by the compiled writer of its class (see writers.py), size prefix and header inc
 
 from __future__ import annotations
 
+import io
 import struct
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -16,8 +18,9 @@ from typing import Any, NamedTuple, cast
 
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
+from kio.serial import entity_writer as kio_entity_writer
 from kio.serial.readers import Reader
-from kio.static.primitive import i16
+from kio.static.primitive import i16, i32
 
 from .apis import (
     API_VERSIONS_KEY,
@@ -278,6 +281,40 @@ def encode_response_parts(header: RequestHeader, body: Any) -> list[Buffer]:
     return [pack_head(header_size + sum(map(len, body)), header.correlation_id), *body]
 
 
+def encode_request_header(
+    api_key: int, api_version: int, correlation_id: int, client_id: str | None
+) -> bytes:
+    """The request header a client sends for (key, version): v1, or v2 from the API's first
+    flexible version on, written by kio's own writer."""
+    header_type = request_schema(api_key, api_version).__header_schema__
+    header = header_type(
+        request_api_key=i16(api_key),
+        request_api_version=i16(api_version),
+        correlation_id=i32(correlation_id),
+        client_id=client_id,
+    )
+    buffer = io.BytesIO()
+    kio_entity_writer(header_type)(buffer, header)
+    return buffer.getvalue()
+
+
+def encode_request(body: Any, correlation_id: int, client_id: str | None) -> bytes:
+    """A request frame (no size prefix) for a kio request entity, as a client sends it: the
+    header of the entity's API and version, then the entity.
+
+    Written by kio's generic writers, not the codec's compiled ones: this is the client's
+    half of the protocol (tests, perf's frames and replays), so a test that sends what it
+    returns never trusts the codec it is testing.
+    """
+    schema = type(body)
+    header = encode_request_header(
+        schema.__api_key__, schema.__version__, correlation_id, client_id
+    )
+    buffer = io.BytesIO()
+    kio_entity_writer(schema)(buffer, body)
+    return header + buffer.getvalue()
+
+
 def encode_api_versions_fallback(correlation_id: int, api_versions: ApiRange) -> bytes:
     """KIP-511: the answer to an ApiVersions request at a version the broker does not know.
 
@@ -314,6 +351,8 @@ __all__ = [
     "decode_header",
     "decode_request",
     "encode_api_versions_fallback",
+    "encode_request",
+    "encode_request_header",
     "encode_response",
     "encode_response_body",
     "encode_response_header",

@@ -41,6 +41,9 @@ class PartitionResult(NamedTuple):
     base_offset: int
     log_start_offset: int
     error_message: str | None = None
+    log_append_time: int = NO_LOG_APPEND_TIME
+    """-1, as Kafka answers a batch of a CreateTime topic; an idempotent batch's retry gets the
+    timestamp recorded for the batch the first time, as Kafka's UnifiedLog answers it."""
 
 
 TopicResults = tuple[str | uuid.UUID | None, Sequence[PartitionResult]]
@@ -91,29 +94,25 @@ def encode_produce_response_body_python(version: int, topics: Sequence[TopicResu
     for topic, partitions in topics:
         name = cast(str, topic).encode()
         add(_INT16.pack(len(name)) + name + _INT32.pack(len(partitions)))
-        for partition, error_code, base_offset, log_start_offset, message in partitions:
+        for partition, error_code, base_offset, log_start, message, append_time in partitions:
             if with_errors and message is None:
                 add(
                     _pack_partition_v8(
                         partition,
                         error_code,
                         base_offset,
-                        NO_LOG_APPEND_TIME,
-                        log_start_offset,
+                        append_time,
+                        log_start,
                         _NO_RECORD_ERRORS,
                         _NULL_STRING,
                     )
                 )
             elif with_log_start:
-                add(
-                    _pack_partition_v5(
-                        partition, error_code, base_offset, NO_LOG_APPEND_TIME, log_start_offset
-                    )
-                )
+                add(_pack_partition_v5(partition, error_code, base_offset, append_time, log_start))
                 if with_errors:
                     add(_INT32.pack(_NO_RECORD_ERRORS) + _legacy_string(message))
             else:
-                add(_pack_partition_v2(partition, error_code, base_offset, NO_LOG_APPEND_TIME))
+                add(_pack_partition_v2(partition, error_code, base_offset, append_time))
     add(NO_THROTTLE)
     return b"".join(parts)
 
@@ -139,24 +138,20 @@ def _encode_flexible(version: int, topics: Sequence[TopicResults]) -> bytes:
             name = cast(str, topic).encode()
             head = compact_length(len(name)) + name
         add(head + compact_length(len(partitions)))
-        for partition, error_code, base_offset, log_start_offset, message in partitions:
+        for partition, error_code, base_offset, log_start, message, append_time in partitions:
             if message is None:
                 add(
                     _pack_partition_flexible(
                         partition,
                         error_code,
                         base_offset,
-                        NO_LOG_APPEND_TIME,
-                        log_start_offset,
+                        append_time,
+                        log_start,
                         _EMPTY_RECORD_ERRORS,
                     )
                 )
             else:
-                add(
-                    _pack_partition_v5(
-                        partition, error_code, base_offset, NO_LOG_APPEND_TIME, log_start_offset
-                    )
-                )
+                add(_pack_partition_v5(partition, error_code, base_offset, append_time, log_start))
                 add(b"\x01" + _compact_string(message) + _NO_TAGGED_FIELDS)
         add(_NO_TAGGED_FIELDS)
     add(_FLEXIBLE_END)

@@ -19,6 +19,7 @@ from .clock import now_ms
 from .cluster.faults import Faults
 from .cluster.nodes import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Cluster, internal_partition_for
 from .settings import Config
+from .state.fetch_sessions import FetchSessionCache
 from .state.kafka_configs import FORMATTED_CLUSTER_CONFIGS
 from .state.producers import ProducerRegistry
 from .state.topics import PartitionCountersFor, TopicRegistry
@@ -147,6 +148,8 @@ class Broker:
             self.faults.add(spec, controlled=self.controlled)
         self.log_growth = LogGrowth()
         """Held Fetch requests wait on it until a log grows."""
+        self.fetch_sessions: dict[int, FetchSessionCache] = {}
+        """Each node's fetch sessions (KIP-227), made with its first Fetch."""
         self.served: dict[int, ApiRange] = {}
         """The version range of each API this broker answers, as ApiVersions lists them: set
         by the dispatch that serves it (nullbroker.dispatch)."""

@@ -101,6 +101,9 @@ class Config:
     """Fault SPECs applied at start (nullbroker.cluster.faults)."""
     cluster_id: str = "nullbroker-cluster-0001"
     group_initial_rebalance_delay_ms: int = 3000
+    fetch_session_cache_slots: int = 1000
+    """Fetch sessions each node keeps (Kafka's max.incremental.fetch.session.cache.slots);
+    0: none, every Fetch is a full one."""
     offsets_topic_partitions: int = INTERNAL_TOPIC_PARTITIONS
     """Partitions of __consumer_offsets, whose leaders coordinate the groups it holds."""
     transaction_state_partitions: int = INTERNAL_TOPIC_PARTITIONS
@@ -190,6 +193,11 @@ class Config:
                 raise ConfigError(
                     f"{named(setting)}: must be at least 1, got {getattr(self, setting)}"
                 )
+        if self.fetch_session_cache_slots < 0:
+            raise ConfigError(
+                f"{named('fetch_session_cache_slots')}: must not be negative (0: no fetch "
+                f"sessions), got {self.fetch_session_cache_slots}"
+            )
         if self.group_initial_rebalance_delay_ms < 0:
             raise ConfigError(
                 f"{named('group_initial_rebalance_delay_ms')}: must not be negative, "

@@ -132,6 +132,13 @@ class BrokerStats:
         """Consumer groups by state (GROUP_STATES)."""
         self.rebalances = 0
         """Join phases completed with members: each starts a new group generation."""
+        self.fetch_requests: Counter[str] = Counter()
+        """Fetch requests by what their session made of them: sessionless, full (opening a
+        session), incremental (KIP-227)."""
+        self.fetch_sessions: Counter[str] = Counter()
+        """Fetch sessions opened, closed (by their client) and evicted (for a new one)."""
+        self.fetch_sessions_open = 0
+        """Fetch sessions kept now, over every node (a gauge)."""
         self.authentications: Counter[tuple[str, str]] = Counter()
         """SASL authentications by (mechanism, result: succeeded or failed)."""
         self.connections_refused: Counter[str] = Counter()
@@ -232,6 +239,9 @@ class BrokerStats:
         self.protocol_errors.update(other.protocol_errors)
         self.groups.update(other.groups)
         self.rebalances += other.rebalances
+        self.fetch_requests.update(other.fetch_requests)
+        self.fetch_sessions.update(other.fetch_sessions)
+        self.fetch_sessions_open += other.fetch_sessions_open
         self.authentications.update(other.authentications)
         self.connections_refused.update(other.connections_refused)
         self.connections_idle_closed += other.connections_idle_closed

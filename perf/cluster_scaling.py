@@ -22,12 +22,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perf.compare_brokers import MOCK_READY, NULLBROKER_READY, REPO_ROOT, ServerProcess
+from nullbroker.app.launcher import ServerProcess, start_broker
+from perf.compare_brokers import MOCK_READY, REPO_ROOT, ReadyServer
 from perf.proc_sampler import cpu_seconds
 
 PRODUCER_PROPS = ("acks=all", "enable.idempotence=true", "batch.size=16384", "linger.ms=5")
@@ -35,6 +35,7 @@ PARTITIONS = 4
 NODES = 3
 MOCK = "mock, 3 brokers"
 WORKER_PIDS = re.compile(r"\(pid (\d+)\)")
+WORKERS_LINE = re.compile(r"^processes: ")
 
 
 def nullbroker_name(processes: int) -> str:
@@ -44,38 +45,27 @@ def nullbroker_name(processes: int) -> str:
 def start(name: str, processes: int, workdir: Path) -> tuple[ServerProcess, list[int]]:
     """A broker and the pids of every process it runs in."""
     if name == MOCK:
-        mock = ServerProcess(
+        mock = ReadyServer(
             name,
             [sys.executable, "-m", "perf.mock_cluster", "--brokers", str(NODES)],
             MOCK_READY,
             workdir / "mock.stderr",
         )
         return mock, [mock.pid]
-    broker = ServerProcess(
-        name,
-        [
-            sys.executable, "-m", "nullbroker", "serve", "--listen", "127.0.0.1:0",
-            "--brokers", str(NODES), "--processes", str(processes),
-            "--partitions", str(PARTITIONS), "--summary-json", str(workdir / "summary.json"),
-        ],
-        NULLBROKER_READY,
-        workdir / "nullbroker.stderr",
+    broker = start_broker(
+        "--brokers", str(NODES), "--processes", str(processes),
+        "--partitions", str(PARTITIONS),
+        workdir=workdir, cwd=REPO_ROOT,
     )  # fmt: skip
     pids = [broker.pid]
     if processes > 1:
-        line = _wait_for(broker, "processes: ")
+        try:
+            line = broker.wait_for_line(WORKERS_LINE, 15.0)
+        except BaseException:
+            broker.end()
+            raise
         pids += [int(pid) for pid in WORKER_PIDS.findall(line)]
     return broker, pids
-
-
-def _wait_for(server: ServerProcess, prefix: str, timeout: float = 15.0) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for line in list(server.lines):
-            if line.startswith(prefix):
-                return line
-        time.sleep(0.02)
-    raise RuntimeError(f"{server.name} printed no {prefix!r} line; stderr: {server.stderr_tail()}")
 
 
 def run_once(name: str, processes: int, records: int, workdir: Path) -> dict[str, Any]:
@@ -95,7 +85,7 @@ def run_once(name: str, processes: int, records: int, workdir: Path) -> dict[str
         )  # fmt: skip
         broker_cpu = sum(cpu_seconds(pid) for pid in pids) - before
     finally:
-        server.stop()
+        server.end()
     if done.returncode != 0:
         raise RuntimeError(f"perf.producer_perf against {name} failed: {done.stderr[-2000:]}")
     result = json.loads(report.read_text())

@@ -53,7 +53,7 @@ import codec
 from codec.apis import request_schema, response_schema
 from codec.fetch_response import FetchPartition, FetchTopic, fetch_response_parts
 from codec.produce import PartitionResult, TopicResults, encode_produce_response_body
-from perf.frames import Frame, fixed_set, kio_decode_response, kio_encode_request
+from perf.frames import Frame, fixed_set, kio_decode_response
 from perf.kafka_tools import wrapped
 
 SERVED = codec.KAFKA_4_RANGES
@@ -194,12 +194,8 @@ def codec_roundtrip(frame: Frame) -> bytes:
     if request.trailing_bytes:
         raise RoundTripError(f"{frame.file}: {request.trailing_bytes} bytes after the body")
     schema = request_schema(header.api_key, header.api_version)
-    return kio_encode_request(
-        header.api_key,
-        header.api_version,
-        header.correlation_id,
-        header.client_id,
-        as_kio_entity(schema, request.body),
+    return codec.encode_request(
+        as_kio_entity(schema, request.body), header.correlation_id, header.client_id
     )
 
 

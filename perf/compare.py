@@ -70,6 +70,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from nullbroker.app.launcher import ServerProcess
 from perf import java_perf, plots, report_md
 from perf.compare_brokers import (
     ALL_BROKERS,
@@ -82,7 +83,6 @@ from perf.compare_brokers import (
     MockCluster,
     NullBroker,
     Offsets,
-    ServerProcess,
     build_kfake,
 )
 from perf.compare_summary import derive, ratio_lines, ratios, summarise
@@ -556,11 +556,11 @@ def run(
                 brokers_info[name]["peak_rss_kib"] = peak_rss_kib(broker.pid)
         except BaseException:
             for broker in started:
-                broker.stop()
+                broker.end()
                 print(f"{broker.name} stderr: {broker.stderr_tail()}", file=sys.stderr)
             raise
         for broker in started:
-            brokers_info[broker.name]["exit_code"] = broker.stop()
+            brokers_info[broker.name]["exit_code"] = broker.end()
         nullbroker_summary = nullbroker.summary()
     machine["loadavg_end"] = loadavg()
     steps = comparison.steps

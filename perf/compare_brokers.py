@@ -1,8 +1,8 @@
 """The brokers perf.compare measures, each in a process of its own on 127.0.0.1.
 
-- nullbroker: `python -m nullbroker serve --listen 127.0.0.1:0`, ready when it prints
-  `nullbroker listening on HOST:PORT`; stopped with SIGTERM, after which its summary JSON
-  holds what it counted.
+- nullbroker: `nullbroker serve --listen 127.0.0.1:0`, started by nullbroker.app.launcher, ready
+  when it prints `nullbroker listening on HOST:PORT`; stopped with SIGTERM, after which its
+  summary JSON holds what it counted.
 - librdkafka's mock cluster: `python -m perf.mock_cluster`, ready when it prints
   `mock cluster listening on HOST:PORT`.
 - franz-go's kfake: perf/kfake_host, built by scripts/ensure-kfake, ready when it prints
@@ -18,19 +18,15 @@ partitions, so nullbroker and kfake are started with 4 too.
 
 from __future__ import annotations
 
-import collections
-import json
 import re
-import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
-from typing import Any
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from nullbroker.app.launcher import RunningBroker, ServerProcess
 from perf.machine import REPO_ROOT
 
 MOCK_PARTITIONS = 4
@@ -43,10 +39,7 @@ holds whole when the consumers start is not trimmed while they read it (with 5 M
 partition the producer had filled a little fuller than the others once lost its first
 records mid-read, and the consumer waited for records that were gone)."""
 START_TIMEOUT_S = 30.0
-STOP_TIMEOUT_S = 30.0
 ADMIN_TIMEOUT_S = 10.0
-KEPT_LINES = 200
-NULLBROKER_READY = re.compile(r"^nullbroker listening on (?P<servers>\S+:\d+)$")
 MOCK_READY = re.compile(r"^mock cluster listening on (?P<servers>\S+:\d+) ")
 KFAKE_READY = re.compile(r"^kfake listening on (?P<servers>\S+:\d+) \(kfake (?P<version>\S+),")
 NULLBROKER = "nullbroker"
@@ -60,105 +53,37 @@ kafka-producer-perf-test 4.1 fails every record with "Topic ... not present in m
 then hangs."""
 
 
-class ServerProcess:
-    """A broker process: started, waited for until it prints its address, stopped."""
+class ReadyServer(ServerProcess):
+    """A peer broker (librdkafka's mock, kfake), started and waited for until it prints where
+    it listens: the `servers` group of its `ready` pattern."""
 
     def __init__(self, name: str, command: list[str], ready: re.Pattern[str], log: Path) -> None:
-        self.name = name
-        self.command = command
-        self.log_path = log
-        self._log = open(log, "wb")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen(
-            command,
-            cwd=REPO_ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            text=True,
-            bufsize=1,
-        )
-        self.lines: collections.deque[str] = collections.deque(maxlen=KEPT_LINES)
-        self.ready_line = ""
-        self._ready = threading.Event()
-        self._pattern = ready
-        # Draining stdout on a thread keeps a chatty broker from blocking on a full pipe.
-        self._reader = threading.Thread(target=self._read, name=f"{name}-stdout", daemon=True)
-        self._reader.start()
-        if not self._ready.wait(START_TIMEOUT_S) or not self.ready_line:
-            self.stop()
-            raise RuntimeError(
-                f"{name} did not say where it listens within {START_TIMEOUT_S:g} s "
-                f"(exit code {self.process.poll()}); stderr: {self.stderr_tail()}"
-            )
+        super().__init__(name, command, log, cwd=REPO_ROOT)
+        try:
+            self.ready_line = self.wait_for_line(ready, START_TIMEOUT_S)
+        except BaseException:
+            self.kill()
+            raise
         match = ready.search(self.ready_line)
         assert match is not None
         self.ready_match = match
         self.bootstrap = match["servers"]
 
-    @property
-    def pid(self) -> int:
-        return self.process.pid
 
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            line = line.rstrip("\n")
-            self.lines.append(line)
-            if not self.ready_line and self._pattern.search(line):
-                self.ready_line = line
-                self._ready.set()
-        self._ready.set()  # exited before saying where it listens
-
-    def stderr_tail(self, characters: int = 2000) -> str:
-        return self.log_path.read_text(errors="replace")[-characters:]
-
-    def stop(self) -> int:
-        """SIGTERM, as a service manager stops it; killed if it does not exit in time."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(STOP_TIMEOUT_S)
-        self._reader.join(STOP_TIMEOUT_S)
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-        self._log.close()
-        return self.process.returncode
-
-
-class NullBroker(ServerProcess):
+class NullBroker(RunningBroker):
     def __init__(self, workdir: Path, produced_record_size: int) -> None:
-        self.summary_path = workdir / "nullbroker-summary.json"
         super().__init__(
-            NULLBROKER,
-            [
-                sys.executable,
-                "-m",
-                "nullbroker",
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--partitions",
-                str(MOCK_PARTITIONS),
-                # Fetch serves produced topics with records of this size: the size produced.
-                "--produced-record-size",
-                str(produced_record_size),
-                "--summary-json",
-                str(self.summary_path),
-            ],
-            NULLBROKER_READY,
-            workdir / "nullbroker.stderr",
+            "--partitions",
+            str(MOCK_PARTITIONS),
+            # Fetch serves produced topics with records of this size: the size produced.
+            "--produced-record-size",
+            str(produced_record_size),
+            workdir=workdir,
+            cwd=REPO_ROOT,
         )
 
-    def summary(self) -> dict[str, Any]:
-        """What it counted, written at shutdown (after stop())."""
-        document: dict[str, Any] = json.loads(self.summary_path.read_text())
-        return document
 
-
-class MockCluster(ServerProcess):
+class MockCluster(ReadyServer):
     def __init__(self, workdir: Path) -> None:
         super().__init__(
             MOCK,
@@ -170,7 +95,7 @@ class MockCluster(ServerProcess):
         self.host_rss_kib = int(host[1]) if host else 0
 
 
-class KFake(ServerProcess):
+class KFake(ReadyServer):
     def __init__(self, workdir: Path, binary: Path) -> None:
         super().__init__(
             KFAKE,

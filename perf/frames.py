@@ -34,8 +34,6 @@ from typing import Any, Literal, cast
 from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_new_batch
 from kio.schema.errors import ErrorCode
-from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
-from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader, entity_writer
@@ -44,11 +42,11 @@ from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 from codec.apis import (
     api_name,
     request_header_version,
-    request_schema,
     response_header_version,
     response_schema,
 )
 from codec.entities import request_module, response_module
+from codec.messages import encode_request
 from tests.vectors import by_file, frame_bytes
 
 Direction = Literal["request", "response"]
@@ -219,27 +217,6 @@ def _recorded_frame(entry: dict[str, Any], data: bytes, note: str) -> Frame:
 # -- kio's generic path, also used to build the frames nobody recorded ----------------------
 
 
-def kio_encode_request(
-    api_key: int, version: int, correlation_id: int, client_id: str | None, body: Any
-) -> bytes:
-    """A request frame (no size prefix) written by kio's generic writers."""
-    header_type = (
-        RequestHeaderV2 if request_header_version(api_key, version) == 2 else RequestHeaderV1
-    )
-    buffer = io.BytesIO()
-    entity_writer(header_type)(
-        buffer,
-        header_type(
-            request_api_key=i16(api_key),
-            request_api_version=i16(version),
-            correlation_id=i32(correlation_id),
-            client_id=client_id,
-        ),
-    )
-    entity_writer(request_schema(api_key, version))(buffer, body)
-    return buffer.getvalue()
-
-
 def kio_decode_response(frame: Frame) -> Any:
     """The body entity of a response frame, read by kio (codec decodes no responses: a
     broker never reads one)."""
@@ -296,7 +273,7 @@ def _built_pair(
         )
 
     return (
-        frame("request", kio_encode_request(api_key, version, correlation_id, client_id, request)),
+        frame("request", encode_request(request, correlation_id, client_id)),
         frame("response", kio_encode_response(api_key, version, correlation_id, response)),
     )
 

@@ -12,55 +12,43 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import socket
 import struct
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from nullbroker.app.launcher import start_broker
 from perf.proc_sampler import rss_kib
 
 SETTLE_S = 1.0
 # ApiVersions v0: key 18, version 0, correlation id 1, client id "idle".
 _REQUEST = struct.pack(">hhih", 18, 0, 1, 4) + b"idle"
 _FRAME = struct.pack(">i", len(_REQUEST)) + _REQUEST
-_LISTENING = re.compile(r"^nullbroker listening on 127\.0\.0\.1:(\d+)$")
 
 
 def measure(connections: int, broker_flags: Sequence[str] = ()) -> dict[str, float]:
     """RSS of a fresh broker before and with `connections` idle connections, in KiB."""
-    command = [
-        sys.executable, "-m", "nullbroker", "serve", "--listen", "127.0.0.1:0", *broker_flags,
-    ]  # fmt: skip
-    broker = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        cwd=Path(__file__).resolve().parent.parent,
-    )  # fmt: skip
     opened: list[socket.socket] = []
-    try:
-        assert broker.stdout is not None
-        match = _LISTENING.match(broker.stdout.readline().strip())
-        if match is None:
-            raise SystemExit("the broker did not start")
-        port = int(match[1])
-        time.sleep(SETTLE_S)
-        before = rss_kib(broker.pid)
-        for _ in range(connections):
-            client = socket.create_connection(("127.0.0.1", port))
-            opened.append(client)
-            client.sendall(_FRAME)
-        for client in opened:
-            client.recv(65536)
-        time.sleep(SETTLE_S)
-        during = rss_kib(broker.pid)
-    finally:
-        for client in opened:
-            client.close()
-        broker.terminate()
-        broker.wait(30)
+    root = Path(__file__).resolve().parent.parent
+    # No --summary-json: it imports json at start, which the RSS before would count.
+    with start_broker(*broker_flags, summary=False, cwd=root) as broker:
+        try:
+            port = int(broker.bootstrap.rsplit(":", 1)[1])
+            time.sleep(SETTLE_S)
+            before = rss_kib(broker.pid)
+            for _ in range(connections):
+                client = socket.create_connection(("127.0.0.1", port))
+                opened.append(client)
+                client.sendall(_FRAME)
+            for client in opened:
+                client.recv(65536)
+            time.sleep(SETTLE_S)
+            during = rss_kib(broker.pid)
+        finally:
+            for client in opened:
+                client.close()
     return {
         "connections": connections,
         "rss_before_kib": before,

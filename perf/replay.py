@@ -45,8 +45,8 @@ from kio.static.primitive import i8, i16, i32, i64
 from codec.apis import response_schema
 from codec.entities import request_module
 from codec.framing import size_prefixed
+from codec.messages import encode_request
 
-from .frames import kio_encode_request
 from .proc_sampler import cpu_seconds
 
 PRODUCE, FETCH = 0, 1
@@ -99,7 +99,7 @@ def produce_frame(topic: str, partitions: int, records: int, record_size: int) -
             ),
         ),
     )
-    return size_prefixed(kio_encode_request(PRODUCE, PRODUCE_VERSION, 0, CLIENT_ID, body))
+    return size_prefixed(encode_request(body, 0, CLIENT_ID))
 
 
 def fetch_frame(topic: str, offsets: list[int], partition_max_bytes: int) -> bytes:
@@ -124,7 +124,7 @@ def fetch_frame(topic: str, offsets: list[int], partition_max_bytes: int) -> byt
         ),
         forgotten_topics_data=(),
     )
-    return size_prefixed(kio_encode_request(FETCH, FETCH_VERSION, 0, CLIENT_ID, body))
+    return size_prefixed(encode_request(body, 0, CLIENT_ID))
 
 
 def next_offset(records: bytes, offset: int) -> int:

@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from nullbroker.app.launcher import RunningBroker, start_broker
 
 from .proc_sampler import cpu_seconds, rss_kib
 from .replay import Connection, produce_frame, replay_fetch, replay_produce
@@ -30,34 +30,17 @@ from .replay import Connection, produce_frame, replay_fetch, replay_produce
 SOURCE_TOPIC = "soak-source"
 SOURCE_PARTITIONS = 4
 SOURCE_RECORDS = 50_000
-LISTENING = re.compile(r"^nullbroker listening on (\S+):(\d+)$")
-METRICS = re.compile(r"^metrics on (http://\S+/metrics)$")
 
 
-def start_broker(*flags: str) -> tuple[subprocess.Popen[str], str]:
+def soak_broker(*flags: str, metrics: bool = False) -> RunningBroker:
     """`nullbroker serve` on a port the OS picks, with the source topic --fetch reads."""
-    script = Path(sys.executable).with_name("nullbroker")
-    process = subprocess.Popen(
-        [
-            str(script),
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--report-interval",
-            "3600",
-            "--source",
-            f"{SOURCE_TOPIC}:partitions={SOURCE_PARTITIONS},records={SOURCE_RECORDS},size=1024",
-            *flags,
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    for line in process.stdout:
-        match = LISTENING.match(line.strip())
-        if match:
-            return process, f"{match[1]}:{match[2]}"
-    raise RuntimeError(f"the broker exited with {process.wait()} before listening")
+    return start_broker(
+        "--report-interval", "3600",
+        "--source",
+        f"{SOURCE_TOPIC}:partitions={SOURCE_PARTITIONS},records={SOURCE_RECORDS},size=1024",
+        *flags,
+        metrics=metrics,
+    )  # fmt: skip
 
 
 def slope_kib_per_minute(samples: list[tuple[float, int]]) -> float:
@@ -110,8 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.connections is not None:
         return soak_with_connections(args)
 
-    broker, bootstrap = start_broker()
-    host, _, port = bootstrap.rpartition(":")
+    broker = soak_broker()
+    host, _, port = broker.bootstrap.rpartition(":")
     address = (host, int(port))
     deadline = time.monotonic() + args.minutes * 60
     counts = {"produce_requests": 0, "fetch_passes": 0}
@@ -142,11 +125,11 @@ def main(argv: list[str] | None = None) -> int:
 
     samples: list[tuple[float, int]] = []
     started = time.monotonic()
-    cpu_start = cpu_seconds(broker.pid)
     workers = [threading.Thread(target=guarded(produce_until_deadline))]
     if args.fetch:
         workers.append(threading.Thread(target=guarded(fetch_until_deadline)))
-    try:
+    with broker:
+        cpu_start = cpu_seconds(broker.pid)
         for worker in workers:
             worker.start()
         while time.monotonic() < deadline and not errors:
@@ -155,9 +138,6 @@ def main(argv: list[str] | None = None) -> int:
         for worker in workers:
             worker.join()
         cpu = cpu_seconds(broker.pid) - cpu_start
-    finally:
-        broker.terminate()
-        broker.wait(timeout=30)
     if errors:
         raise errors[0]
 
@@ -188,34 +168,18 @@ def soak_with_connections(args: argparse.Namespace) -> int:
     from .soak_clients import soak_connections
 
     # Idle connections stay for the whole run, however long: --idle-timeout-ms 0.
-    broker, bootstrap = start_broker(
-        "--metrics", "127.0.0.1:0", "--idle-timeout-ms", "0",
-        "--group-initial-rebalance-delay-ms", "0",
-    )  # fmt: skip
-    try:
-        metrics_url = wait_for_metrics(broker)
+    with soak_broker(
+        "--idle-timeout-ms", "0", "--group-initial-rebalance-delay-ms", "0", metrics=True
+    ) as broker:
+        assert broker.metrics_url is not None
         figures, samples = soak_connections(
-            broker.pid, bootstrap, metrics_url,
+            broker.pid, broker.bootstrap, broker.metrics_url,
             minutes=args.minutes, connections=args.connections, producers=args.producers,
             consumers=args.consumers, sample_seconds=args.sample_seconds,
             source_topic=SOURCE_TOPIC,
         )  # fmt: skip
-    finally:
-        broker.terminate()
-        broker.wait(timeout=30)
     report(args, {"minutes": args.minutes, **figures}, samples)
     return 0
-
-
-def wait_for_metrics(broker: subprocess.Popen[str]) -> str:
-    assert broker.stdout is not None
-    for line in broker.stdout:
-        found = METRICS.match(line.strip())
-        if found:
-            # Keep reading its output, so that the broker never blocks on a full pipe.
-            threading.Thread(target=broker.stdout.read, daemon=True).start()
-            return found[1]
-    raise RuntimeError(f"the broker exited with {broker.wait()} before serving metrics")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -28,10 +27,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from nullbroker.app.launcher import start_broker
 from nullbroker.sources.synthetic import SourceSpec
 from perf.proc_sampler import peak_rss_kib, rss_kib
 
-_LISTENING = re.compile(r"^nullbroker listening on 127\.0\.0\.1:(\d+)$")
 _ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -39,17 +38,9 @@ def measure(label: str, source: str, group: bool = False) -> dict[str, Any]:
     """One broker serving `source`: its RSS idle and at peak, and two reads of the topic."""
     spec = SourceSpec.parse(source)
     assert spec.records is not None, "a kind needs records=N: the reads take the topic whole"
-    command = [sys.executable, "-m", "nullbroker", "serve", "--listen", "127.0.0.1:0"]
-    broker = subprocess.Popen(
-        [*command, "--source", source],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=_ROOT,
-    )  # fmt: skip
-    try:
-        assert broker.stdout is not None
-        match = _LISTENING.match(broker.stdout.readline().strip())
-        if match is None:
-            raise SystemExit(f"{label}: the broker did not start")
-        bootstrap = f"127.0.0.1:{match[1]}"
+    # No --summary-json: it imports json at start, which the idle RSS would count.
+    with start_broker("--source", source, summary=False, cwd=_ROOT) as broker:
+        bootstrap = broker.bootstrap
         idle = rss_kib(broker.pid)
         total = spec.records * spec.partitions
         with tempfile.TemporaryDirectory() as scratch:
@@ -70,9 +61,6 @@ def measure(label: str, source: str, group: bool = False) -> dict[str, Any]:
         )  # fmt: skip
         replay = json.loads(replay_run.stdout)
         peak = peak_rss_kib(broker.pid)
-    finally:
-        broker.terminate()
-        broker.wait()
     return {
         "kind": label,
         "reader": "group" if group else "assign",

@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from spark_tests.conftest import java_missing_reason
 from spark_tests.jobs.session import connector_jars
-from tests.module_command import run_module
+from tests.module_command import REPO, run_module
 
 RECORDS = 8_000
 COMMAND_TIMEOUT_S = 600
@@ -54,6 +55,26 @@ def test_a_job_command_starts_its_broker_and_prints_each_run() -> None:
     assert re.search(r"pipeline \[pykafka\]: median of 2 runs [\d,]+ rows/s", done.stdout)
     # Two runs read the source topic's every record and wrote 26 aggregates each.
     assert broker_counts(done.stderr) == (2 * 26, 2 * RECORDS)
+
+
+def test_a_job_command_imports_no_test_code() -> None:
+    # A job is a user's command: it starts its broker through nullbroker.app.launcher, not the
+    # tests' helpers, which import pytest. (pytest itself may still come in here: where
+    # hypothesis is installed, kio imports it, and it imports trio.testing.)
+    code = (
+        "import sys, spark_tests.jobs.cli\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'tests'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[]"
 
 
 def test_the_overhead_report_runs_each_job_through_kafka_and_memrows(tmp_path: Path) -> None:

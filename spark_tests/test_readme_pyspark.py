@@ -1,5 +1,5 @@
-"""README.md's PySpark jobs run as written, so neither goes stale: each ```python block of its
-PySpark section is run in the suite's SparkSession against a broker started with the
+"""The PySpark jobs of docs/spark.md run as written, so neither goes stale: each ```python block
+of the page is run in the suite's SparkSession against a broker started with the
 `make serve ARGS="…"` its first line names, with `127.0.0.1:9092` replaced by that broker's
 address, `/tmp/` by a scratch folder, and the source topic's records divided by 100. Every
 record the job reads it writes, twice (batch and streaming): the broker counts exactly that.
@@ -22,7 +22,7 @@ from spark_tests.conftest import StartBroker, produced_records
 from spark_tests.jobs.session import jvm_kafka_missing_reason
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTION = re.compile(r"^## PySpark\n(?P<body>.*?)^## ", re.M | re.S)
+PAGE = "docs/spark.md"
 BLOCK = re.compile(r"^```python\n(?P<code>.*?)^```", re.M | re.S)
 AGAINST = re.compile(r'^# against: make serve ARGS="(?P<args>[^"]*)"$', re.M)
 FORMAT = re.compile(r'\.format\("(?P<format>kafka|pykafka)"\)')
@@ -32,9 +32,7 @@ OUTPUTS = ("clicks-upper", "clicks-copy")
 
 
 def pyspark_blocks() -> list[str]:
-    section = SECTION.search((ROOT / "README.md").read_text())
-    assert section is not None, "README.md has no '## PySpark' section"
-    return [block["code"] for block in BLOCK.finditer(section["body"])]
+    return [block["code"] for block in BLOCK.finditer((ROOT / PAGE).read_text())]
 
 
 def format_of(code: str) -> str:
@@ -62,7 +60,7 @@ def test_the_readme_job_reads_and_writes_every_record(
     per_partition = int(RECORDS.search(source)[1])  # type: ignore[index]
     broker = start_module_broker(*flags)
     runnable = code.replace("127.0.0.1:9092", broker.bootstrap).replace("/tmp/", f"{tmp_path}/")
-    exec(compile(runnable, f"README.md ({format_of(code)})", "exec"), {})
+    exec(compile(runnable, f"{PAGE} ({format_of(code)})", "exec"), {})
     for topic in OUTPUTS:
         written = produced_records(broker, topic)
         assert sum(written.values()) == partitions * per_partition, (topic, written)

@@ -1,36 +1,26 @@
 """Run nullbroker as its users do: `nullbroker serve` in a subprocess, on ports the OS picks.
 
-`BrokerProcess` parses the addresses the broker prints, collects its console lines, scrapes
-`/metrics`, and stops it with SIGTERM (asserting exit code 0) to read the summary JSON. Used
-as a context manager it always kills the process, whatever the test did.
+`BrokerProcess` is nullbroker.app.launcher's RunningBroker with /metrics on by default, scraped
+and parsed here; `stop()` returns the summary JSON (and fails unless the broker exits 0 in
+time).
 """
 
 from __future__ import annotations
 
-import json
 import random
-import re
-import shutil
-import signal
-import subprocess
-import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import pytest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-START_TIMEOUT = 15.0
-STOP_TIMEOUT = 20.0
-LISTENING = re.compile(r"^nullbroker listening on (?P<host>[^\s:]+):(?P<port>\d+)$")
-METRICS = re.compile(r"^metrics on (?P<url>http://\S+/metrics)$")
+from nullbroker.app.launcher import RunningBroker
+
 VALUE_SIZE = 100
 
 
@@ -38,116 +28,11 @@ PROCESSES = pytest.mark.parametrize("processes", ["1", "2"], ids=["one-process",
 """For tests of a cluster: its nodes in one process, and spread over two (--processes)."""
 
 
-def nullbroker_command() -> list[str]:
-    """The installed `nullbroker` script next to the running interpreter (the venv's)."""
-    script = Path(sys.executable).with_name("nullbroker")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("nullbroker")
-    if found is None:
-        raise RuntimeError("the nullbroker command is not installed")
-    return [found]
-
-
-class BrokerProcess:
-    """One `nullbroker serve` process with --listen and --metrics on port 0."""
+class BrokerProcess(RunningBroker):
+    """One `nullbroker serve` process, on port 0, with --metrics on port 0 unless told not."""
 
     def __init__(self, workdir: Path, *flags: str, metrics: bool = True) -> None:
-        self.workdir = workdir
-        self.summary_path = workdir / "summary.json"
-        self.stderr_path = workdir / "nullbroker.stderr"
-        command = [
-            *nullbroker_command(),
-            "serve",
-            # --listeners, where a test gives it, says where instead.
-            *(["--listen", "127.0.0.1:0"] if "--listeners" not in flags else []),
-            "--summary-json",
-            str(self.summary_path),
-            *(["--metrics", "127.0.0.1:0"] if metrics else []),
-            *flags,
-        ]
-        self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in kill()
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            text=True,
-            bufsize=1,
-        )
-        self._lines: list[str] = []
-        self._changed = threading.Condition()
-        # A thread drains stdout so the broker never blocks on a full pipe, and so tests
-        # can wait for console lines printed while they drive traffic.
-        self._reader = threading.Thread(target=self._read_stdout, daemon=True)
-        self._reader.start()
-        self._serves_metrics = metrics
-        self.bootstrap = ""
-        self.metrics_url: str | None = None
-
-    def __enter__(self) -> Self:
-        try:
-            match = LISTENING.match(self.wait_for_line(LISTENING, START_TIMEOUT))
-            assert match is not None
-            self.bootstrap = f"{match['host']}:{match['port']}"
-            if self._serves_metrics:
-                found = METRICS.match(self.wait_for_line(METRICS, START_TIMEOUT))
-                assert found is not None
-                self.metrics_url = found["url"]
-        except BaseException:
-            self.kill()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.kill()
-
-    def _read_stdout(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            with self._changed:
-                self._lines.append(line.rstrip("\n"))
-                self._changed.notify_all()
-        with self._changed:
-            self._changed.notify_all()
-
-    @property
-    def stdout_lines(self) -> list[str]:
-        with self._changed:
-            return list(self._lines)
-
-    def stderr_text(self) -> str:
-        return self.stderr_path.read_text(errors="replace")
-
-    def wait_for_line(self, pattern: re.Pattern[str], timeout: float) -> str:
-        """The first stdout line matching `pattern`, waiting up to `timeout` seconds."""
-        line = self.find_line(pattern, timeout)
-        if line is None:
-            raise AssertionError(
-                f"no stdout line matching {pattern.pattern!r} within {timeout} s "
-                f"(exit code {self.process.poll()}); stdout: {self.stdout_lines!r}; "
-                f"stderr: {self.stderr_text()!r}"
-            )
-        return line
-
-    def find_line(self, pattern: re.Pattern[str], timeout: float) -> str | None:
-        """The first stdout line matching `pattern`, or None if none came within `timeout`
-        seconds (or the broker exited without printing one)."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                for line in self._lines:
-                    if pattern.search(line):
-                        return line
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self._reader.is_alive():
-                    return None
-                self._changed.wait(min(remaining, 0.1))
+        super().__init__(*flags, workdir=workdir, metrics=metrics)
 
     def scrape(self, timeout: float = 5.0) -> list[Metric]:
         """GET /metrics and parse it as Prometheus text."""
@@ -170,34 +55,6 @@ class BrokerProcess:
             if time.monotonic() >= deadline:
                 raise AssertionError(f"/metrics did not reach the expected state in {timeout} s")
             time.sleep(0.05)
-
-    def stop(
-        self, timeout: float = STOP_TIMEOUT, signum: signal.Signals = signal.SIGTERM
-    ) -> dict[str, Any]:
-        """SIGTERM (or SIGINT), as a service manager or Ctrl-C would; the broker must exit 0
-        and write its summary, which is returned parsed."""
-        self.process.send_signal(signum)
-        try:
-            code = self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(
-                f"nullbroker did not exit within {timeout} s of {signum.name}; "
-                f"stderr: {self.stderr_text()!r}"
-            ) from None
-        assert code == 0, f"nullbroker exited with {code}; stderr: {self.stderr_text()!r}"
-        self._reader.join(timeout)
-        summary: dict[str, Any] = json.loads(self.summary_path.read_text())
-        return summary
-
-    def kill(self) -> None:
-        """Make sure the process is gone (teardown after a failure, or after stop())."""
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=STOP_TIMEOUT)
-        if self.process.stdout is not None:
-            self._reader.join(STOP_TIMEOUT)
-            self.process.stdout.close()
-        self._stderr.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +88,14 @@ def per_partition(families: Iterable[Metric], name: str) -> dict[PartitionKey, i
     return {
         (labels["topic"], int(labels["partition"])): int(value)
         for labels, value in ((dict(key), value) for key, value in samples(families, name).items())
+    }
+
+
+def fetch_kinds(families: Iterable[Metric]) -> dict[str, int]:
+    """Fetch requests by kind (sessionless, full, incremental: KIP-227)."""
+    return {
+        dict(labels)["kind"]: int(value)
+        for labels, value in samples(families, "nullbroker_fetch_requests_total").items()
     }
 
 

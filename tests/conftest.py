@@ -43,7 +43,10 @@ def start_broker(tmp_path: Path, connection_loop: str) -> Iterator[StartBroker]:
             workdir = tmp_path / f"broker-{next(numbers)}"
             workdir.mkdir()
             loop = ("--connection-loop", connection_loop)
-            return processes.enter_context(BrokerProcess(workdir, *loop, *flags, metrics=metrics))
+            broker = BrokerProcess(workdir, *loop, *flags, metrics=metrics)
+            # Killed, not stopped: a test that wants the clean stop calls stop() itself.
+            processes.callback(broker.kill)
+            return broker
 
         yield start
 

@@ -37,7 +37,15 @@ from kio.serial import entity_writer
 from codec.apis import KAFKA_4_RANGES, api_name
 from perf.kafka_broker import KafkaBroker
 from tests.conftest import StartBroker
-from tests.differential_allowed import ALLOWED, ASSIGNED, COMMON, KNOWN, UNORDERED, Entry
+from tests.differential_allowed import (
+    ALLOWED,
+    ASSIGNED,
+    COMMON,
+    KNOWN,
+    SESSION,
+    UNORDERED,
+    Entry,
+)
 from tests.kafka_wire import FrameStream, decode_response, request_frame, size_prefix
 
 KAFKA = "kafka"
@@ -122,6 +130,8 @@ def _same_identity(
             (isinstance(value, str) and value) or (isinstance(value, int) and value >= 0)
             for value in values
         )
+    if identity == SESSION:
+        return all(isinstance(value, int) and value > 0 for value in values)
     return (identities or {}).get(identity) == values
 
 

@@ -35,6 +35,10 @@ ASSIGNED = "assigned"
 """The identity of what a broker makes up (a member id, a producer id): any non-empty string,
 any id from 0 up, on both sides; a missing one (-1, null, "") is still a difference."""
 
+SESSION = "session"
+"""The identity of a fetch session's id (KIP-227): random in both brokers, and non-zero on
+both, so that a session one broker opens and the other does not is still a difference."""
+
 NODE = "each broker's own node id (Kafka's fixture is node 1, nullbroker's only node is 0)"
 
 MEMBER = "a classic group's member ids are the broker's (client id and a random UUID)"
@@ -107,6 +111,12 @@ ALLOWED: tuple[Entry, ...] = (
     ),
     Entry("group leader", "*.leader", MEMBER, identity=ASSIGNED),
     Entry(
+        "fetch session",
+        "FetchResponse.session_id",
+        "a fetch session's id is random in both brokers (Kafka's FetchSessionCache picks it)",
+        identity=SESSION,
+    ),
+    Entry(
         "marker clock",
         "DescribeProducersResponse.topics[diff-fence-*].partitions[].active_producers[]"
         ".last_timestamp",
@@ -128,28 +138,11 @@ MISSING_TOPIC_CONFIGS = (
     "remote.storage.enable",
 )
 
-KNOWN: tuple[Entry, ...] = (
-    Entry(
-        "produce-duplicate-append-time",
-        "ProduceResponse.responses[*].partition_responses[].log_append_time",
-        "Produce of a duplicate batch (an idempotent retry): Kafka log_append_time the "
-        "batch's max timestamp (UnifiedLog answers a duplicate with its recorded timestamp), "
-        "nullbroker -1 (the Produce encoders write no append time)",
-    ),
-)
+KNOWN: tuple[Entry, ...] = ()
 
 COMMON: frozenset[str] = frozenset()
 """Known differences in the steps most sequences share (CreateTopics, Metadata,
 FindCoordinator): a sequence need not name them; the sequences that test those APIs do."""
-
-KNOWN += (
-    Entry(
-        "fetch-sessions",
-        "FetchResponse.session_id",
-        "Fetch v7+ asking for a session (epoch 0): Kafka opens one (a random id), "
-        "nullbroker answers 0, no session, by design (KIP-227 allows it; README)",
-    ),
-)
 
 KNOWN += (
     Entry(

@@ -2,7 +2,8 @@
 size-prefixed responses from any trio stream and decode them with kio.
 
 Nothing here knows the broker: these are the client's half of the protocol, written with
-kio so a test never trusts the codec it is testing.
+kio so a test never trusts the codec it is testing (codec.encode_request, which frames the
+requests, writes them with kio's own writers too).
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from kio.index import load_request_schema, load_response_schema
+from kio.index import load_response_schema
 from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_new_batch
-from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
-from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 from kio.static.primitive import i8, i16, i32, i64
+
+from codec.messages import encode_request, encode_request_header
 
 FRAMES = Path(__file__).parent / "vectors" / "frames"
 CLIENT_ID = "nullbroker-tests"
@@ -76,26 +77,14 @@ def unsigned_varint(value: int) -> bytes:
 def request_header(
     api_key: int, api_version: int, correlation_id: int, client_id: str | None = CLIENT_ID
 ) -> bytes:
-    """The request header kio writes for (key, version): v1, or v2 for flexible versions."""
-    fields = {
-        "request_api_key": i16(api_key),
-        "request_api_version": i16(api_version),
-        "correlation_id": i32(correlation_id),
-        "client_id": client_id,
-    }
-    flexible = load_request_schema(api_key, api_version).__header_schema__.__version__ == 2
-    header = (RequestHeaderV2 if flexible else RequestHeaderV1)(**fields)
-    buffer = io.BytesIO()
-    entity_writer(type(header))(buffer, header)
-    return buffer.getvalue()
+    """The request header a client sends for (key, version), as the tests' client."""
+    return encode_request_header(api_key, api_version, correlation_id, client_id)
 
 
 def request_frame(payload: Any, correlation_id: int, client_id: str | None = CLIENT_ID) -> bytes:
-    """A request frame (without size prefix) for a kio request payload entity."""
-    buffer = io.BytesIO()
-    entity_writer(type(payload))(buffer, payload)
-    header = request_header(payload.__api_key__, payload.__version__, correlation_id, client_id)
-    return header + buffer.getvalue()
+    """A request frame (without size prefix) for a kio request payload entity, as the
+    tests' client."""
+    return encode_request(payload, correlation_id, client_id)
 
 
 def decode_response(frame: bytes, api_key: int, api_version: int) -> tuple[int, Any]:

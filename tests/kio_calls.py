@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
+import datetime
 import io
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
-from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 
 from codec.apis import (
-    request_header_version,
     request_schema,
     response_header_version,
     response_schema,
 )
 from codec.entities import request_module
+from codec.messages import encode_request
 from nullbroker.broker import Broker, Endpoint, Session
 from nullbroker.dispatch import Dispatch
 
@@ -40,21 +39,8 @@ def request_frame(
     api_key: int, version: int, body: Any, correlation_id: int = 7, client_id: str = "tests"
 ) -> bytes:
     """A request frame (no size prefix) as a client would send it."""
-    header_type = (
-        RequestHeaderV2 if request_header_version(api_key, version) == 2 else RequestHeaderV1
-    )
-    buffer = io.BytesIO()
-    entity_writer(header_type)(
-        buffer,
-        header_type(
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=correlation_id,
-            client_id=client_id,
-        ),
-    )
-    entity_writer(request_schema(api_key, version))(buffer, body)
-    return buffer.getvalue()
+    assert (body.__api_key__, body.__version__) == (api_key, version), "the body is another API's"
+    return encode_request(body, correlation_id, client_id)
 
 
 def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]:
@@ -100,14 +86,12 @@ def record_batch(
     producer_epoch: int = -1,
     base_sequence: int = -1,
     value: bytes = b"v" * 16,
+    when: datetime.datetime = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC),
 ) -> bytes:
-    """An uncompressed RecordBatch v2 of `count` records, written by kio."""
-    import datetime
-
+    """An uncompressed RecordBatch v2 of `count` records, all timestamped `when`, by kio."""
     from kio.records.schema import NewRecordBatch, Record
     from kio.records.writers import write_new_batch
 
-    when = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
     buffer = io.BytesIO()
     write_new_batch(
         buffer,

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from tests.broker_process import metric_total, nullbroker_command, random_values, samples
+from nullbroker.app.launcher import nullbroker_program
+from tests.broker_process import metric_total, random_values, samples
 from tests.conftest import StartBroker
 
 pytestmark = pytest.mark.every_connection_loop
@@ -52,7 +53,7 @@ SUMMARY_KEYS = {
 
 def run_cli(*arguments: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*nullbroker_command(), *arguments],
+        [*nullbroker_program(), *arguments],
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
@@ -210,7 +211,7 @@ def test_a_listen_port_in_use_is_one_line_naming_the_flag(busy_port: int) -> Non
 def test_a_listen_port_in_use_named_by_the_environment_names_the_variable(busy_port: int) -> None:
     address = f"127.0.0.1:{busy_port}"
     result = subprocess.run(
-        [*nullbroker_command(), "serve"],
+        [*nullbroker_program(), "serve"],
         capture_output=True,
         text=True,
         timeout=TIMEOUT,

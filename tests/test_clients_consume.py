@@ -37,7 +37,7 @@ with warnings.catch_warnings():
     from kafka import TopicPartition as KafkaPythonPartition
 
 from nullbroker.sources.synthetic import RecordShape, key_pattern, value_pattern
-from tests.broker_process import BrokerProcess, fetched_from_metrics, samples
+from tests.broker_process import BrokerProcess, fetch_kinds, fetched_from_metrics, samples
 from tests.conftest import StartBroker
 
 pytestmark = pytest.mark.clients
@@ -244,17 +244,22 @@ def test_a_payload_file_topic_serves_the_files_records_by_offset_as_json_a_clien
     assert broker.stop()["fetched"]["topics"]["events"]["records"] == 2 * records
 
 
-def test_kafka_python_reads_exactly_the_offset_range_it_seeks_to(
-    start_broker: StartBroker,
-) -> None:
-    size, first, end = 64, 1_234, 3_456
-    broker = start_broker("--source", f"src:partitions=2,records=5000,size={size}")
-    reader = KafkaConsumer(
+def kafka_python_consumer(broker: BrokerProcess) -> KafkaConsumer:
+    """A kafka-python consumer for assign(): no group, no commits."""
+    return KafkaConsumer(
         bootstrap_servers=broker.bootstrap,
         group_id=None,
         enable_auto_commit=False,
         request_timeout_ms=int(TIMEOUT * 1000),
     )
+
+
+def test_kafka_python_reads_exactly_the_offset_range_it_seeks_to(
+    start_broker: StartBroker,
+) -> None:
+    size, first, end = 64, 1_234, 3_456
+    broker = start_broker("--source", f"src:partitions=2,records=5000,size={size}")
+    reader = kafka_python_consumer(broker)
     read: list[tuple[int, int, bytes]] = []
     try:
         partition = KafkaPythonPartition("src", 1)
@@ -278,6 +283,34 @@ def test_kafka_python_reads_exactly_the_offset_range_it_seeks_to(
     assert {partition for partition, _, _ in read} == {1}
     per_batch = RecordShape(size=size).batch_records
     assert all(value == value_pattern(offset % per_batch, size) for _, offset, value in read)
+
+
+def test_kafka_python_reads_every_record_once_through_an_incremental_fetch_session(
+    start_broker: StartBroker,
+) -> None:
+    partitions, records = 2, 30_000
+    broker = start_broker("--source", f"src:partitions={partitions},records={records},size=100")
+    reader = kafka_python_consumer(broker)
+    offsets: dict[int, list[int]] = {partition: [] for partition in range(partitions)}
+    try:
+        reader.assign([KafkaPythonPartition("src", p) for p in range(partitions)])
+        reader.seek_to_beginning()
+        deadline = time.monotonic() + TIMEOUT
+        while sum(map(len, offsets.values())) < partitions * records:
+            assert time.monotonic() < deadline, {p: len(o) for p, o in offsets.items()}
+            for batch in reader.poll(timeout_ms=500, max_records=5000).values():
+                for record in batch:
+                    offsets[record.partition].append(record.offset)
+    finally:
+        reader.close()
+    assert offsets == {partition: list(range(records)) for partition in range(partitions)}
+    families = broker.scrape()
+    assert fetched_from_metrics(families) == {("src", p): records for p in range(partitions)}
+    kinds = fetch_kinds(families)
+    print(f"kafka-python's Fetch requests: {kinds}")
+    assert kinds.get("incremental", 0) > kinds.get("full", 0) >= 1
+    summary = broker.stop()
+    assert summary["errors"] == {}
 
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not on PATH")

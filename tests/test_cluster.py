@@ -6,7 +6,6 @@ counted exactly."""
 from __future__ import annotations
 
 import datetime
-import re
 import time
 import zlib
 from typing import Any
@@ -174,9 +173,8 @@ def test_one_node_answers_as_before_clusters() -> None:
 
 
 def node_ports(broker: BrokerProcess) -> list[int]:
-    """The ports of the broker's `nodes: 0 on HOST:PORT, 1 on HOST:PORT, ...` line."""
-    line = broker.wait_for_line(re.compile(r"^nodes: "), 10)
-    return [int(part.rsplit(":", 1)[1]) for part in line.removeprefix("nodes: ").split(", ")]
+    """The ports of the broker's nodes, by node id."""
+    return [int(address.rsplit(":", 1)[1]) for address in broker.nodes]
 
 
 @pytest.mark.clients

@@ -21,7 +21,10 @@ from codec.produce import (
 )
 
 ERROR_CODES = [code.value for code in ErrorCode]
+ONE_MS = datetime.timedelta(milliseconds=1)
 INT64 = st.integers(-(2**63), 2**63 - 1)
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+LAST_DATETIME_MS = int((datetime.datetime.max.replace(tzinfo=datetime.UTC) - EPOCH) // ONE_MS)
 
 partition_results = st.builds(
     PartitionResult,
@@ -30,6 +33,8 @@ partition_results = st.builds(
     base_offset=INT64,
     log_start_offset=INT64,
     error_message=st.none() | st.text(max_size=40),
+    # -1, or a time kio can write (a datetime): a retry's recorded batch timestamp
+    log_append_time=st.just(-1) | st.integers(0, LAST_DATETIME_MS),
 )
 
 
@@ -57,7 +62,9 @@ def kio_encoding(version: int, topics: list[TopicResults], throttle_ms: int = 0)
                         index=result.partition,
                         error_code=ErrorCode(result.error_code),
                         base_offset=result.base_offset,
-                        log_append_time=None,
+                        log_append_time=None
+                        if result.log_append_time == -1
+                        else EPOCH + result.log_append_time * ONE_MS,
                         log_start_offset=result.log_start_offset,
                         record_errors=(),
                         # Versions before 8 have no error message to carry.

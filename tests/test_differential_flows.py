@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable
 
 import pytest
+import trio
 from kio.records.schema import RecordHeader
 
 from tests.differential import (
@@ -408,9 +409,10 @@ async def test_consumer_group_from_join_to_deletion(pair: Pair) -> None:
 
 async def test_producer_sequences_epochs_and_their_state(pair: Pair) -> None:
     """Kafka's sequence rules (ProducerAppendInfo.checkSequence) on a partition whose log
-    start is not 0: an idempotent producer's first batch at any sequence, a duplicate, a
-    new epoch from 0 only, an old epoch fenced, a transactional batch of Produce v12
-    (transactions v2) from 0 only; then what DescribeProducers shows of them."""
+    start is not 0: an idempotent producer's first batch at any sequence, a duplicate of its
+    last batch and one of the batch before (with other timestamps: the answer carries the
+    first's), a new epoch from 0 only, an old epoch fenced, a transactional batch of Produce
+    v12 (transactions v2) from 0 only; then what DescribeProducers shows of them."""
     topic = unique("sequences")
     await create_topic(pair, topic)
     await produce(pair, topic, records_batch([b"a", b"b"]))
@@ -426,6 +428,7 @@ async def test_producer_sequences_epochs_and_their_state(pair: Pair) -> None:
     await produce(pair, topic, producer_batch(None, [b"i1", b"i2"], 555))
     await produce(pair, topic, producer_batch(None, [b"i3"], 557, timestamp_ms=START + 7))
     await produce(pair, topic, producer_batch(None, [b"i3"], 557, timestamp_ms=START + 7))
+    await produce(pair, topic, producer_batch(None, [b"i1", b"i2"], 555, timestamp_ms=START + 3))
     await produce(pair, topic, producer_batch(None, [b"gap"], 600))
 
     def next_epoch(sequence: int) -> object:
@@ -452,7 +455,7 @@ async def test_producer_sequences_epochs_and_their_state(pair: Pair) -> None:
     await pair.step(
         request(61, pair.versions(61)[-1], topics=[{"name": topic, "partition_indexes": [0]}])
     )
-    pair.check("produce-duplicate-append-time")
+    pair.check()
 
 
 async def test_init_producer_id_fences_an_open_transaction(pair: Pair) -> None:
@@ -543,3 +546,191 @@ async def test_a_commit_at_a_member_s_previous_epoch(pair: Pair) -> None:
             )
         )
     pair.check("commit-previous-epoch")
+
+
+# -- fetch sessions (KIP-227) ---------------------------------------------------------------
+
+Asked = list[tuple[str, list[tuple[int, int]]]]
+"""Topics with their (partition, fetch offset) each."""
+
+
+def session_fetch(
+    side: Side,
+    version: int,
+    asked: Asked,
+    forgotten: Asked,
+    *,
+    session_id: int | None = None,
+    epoch: int | None = None,
+    max_wait_ms: int = 0,
+) -> object:
+    """A Fetch in this side's session (side.learned), or at the id and epoch given."""
+
+    def topic(name: str) -> dict[str, object]:
+        return {"topic": name, "topic_id": side.learned.get(("topic_id", name), uuid.UUID(int=0))}
+
+    return request(
+        1,
+        version,
+        replica_id=-1,
+        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=side.learned.get("fetch session", 0) if session_id is None else session_id,
+        session_epoch=side.learned.get("fetch epoch", 0) if epoch is None else epoch,
+        topics=[
+            {
+                **topic(name),
+                "partitions": [
+                    {
+                        "partition": index,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": offset,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 1 << 20,
+                    }
+                    for index, offset in partitions
+                ],
+            }
+            for name, partitions in asked
+        ],
+        forgotten_topics_data=[
+            {**topic(name), "partitions": [index for index, _ in partitions]}
+            for name, partitions in forgotten
+        ],
+        rack_id="",
+    )
+
+
+def moved_on(side: Side, answer: object) -> None:
+    """The session id and epoch a client keeps after an answer (Java's FetchSessionHandler)."""
+    if getattr(answer, "error_code", 1) != 0:
+        return
+    session_id = answer.session_id  # type: ignore[attr-defined]
+    if session_id != side.learned.get("fetch session", 0):
+        side.learned["fetch session"], side.learned["fetch epoch"] = session_id, 0
+    side.learned["fetch epoch"] = side.learned["fetch epoch"] + 1 if session_id else 0
+
+
+async def in_session(
+    pair: Pair,
+    version: int,
+    asked: Asked | None = None,
+    forgotten: Asked | None = None,
+    **fields: int,
+) -> Answers:
+    answers = await pair.step(
+        lambda side: session_fetch(side, version, asked or [], forgotten or [], **fields)
+    )
+    for side in pair.sides:
+        moved_on(side, answers[side])
+    return answers
+
+
+def listed(answer: object) -> list[tuple[int, int]]:
+    """(partition, records bytes) of each partition an answer lists."""
+    return [
+        (data.partition_index, len(data.records or b""))
+        for topic in answer.responses  # type: ignore[attr-defined]
+        for data in topic.partitions
+    ]
+
+
+async def held_until_produced(pair: Pair, version: int, topic: str, partition: int) -> None:
+    """An incremental Fetch naming no partition, held at the log end on each broker until a
+    record arrives at a partition of its session (produced on another connection)."""
+    answers: dict[str, object] = {}
+
+    async def held(side: Side) -> None:
+        answers[side.name] = await side.ask(session_fetch(side, version, [], [], max_wait_ms=8000))
+        moved_on(side, answers[side.name])
+
+    producers = [await side.connection() for side in pair.sides]
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            for side in pair.sides:
+                nursery.start_soon(held, side)
+            await trio.sleep(0.5)
+            assert not answers, "nothing new: both brokers hold the fetch"
+            for producer in producers:
+                await producer.ask(
+                    produce_request(pair.versions(0)[-1], producer, topic, partition, [b"held"])
+                )
+    for producer in producers:
+        await producer.stream.aclose()
+    pair.record(1, version, Answers(answers[pair.kafka.name], answers[pair.nullbroker.name]))
+
+
+def produce_request(
+    version: int, side: Side, topic: str, partition: int, values: list[bytes]
+) -> object:
+    return request(
+        0,
+        version,
+        transactional_id=None,
+        acks=-1,
+        timeout=SECONDS,
+        topic_data=[
+            {
+                "name": topic,
+                "topic_id": side.learned.get(("topic_id", topic), uuid.UUID(int=0)),
+                "partition_data": [{"index": partition, "records": records_batch(values)}],
+            }
+        ],
+    )
+
+
+@pytest.mark.parametrize("by_ids", [False, True], ids=["by-name", "by-id"])
+async def test_fetch_sessions_as_kafka_keeps_them(pair: Pair, by_ids: bool) -> None:
+    version = pair.versions(1)[-1] if by_ids else 12
+    topic, other = unique("session"), unique("session-b")
+    await create_topic(pair, topic, partitions=2)
+    await create_topic(pair, other)
+    await produce(pair, topic, records_batch([b"a", b"b"]))
+    opened = await in_session(pair, version, [(topic, [(0, 0), (1, 0)])], epoch=0)
+    assert opened.nullbroker.session_id > 0
+    assert [(index, size > 0) for index, size in listed(opened.nullbroker)] == [
+        (0, True),
+        (1, False),
+    ]
+    for side in pair.sides:
+        side.learned["opened"] = side.learned["fetch session"]
+    quiet = await in_session(pair, version, [(topic, [(0, 2)])])
+    assert listed(quiet.nullbroker) == [], "nothing new: an empty answer"
+    await in_session(pair, version)
+    await produce(pair, topic, records_batch([b"c"]), partition=1)
+    news = await in_session(pair, version)
+    assert [index for index, size in listed(news.nullbroker) if size] == [1]
+    await in_session(pair, version, [(topic, [(1, 1)])])
+    added = await in_session(pair, version, [(other, [(0, 0)])])
+    assert listed(added.nullbroker) == [(0, 0)], "a partition added is told of"
+    await in_session(pair, version, forgotten=[(topic, [(1, 1)])])
+    await produce(pair, topic, records_batch([b"d"]), partition=1)
+    forgot = await in_session(pair, version)
+    assert listed(forgot.nullbroker) == [], "a forgotten partition is no longer watched"
+    wrong = await in_session(pair, version, epoch=pair.nullbroker.learned["fetch epoch"] + 5)
+    assert wrong.nullbroker.error_code == 71
+    await in_session(pair, version)  # the session still serves
+    unknown = await pair.step(
+        lambda side: session_fetch(
+            side, version, [], [], session_id=side.learned["fetch session"] ^ 1, epoch=1
+        )
+    )
+    assert unknown.nullbroker.error_code == 70
+    if by_ids:
+        await pair.step(
+            lambda side: session_fetch(side, 12, [], [])
+        )  # FETCH_SESSION_TOPIC_ID_ERROR
+    await in_session(pair, version, [(topic, [(0, 2)])], [(other, [(0, 0)])])
+    await held_until_produced(pair, version, topic, 0)
+    closing = await in_session(pair, version, [(topic, [(0, 2)])], epoch=-1)
+    assert closing.nullbroker.session_id == 0
+    closed = await pair.step(
+        lambda side: session_fetch(
+            side, version, [], [], session_id=side.learned["opened"], epoch=1
+        )
+    )
+    assert closed.nullbroker.error_code == 70
+    pair.check()

@@ -1,7 +1,8 @@
 """Each client's recorded session (tests/vectors/frames, copied from ../shared/frames) replayed
 to Kafka 4.1.1 and to nullbroker alike (tests/differential.py), with its names and ids
 rewritten per broker: topics, groups and transactional ids renamed for this test, topic ids,
-producer ids and epochs, member ids and generations taken from each broker's own answers."""
+producer ids and epochs, member ids and generations, and fetch session ids taken from each
+broker's own answers."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ class Recorded:
     api_key: int
     version: int
     body: Any
+    response_file: str | None = None
 
 
 def recorded_requests(client: str) -> list[Recorded]:
@@ -60,8 +62,30 @@ def recorded_requests(client: str) -> list[Recorded]:
         _, offset = entity_reader(header_type)(frame, 0)
         schema = load_request_schema(entry["api_key"], entry["api_version"])
         body, _ = entity_reader(schema)(memoryview(frame), offset)
-        found.append(Recorded(entry["file"], entry["api_key"], entry["api_version"], body))
+        found.append(
+            Recorded(
+                entry["file"],
+                entry["api_key"],
+                entry["api_version"],
+                body,
+                entry.get("response_file"),
+            )
+        )
     return found
+
+
+FETCH_SESSION_VERSION = 7
+
+
+def recorded_session_id(recorded: Recorded) -> int:
+    """The fetch session id the recording's broker answered a Fetch with (0: none; the
+    librdkafka mock the frames were recorded against keeps no sessions)."""
+    if recorded.response_file is None or recorded.version < FETCH_SESSION_VERSION:
+        return 0
+    frame = (FRAMES / recorded.response_file).read_bytes()
+    header = 4 + (1 if recorded.version >= 12 else 0)  # correlation id, tagged fields
+    (session_id,) = struct.unpack_from(">i", frame, header + 4 + 2)  # throttle, error
+    return session_id  # type: ignore[no-any-return]
 
 
 def recorded_topic_ids(client: str) -> dict[uuid.UUID, str]:
@@ -149,6 +173,8 @@ class Rewriter:
             and inner.isdigit()
         ):
             return str(side.learned["node_id"])  # a broker's configs: this broker's own
+        if name == "session_id" and inner and owner == "FetchRequest":
+            return side.learned.get(("fetch session", inner), inner)
         if name == "max_wait":
             return min(inner, MAX_WAIT)
         if name == "records" and inner:
@@ -242,6 +268,9 @@ async def replay_one(pair: Pair, rewriter: Rewriter, recorded: Recorded) -> None
             side.learned["generation", group] = answer.generation_id
         elif recorded.api_key == 68 and answer.member_epoch >= 0:
             side.learned["epoch", group] = answer.member_epoch
+        elif recorded.api_key == 1 and (recorded_id := recorded_session_id(recorded)):
+            # The client's next fetches name the session it was given: each broker's own.
+            side.learned["fetch session", recorded_id] = answer.session_id
 
 
 async def learn_member_id(pair: Pair, rewriter: Rewriter, body: Any) -> None:
@@ -257,7 +286,7 @@ async def learn_member_id(pair: Pair, rewriter: Rewriter, body: Any) -> None:
 KNOWN_BY_CLIENT: dict[str, tuple[str, ...]] = {
     "aiokafka-0.14": (),
     "java-4.0": (),
-    "kafka-python-3.0": ("fetch-sessions",),
+    "kafka-python-3.0": (),
     "kcat-1.7": (),
     "librdkafka-2.16": (),
 }
@@ -268,6 +297,13 @@ KNOWN_BY_CLIENT: dict[str, tuple[str, ...]] = {
 async def test_recorded_session_answers_as_kafka_does(pair: Pair, client: str) -> None:
     await replay(pair, client)
     pair.check(*KNOWN_BY_CLIENT[client])
+
+
+def test_recorded_fetch_session_ids_are_read_from_the_responses() -> None:
+    fetches = [r for c in CLIENTS for r in recorded_requests(c) if r.api_key == 1]
+    assert fetches and all(r.response_file for r in fetches)
+    # The mock the frames were recorded against opened none: every id is 0 (no mapping).
+    assert {recorded_session_id(r) for r in fetches} == {0}
 
 
 def test_topic_names_of_a_recording_are_found() -> None:

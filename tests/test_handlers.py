@@ -214,6 +214,34 @@ def test_idempotent_duplicate_gets_its_first_offset_and_is_counted_once() -> Non
     assert b.stats.produced[("t", 0)].records == 7
 
 
+def test_a_retry_of_any_of_the_last_five_batches_gets_that_batch_s_timestamp_as_in_kafka() -> None:
+    """As Kafka 4.1.1 answers a duplicate (UnifiedLog, with the BatchMetadata it kept for each
+    of a producer's last five batches on a partition): the first append's offset, and the
+    batch's max timestamp as log_append_time, not the retry's; an older batch is forgotten."""
+    b = broker()
+    first = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    second = datetime.timedelta(seconds=1)
+
+    def batch(number: int, when: datetime.datetime) -> bytes:
+        return record_batch(
+            2, producer_id=1000, producer_epoch=0, base_sequence=2 * number, when=when
+        )
+
+    for number in range(6):
+        taken = produced_partition(produce(b, "t", 0, batch(number, first + number * second)))
+        assert (taken.base_offset, taken.log_append_time) == (2 * number, None)
+    for number in (5, 3, 1):
+        retry = produced_partition(produce(b, "t", 0, batch(number, first + 99 * second)))
+        assert (retry.error_code, retry.base_offset, retry.log_append_time) == (
+            ErrorCode.none,
+            2 * number,
+            first + number * second,
+        )
+    forgotten = produced_partition(produce(b, "t", 0, batch(0, first)))
+    assert forgotten.error_code is ErrorCode.out_of_order_sequence_number
+    assert forgotten.log_append_time is None
+
+
 def test_idempotent_sequence_gap_is_out_of_order_and_not_counted() -> None:
     b = broker()
     produce(b, "t", 0, record_batch(2, producer_id=7, producer_epoch=0, base_sequence=0))

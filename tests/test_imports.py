@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from nullbroker.app.launcher import start_broker
 from nullbroker.handlers import IMPORTED_ON_FIRST_USE
 
 TIMEOUT = 30.0
@@ -21,27 +22,12 @@ TIMEOUT = 30.0
 
 def modules_imported_by_serve(*flags: str) -> set[str]:
     """The modules a broker started with `flags` has imported once it prints that it
-    listens, as `python -X importtime` lists them."""
-    command = [sys.executable, "-X", "importtime", "-m", "nullbroker", "serve"]
-    process = subprocess.Popen(
-        [*command, "--listen", "127.0.0.1:0", *flags],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        for line in process.stdout:
-            if line.startswith("nullbroker listening on"):
-                break
-        else:
-            pytest.fail("the broker stopped before it listened")
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=TIMEOUT)
-    finally:
-        process.kill()
-        process.wait()
+    listens, as `python -X importtime` lists them. Started without --summary-json, which
+    imports json at start."""
+    importtime = [sys.executable, "-X", "importtime", "-m", "nullbroker"]
+    with start_broker(*flags, summary=False, program=importtime) as broker:
+        assert broker.end(signal.SIGINT, TIMEOUT) == 0, broker.stderr_tail()
+        stderr = broker.stderr_text()
     return {
         line.rsplit("|", 1)[1].strip()
         for line in stderr.splitlines()

@@ -19,6 +19,7 @@ import pytest
 
 from tests.broker_process import (
     BrokerProcess,
+    fetch_kinds,
     fetched_from_metrics,
     produced_from_metrics,
     samples,
@@ -95,16 +96,43 @@ def test_kafka_consumer_perf_test_reads_a_source_topic_to_its_end_exactly(
         "--group-initial-rebalance-delay-ms",
         "0",
     )
-    output = run_tool(
-        "kafka-consumer-perf-test",
-        "--bootstrap-server", broker.bootstrap,
-        "--topic", "src",
-        "--messages", str(2 * RECORDS),
-        "--timeout", "60000",
-    )  # fmt: skip
-    assert consumer_perf_rows(output)["data.consumed.in.nMsg"] == str(2 * RECORDS)
+    consumer_perf_reads(broker.bootstrap, 2 * RECORDS)
     fetched = fetched_from_metrics(broker.scrape())
     assert fetched == {("src", 0): RECORDS, ("src", 1): RECORDS}
+
+
+def test_a_java_consumer_reads_exactly_every_record_through_an_incremental_fetch_session(
+    start_broker: StartBroker,
+) -> None:
+    # 4 MB a partition: several fetches of max.partition.fetch.bytes (1 MiB) each, all but
+    # the first incremental, naming only the partitions whose offsets moved.
+    records = 20 * RECORDS
+    broker = start_broker(
+        "--source", f"src:partitions=2,records={records},size=200",
+        "--group-initial-rebalance-delay-ms", "0",
+    )  # fmt: skip
+    consumer_perf_reads(broker.bootstrap, 2 * records)
+    families = broker.scrape()
+    assert fetched_from_metrics(families) == {("src", 0): records, ("src", 1): records}
+    kinds = fetch_kinds(families)
+    print(f"Java consumer's Fetch requests: {kinds}")
+    assert kinds.get("full", 0) >= 1 and kinds.get("incremental", 0) > kinds["full"]
+    summary = broker.stop()
+    assert not {"fetch_session_id_not_found", "invalid_fetch_session_epoch"} & set(
+        summary["errors"]
+    )
+
+
+def consumer_perf_reads(bootstrap: str, messages: int) -> None:
+    """kafka-consumer-perf-test reads `messages` records of topic src, and says so."""
+    output = run_tool(
+        "kafka-consumer-perf-test",
+        "--bootstrap-server", bootstrap,
+        "--topic", "src",
+        "--messages", str(messages),
+        "--timeout", "60000",
+    )  # fmt: skip
+    assert consumer_perf_rows(output)["data.consumed.in.nMsg"] == str(messages)
 
 
 def test_kafka_consumer_groups_resets_committed_offsets_to_earliest(

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from nullbroker.app.launcher import nullbroker_program
 from nullbroker.settings import Config, ConfigError
-from tests.broker_process import nullbroker_command
 
 MAP = 'controller = "127.0.0.1:19190"\n[nodes]\n0 = "127.0.0.1:19092"\n1 = "127.0.0.1:19093"\n'
 
@@ -131,7 +131,7 @@ def test_two_hosts_form_one_cluster_and_count_exactly(
         f'controller = "{SUBNET}.1:9190"\n[nodes]\n0 = "{SUBNET}.1:9092"\n1 = "{SUBNET}.2:9092"\n'
     )
     summary = tmp_path / "summary.json"
-    serve = [*nullbroker_command(), "serve", "--node-map", str(node_map), "--partitions", "4"]
+    serve = [*nullbroker_program(), "serve", "--node-map", str(node_map), "--partitions", "4"]
     logs = [open(tmp_path / f"host-{n}.log", "wb") for n in (1, 2)]  # noqa: SIM115
     hosts = [
         subprocess.Popen(

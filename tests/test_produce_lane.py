@@ -30,7 +30,7 @@ from nullbroker.sources.synthetic import SourceSpec
 
 from .broker_process import metric_total
 from .kafka_wire import record_batch
-from .kio_calls import SESSION, call, dispatch_of, request_frame, types
+from .kio_calls import SESSION, call, decode_response, dispatch_of, request_frame, types
 
 PRODUCE, INIT_PRODUCER_ID, INCREMENTAL_ALTER_CONFIGS = 0, 22, 44
 TOPIC, OTHER, SOURCE = "lane", "other", "src"
@@ -409,3 +409,29 @@ def test_a_batch_over_max_message_bytes_is_left_to_the_python_path_which_refuses
     assert state(lane) == state(python)
     assert state(lane)["errors"] == {"message_too_large": 1}
     assert lane.topics.get(OTHER).partitions[1].log_end_offset == 0
+
+
+def test_a_retry_of_a_batch_the_lane_took_gets_the_batch_s_max_timestamp() -> None:
+    """The lane takes a batch and records it; its retry, which the Python path answers, gets
+    the batch's max timestamp as log_append_time, as from Kafka (and as when the Python path
+    took the batch)."""
+    lane, python = twin_brokers()
+    assert dispatch_of(lane).produce_lane is not None
+    batch = bytearray(record_batch(2, producer_id=1000, producer_epoch=0, base_sequence=1))
+    struct.pack_into(">q", batch, MAX_TIMESTAMP_AT, FIRST_TIMESTAMP_MS + 42)
+    first = produce_frame(lane, 9, [(TOPIC, 0, bytes(batch))])
+    log_end = lane.topics.get(TOPIC).partitions[0].log_end_offset
+    assert dispatch_of(lane).produce_lane.answer(first, 0) is not None, (
+        "the lane's: the producer's next batch"
+    )
+    answer(python, first)
+    retry = produce_frame(lane, 9, [(TOPIC, 0, bytes(batch))], correlation_id=8)
+    assert dispatch_of(lane).produce_lane.answer(retry, 0) is None, "a duplicate is Python's"
+    answered = answer(lane, retry)
+    assert answered == answer(python, retry)
+    (result,) = decode_response(PRODUCE, 9, answered)[1].responses[0].partition_responses
+    assert (result.base_offset, result.log_append_time) == (
+        log_end,
+        datetime.datetime.fromtimestamp((FIRST_TIMESTAMP_MS + 42) / 1000, tz=datetime.UTC),
+    )
+    assert state(lane) == state(python)

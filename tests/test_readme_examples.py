@@ -1,4 +1,5 @@
-"""Every shell example of README.md and perf/README.md runs as written, so none goes stale.
+"""Every shell example of README.md, perf/README.md and the pages of docs/ runs as written, so
+none goes stale.
 
 Each fenced ```sh or ```bash block is taken command by command (continuation lines joined,
 comment lines dropped) and run by bash, in one shell per block (so `broker=$!` reaches the
@@ -59,6 +60,10 @@ from tests.kafka_tools import _missing as kafka_tools_missing
 
 ROOT = Path(__file__).resolve().parent.parent
 READMES = ("README.md", "perf/README.md")
+DOCS = "docs"
+# Fences a reader would take for shell but shell_blocks does not run: an example must not
+# hide in one.
+UNRUN_SHELL_FENCE = re.compile(r"^```(?:shell|console|zsh|sh-session)\s*$", re.M)
 DEFAULT_ADDRESS = "127.0.0.1:9092"
 METRICS_ADDRESS = "127.0.0.1:9100"
 CLUSTER_PORTS = 8
@@ -100,9 +105,14 @@ class Block:
         return f"{self.readme}#{self.index}"
 
 
+def pages() -> list[str]:
+    """The pages whose examples run: the two READMEs and every page of docs/."""
+    return [*READMES, *sorted(str(page.relative_to(ROOT)) for page in (ROOT / DOCS).glob("*.md"))]
+
+
 def shell_blocks() -> list[Block]:
     blocks = []
-    for readme in READMES:
+    for readme in pages():
         text = (ROOT / readme).read_text()
         for index, body in enumerate(re.findall(r"```(?:sh|bash)\n(.*?)```", text, re.S)):
             joined = body.replace("\\\n", " ")
@@ -365,4 +375,14 @@ def test_a_block_runs_against_the_broker_it_names() -> None:
 
 
 def test_every_readme_has_shell_examples_to_check() -> None:
-    assert {block.readme for block in shell_blocks()} == set(READMES)
+    assert {block.readme for block in shell_blocks()} >= set(READMES)
+
+
+def test_every_docs_page_is_checked_and_hides_no_shell_example() -> None:
+    checked = pages()
+    assert [page for page in checked if page.startswith(f"{DOCS}/")], "no page in docs/"
+    for page in checked:
+        text = (ROOT / page).read_text()
+        assert not UNRUN_SHELL_FENCE.search(text), f"{page}: use ```sh, which is run"
+        fences = len(re.findall(r"^```(?:sh|bash)\n", text, re.M))
+        assert len([block for block in shell_blocks() if block.readme == page]) == fences, page

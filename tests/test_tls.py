@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, Producer
 
+from nullbroker.app.launcher import nullbroker_program
 from nullbroker.settings import Config, ConfigError
-from tests.broker_process import BrokerProcess, nullbroker_command, produced_from_metrics
+from tests.broker_process import BrokerProcess, produced_from_metrics
 from tests.certificates import Certificates
 from tests.conftest import StartBroker
 from tests.kafka_tools import requires_kafka_tools, run_tool
@@ -54,7 +55,7 @@ def test_listener_settings_that_cannot_be_served_are_refused(
 
 def test_listen_and_listeners_are_not_given_together(tmp_path: Path) -> None:
     done = subprocess.run(
-        [*nullbroker_command(), "serve", "--listen", "127.0.0.1:0",
+        [*nullbroker_program(), "serve", "--listen", "127.0.0.1:0",
          "--listeners", "PLAINTEXT://127.0.0.1:0"],
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
@@ -66,7 +67,7 @@ def test_a_certificate_that_cannot_be_read_stops_the_start(
     certificates: Certificates, tmp_path: Path
 ) -> None:
     done = subprocess.run(
-        [*nullbroker_command(), "serve", "--listeners", "SSL://127.0.0.1:0",
+        [*nullbroker_program(), "serve", "--listeners", "SSL://127.0.0.1:0",
          "--tls-cert", str(tmp_path / "missing.pem"), "--tls-key", str(certificates.key)],
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip

@@ -289,6 +289,14 @@ def build_parser() -> argparse.ArgumentParser:
         "Kafka's group.initial.rebalance.delay.ms; 0 for tests)",
     )
     serve.add_argument(
+        "--fetch-session-cache-slots",
+        type=int,
+        metavar="N",
+        help="fetch sessions (KIP-227) each node keeps for consumers' incremental fetches "
+        f"(default {defaults.fetch_session_cache_slots}, as Kafka's "
+        "max.incremental.fetch.session.cache.slots; 0: none, every Fetch is full)",
+    )
+    serve.add_argument(
         "--offsets-topic-partitions",
         type=int,
         metavar="N",

@@ -38,6 +38,7 @@
 #define MAX_PARTITIONS 64            /* a request with more goes the Python way */
 #define MAX_TOPICS MAX_PARTITIONS
 #define MAX_BOUNDS 128
+#define RECENT_BATCH_FIELDS 4 /* producers.RecentBatch's */
 
 /* Attribute names, interned once. */
 static PyObject *s_source, *s_partitions, *s_retained, *s_log_end_offset, *s_log_start_offset,
@@ -75,7 +76,8 @@ typedef struct {
     int32_t record_count;
     int32_t length;
     int32_t first_sequence, last_sequence;
-    int64_t max_timestamp; /* the batch header's, DescribeProducers' last_timestamp */
+    int64_t max_timestamp; /* the batch header's: DescribeProducers' last_timestamp, and a
+                            * retry's log append time */
     int64_t base_offset; /* the partition's log end before the batch */
     int64_t log_start;
 } PlannedBatch;
@@ -184,8 +186,8 @@ static int next_in_sequence(Lane *lane, PyObject *name, PlannedBatch *batch, int
     int duplicate = 0;
     PyObject *item;
     while (!duplicate && (item = PyIter_Next(iterator)) != NULL) {
-        /* RecentBatch(first_sequence, last_sequence, base_offset) */
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3) {
+        /* RecentBatch(first_sequence, last_sequence, base_offset, timestamp) */
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != RECENT_BATCH_FIELDS) {
             duplicate = 1; /* not what the lane knows: the Python way */
         } else {
             long first = PyLong_AsLong(PyTuple_GET_ITEM(item, 0));
@@ -438,16 +440,21 @@ static int append_planned(Lane *lane, PlannedRequest *plan) {
         if (set_int_attribute(batch->state, s_last_sequence, batch->last_sequence) < 0 ||
             set_int_attribute(batch->state, s_last_timestamp, batch->max_timestamp) < 0)
             return -1;
-        /* RecentBatch(first_sequence, last_sequence, base_offset), made as tuple.__new__
-         * makes a tuple subclass's instance. */
+        /* RecentBatch(first_sequence, last_sequence, base_offset, timestamp), made as
+         * tuple.__new__ makes a tuple subclass's instance. */
         PyObject *recent_batch = ((PyTypeObject *)lane->recent_type)->tp_alloc(
-            (PyTypeObject *)lane->recent_type, 3);
+            (PyTypeObject *)lane->recent_type, RECENT_BATCH_FIELDS);
         if (recent_batch == NULL) return -1;
-        PyObject *fields[3] = {PyLong_FromLong(batch->first_sequence),
-                               PyLong_FromLong(batch->last_sequence),
-                               PyLong_FromLongLong(batch->base_offset)};
-        for (int f = 0; f < 3; f++) PyTuple_SET_ITEM(recent_batch, f, fields[f]);
-        if (!fields[0] || !fields[1] || !fields[2]) {
+        PyObject *fields[RECENT_BATCH_FIELDS] = {PyLong_FromLong(batch->first_sequence),
+                                                 PyLong_FromLong(batch->last_sequence),
+                                                 PyLong_FromLongLong(batch->base_offset),
+                                                 PyLong_FromLongLong(batch->max_timestamp)};
+        int made = 1;
+        for (int f = 0; f < RECENT_BATCH_FIELDS; f++) {
+            PyTuple_SET_ITEM(recent_batch, f, fields[f]);
+            made = made && fields[f] != NULL;
+        }
+        if (!made) {
             Py_DECREF(recent_batch);
             return -1;
         }

@@ -106,6 +106,7 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
                     result.base_offset,
                     log_start,
                     result.message,
+                    result.log_append_time,
                 )
             )
         name = getattr(topic_data, "name", None)

@@ -177,6 +177,24 @@ class BrokerCollector(Collector):
         for state, count in sorted(stats.groups.items()):
             groups.add_metric([state], count)
         yield groups
+        yield _counter(
+            "nullbroker_fetch_requests",
+            "Fetch requests by kind (KIP-227): sessionless, full (asking for a fetch session), "
+            "incremental (in one).",
+            "kind",
+            stats.fetch_requests,
+        )
+        yield _counter(
+            "nullbroker_fetch_session_events",
+            "Fetch sessions opened, closed by their client, and evicted for a new one.",
+            "event",
+            stats.fetch_sessions,
+        )
+        yield GaugeMetricFamily(
+            "nullbroker_fetch_sessions",
+            "Fetch sessions kept, over every node (at most --fetch-session-cache-slots each).",
+            value=stats.fetch_sessions_open,
+        )
         yield CounterMetricFamily(
             "nullbroker_rebalances",
             "Consumer group join phases completed with members (new generations).",

@@ -23,6 +23,9 @@ class AppendResult(NamedTuple):
     error: ErrorCode
     base_offset: int = -1
     message: str | None = None
+    log_append_time: int = -1
+    """-1, as Kafka answers a batch of a CreateTime topic; a duplicate's is the timestamp
+    recorded for the batch it repeats."""
 
 
 NO_SEQUENCE = -1
@@ -94,8 +97,14 @@ def append(
             batch.last_sequence,
             first_must_be_zero=transactions_v2 and batch.is_transactional,
         )
-        if check.verdict is SequenceVerdict.DUPLICATE:
-            return AppendResult(ErrorCode.none, check.duplicate_base_offset)
+        duplicate = check.duplicate
+        if duplicate is not None:
+            # As Kafka's UnifiedLog answers a retry of a batch it has: the first append's
+            # offset, and the timestamp it recorded as the log append time (whatever the
+            # topic's timestamp type).
+            return AppendResult(
+                ErrorCode.none, duplicate.base_offset, log_append_time=duplicate.timestamp
+            )
         # Without a message, as Kafka answers them (its message is in its own log).
         if check.verdict is SequenceVerdict.OUT_OF_ORDER:
             return OUT_OF_ORDER

@@ -26,12 +26,15 @@ class SequenceVerdict(Enum):
 
 
 class RecentBatch(NamedTuple):
-    """An accepted batch's sequences and offset. A NamedTuple: made once per idempotent
-    batch, and by nullbroker/handlers/_produce_lane.c as well, as a tuple."""
+    """An accepted batch's sequences, offset and timestamp. A NamedTuple: made once per
+    idempotent batch, and by nullbroker/handlers/_produce_lane.c as well, as a tuple."""
 
     first_sequence: int
     last_sequence: int
     base_offset: int
+    timestamp: int
+    """The batch's max timestamp, as Kafka's BatchMetadata keeps it: a retry of the batch is
+    answered with it as its log_append_time."""
 
 
 @dataclass(slots=True)
@@ -52,7 +55,8 @@ class PartitionSequences:
 @dataclass(slots=True)
 class SequenceCheck:
     verdict: SequenceVerdict
-    duplicate_base_offset: int = -1
+    duplicate: RecentBatch | None = None
+    """The batch this one repeats (DUPLICATE): its answer is that batch's."""
 
 
 def _afresh(state: PartitionSequences | None, epoch: int) -> PartitionSequences:
@@ -113,7 +117,7 @@ class ProducerRegistry:
             return SequenceCheck(SequenceVerdict.FENCED)
         for batch in state.recent:
             if batch.first_sequence == first_sequence and batch.last_sequence == last_sequence:
-                return SequenceCheck(SequenceVerdict.DUPLICATE, batch.base_offset)
+                return SequenceCheck(SequenceVerdict.DUPLICATE, batch)
         if first_sequence != (state.last_sequence + 1) % (2**31):
             return SequenceCheck(SequenceVerdict.OUT_OF_ORDER)
         return SequenceCheck(SequenceVerdict.ACCEPT)
@@ -136,7 +140,7 @@ class ProducerRegistry:
             state = self._sequences[key] = _afresh(state, epoch)
         state.last_sequence = last_sequence
         state.last_timestamp = max_timestamp
-        state.recent.append(RecentBatch(first_sequence, last_sequence, base_offset))
+        state.recent.append(RecentBatch(first_sequence, last_sequence, base_offset, max_timestamp))
 
     def marker_written(
         self, producer_id: int, epoch: int, topic: str, partition: int, timestamp_ms: int

@@ -1,19 +1,19 @@
 """The jobs' dealings with the broker itself: `--start-broker` (a `nullbroker serve` on an
-OS-picked port of 127.0.0.1, through the tests' BrokerProcess), creating the topics a write
+OS-picked port of 127.0.0.1, through nullbroker.app.launcher), creating the topics a write
 needs, and checking that a read's source topic holds the records asked for."""
 
 from __future__ import annotations
 
-import tempfile
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from nullbroker.app.launcher import start_broker
 from nullbroker.spark.cluster import Cluster
-from tests.broker_process import BrokerProcess, metric_total
 
 from .settings import TopicShape
 
@@ -21,21 +21,19 @@ ADMIN_TIMEOUT_S = 30.0
 
 
 @contextmanager
-def started_broker(flags: Sequence[str]) -> Iterator[BrokerProcess]:
-    """`nullbroker serve --listen 127.0.0.1:0 --metrics 127.0.0.1:0 FLAGS`, killed on exit."""
-    with (
-        tempfile.TemporaryDirectory(prefix="nullbroker-job-") as workdir,
-        BrokerProcess(Path(workdir), *flags) as broker,
-    ):
-        yield broker
+def started_broker(flags: Sequence[str]) -> Iterator[str]:
+    """`nullbroker serve --listen 127.0.0.1:0 FLAGS`: its bootstrap server. What it counted
+    is printed to stderr when it stops, at the block's end."""
+    with start_broker(*flags) as broker:
+        yield broker.bootstrap
+        print(broker_counts(broker.stop()), file=sys.stderr)
 
 
-def broker_counts(broker: BrokerProcess) -> str:
+def broker_counts(summary: dict[str, Any]) -> str:
     """The broker's totals, warm-up included: what it was sent and what it served (a
     consumer that fetches past the end of its range is served more than it reads)."""
-    families = broker.scrape()
-    produced = metric_total(families, "nullbroker_produced_records_total")
-    fetched = metric_total(families, "nullbroker_fetched_records_total")
+    produced = summary["produced"]["records"]
+    fetched = summary["fetched"]["records"]
     return f"the broker counted {produced:,.0f} records produced, {fetched:,.0f} fetched"
 
 

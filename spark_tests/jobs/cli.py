@@ -17,7 +17,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from . import cpu
-from .broker import broker_counts, started_broker
+from .broker import started_broker
 from .result import JobResult, median_rows_per_s
 from .session import build_session, jvm_kafka_missing_reason
 from .settings import FORMATS, NO_NETWORK, JobSettings
@@ -112,12 +112,9 @@ def bootstrap_server(args: argparse.Namespace, broker_flags: Sequence[str]) -> I
     if not args.start_broker:
         yield args.bootstrap
         return
-    with started_broker(broker_flags) as broker:
-        print(f"started nullbroker on {broker.bootstrap}", file=sys.stderr)
-        try:
-            yield broker.bootstrap
-        finally:
-            print(broker_counts(broker), file=sys.stderr)
+    with started_broker(broker_flags) as bootstrap:
+        print(f"started nullbroker on {bootstrap}", file=sys.stderr)
+        yield bootstrap
 
 
 def warm_up(

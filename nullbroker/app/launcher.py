@@ -1,0 +1,363 @@
+"""Start `nullbroker serve` in a process of its own, know where it listens, stop it.
+
+    with start_broker("--partitions", "4", metrics=True) as broker:
+        run_the_pipeline(broker.bootstrap)          # "127.0.0.1:PORT"
+        counted = broker.stop()                     # the summary: what it was sent
+
+`start_broker` runs `nullbroker serve ARGS` with this interpreter (the `nullbroker` script
+beside it, else `python -m nullbroker`), listening on 127.0.0.1 on a port the OS picks unless
+the arguments say where, and returns once the broker has printed where it listens: node 0's
+address (the bootstrap server), every node's with `--brokers N`, and the /metrics URL with
+`--metrics`. A broker that exits first, or says nothing within the start timeout, is reported
+with its exit code and the tail of its stderr, and is never left running.
+
+`ServerProcess` is the part that knows nothing of nullbroker: a server in a subprocess whose
+stdout says when it is ready (perf/ starts librdkafka's mock and franz-go's kfake with it).
+Its stdout is read on a thread, so a chatty server never blocks on a full pipe and its lines
+can be waited for while it serves; its stderr goes to a file. Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Self
+
+START_TIMEOUT_S = 30.0
+"""How long a broker may take to say where it listens (a loaded machine is slow)."""
+STOP_TIMEOUT_S = 20.0
+"""How long a server may take to exit after SIGTERM or SIGINT before it is killed."""
+STDERR_TAIL_CHARACTERS = 4000
+"""How much of a server's stderr an error message quotes: its last lines say why."""
+
+LISTENING = re.compile(r"^nullbroker listening on (?P<address>\S+:\d+)$")
+NODES = re.compile(r"^nodes: (?P<nodes>\d+ on \S+:\d+(?:, \d+ on \S+:\d+)*)$")
+METRICS = re.compile(r"^metrics on (?P<url>http://\S+/metrics)$")
+LOOPBACK_ANY_PORT = "127.0.0.1:0"
+# Flags that say where the broker listens: the launcher's own --listen would clash with them.
+_WHERE_FLAGS = ("--listen", "--listeners", "--node-map")
+
+
+class ServerError(RuntimeError):
+    """A server process did not start, or did not stop, as asked. The message names its exit
+    code and ends with the tail of its stderr."""
+
+
+def nullbroker_program() -> list[str]:
+    """The command that runs nullbroker with this interpreter: the installed `nullbroker`
+    script beside it (the venv's, as a user runs it), else `python -m nullbroker`."""
+    script = Path(sys.executable).with_name("nullbroker")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "nullbroker"]
+
+
+class ServerProcess:
+    """A server in a subprocess whose stdout says when it is ready.
+
+    Started at construction; `wait_for_line` waits for what it prints; `end` asks it to exit
+    with a signal and kills it past a timeout; as a context manager it always ends it.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        command: Sequence[str],
+        stderr_path: Path,
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.name = name
+        self.command = list(command)
+        self.stderr_path = stderr_path
+        self.killed = False
+        """Whether `end` had to kill it: it did not exit in time after the signal."""
+        self._stderr = open(stderr_path, "wb")  # noqa: SIM115 - closed in _release()
+        try:
+            self.process = subprocess.Popen(
+                self.command,
+                cwd=cwd,
+                env=None if env is None else dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                text=True,
+                bufsize=1,
+            )
+        except BaseException:
+            self._stderr.close()
+            raise
+        self._lines: list[str] = []
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(
+            target=self._read_stdout, name=f"{name}-stdout", daemon=True
+        )
+        self._reader.start()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    @property
+    def stdout_lines(self) -> list[str]:
+        """Every line it printed so far, without line ends."""
+        with self._changed:
+            return list(self._lines)
+
+    def _read_stdout(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            with self._changed:
+                self._lines.append(line.rstrip("\n"))
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    def find_line(self, pattern: re.Pattern[str], timeout: float) -> str | None:
+        """The first stdout line matching `pattern`, or None if none came within `timeout`
+        seconds (or the server exited without printing one)."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                for line in self._lines:
+                    if pattern.search(line):
+                        return line
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self._reader.is_alive():
+                    return None
+                self._changed.wait(min(remaining, 0.1))
+
+    def wait_for_line(
+        self, pattern: re.Pattern[str], timeout: float, what: str | None = None
+    ) -> str:
+        """The first stdout line matching `pattern`, waiting up to `timeout` seconds; a
+        ServerError naming `what` the line says (else the pattern), with the server's exit
+        code, last stdout lines and stderr tail, if none came."""
+        line = self.find_line(pattern, timeout)
+        if line is None:
+            exited = self._exit_code_once_stdout_closed()
+            why = (
+                f"exited with {exited}" if exited is not None else f"printed none in {timeout:g} s"
+            )
+            raise ServerError(
+                f"{self.name} did not say {what or f'a line matching {pattern.pattern!r}'}: "
+                f"it {why}; stdout: {self.stdout_lines[-20:]!r}; stderr: {self.stderr_tail()}"
+            )
+        return line
+
+    def _exit_code_once_stdout_closed(self) -> int | None:
+        # A process whose stdout has closed is exiting: give it a moment to be reaped, so
+        # that the message says it exited rather than that it printed nothing.
+        if not self._reader.is_alive():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(1.0)
+        return self.process.poll()
+
+    def stderr_text(self) -> str:
+        """Everything it wrote to stderr so far."""
+        return self.stderr_path.read_text(errors="replace")
+
+    def stderr_tail(self, characters: int = STDERR_TAIL_CHARACTERS) -> str:
+        return self.stderr_text()[-characters:]
+
+    def end(self, signum: signal.Signals = signal.SIGTERM, timeout: float = STOP_TIMEOUT_S) -> int:
+        """Ask it to exit with `signum` (as a service manager or Ctrl-C would) and wait up
+        to `timeout` seconds, then kill it (`killed` says so). Its exit code: negative, the
+        signal's number, when a signal ended it."""
+        if self.process.poll() is None:
+            self.process.send_signal(signum)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.killed = True
+                self.kill()
+        self._release()
+        return self.process.returncode
+
+    def kill(self) -> None:
+        """Make sure the process is gone, at once (SIGKILL), and its pipes closed."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(STOP_TIMEOUT_S)
+        self._release()
+
+    def _release(self) -> None:
+        # The reader ends when the process's stdout closes, which its exit does (unless a
+        # child it left behind holds the pipe: hence the bound).
+        self._reader.join(STOP_TIMEOUT_S)
+        if self.process.stdout is not None and not self._reader.is_alive():
+            self.process.stdout.close()
+        self._stderr.close()
+
+    def close(self) -> None:
+        """Release what it holds beyond its process (nothing here; see RunningBroker)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        try:
+            self.end()
+        finally:
+            self.close()
+
+
+class RunningBroker(ServerProcess):
+    """`nullbroker serve ARGS`, started, once it has said where it listens.
+
+    It listens on 127.0.0.1 on a port the OS picks unless ARGS give --listen, --listeners
+    or --node-map; `metrics` adds `--metrics 127.0.0.1:0`. `program` replaces the command
+    that runs nullbroker (e.g. `python -X importtime -m nullbroker`); `cwd` and `env` are
+    the process's. A ServerError if it exits, or says nothing within `start_timeout`
+    seconds; it is not left running then.
+
+    Its files are in `workdir` (a temporary folder of its own when none is given, removed by
+    `close` or on leaving the `with` block): `nullbroker.stderr`, and `summary.json`, what
+    it counted, written when it stops (unless ARGS name another --summary-json, or
+    `summary=False` asks for none: --summary-json imports json at start, which measurements
+    of the broker's own memory or imports leave out).
+    """
+
+    def __init__(
+        self,
+        *args: str,
+        workdir: Path | None = None,
+        metrics: bool = False,
+        summary: bool = True,
+        program: Sequence[str] | None = None,
+        start_timeout: float = START_TIMEOUT_S,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self._own_workdir: Path | None = None
+        if workdir is None:
+            workdir = self._own_workdir = Path(tempfile.mkdtemp(prefix="nullbroker-"))
+        self.workdir = workdir
+        named_summary = _flag_value(args, "--summary-json")
+        self.summary_path: Path | None = None
+        """Where it writes what it counted as it exits (`stop` reads it), if it does."""
+        if named_summary is not None:
+            self.summary_path = Path(named_summary)
+        elif summary:
+            self.summary_path = self.workdir / "summary.json"
+        command = [
+            *(program if program is not None else nullbroker_program()),
+            "serve",
+            *(() if _says_where(args) else ("--listen", LOOPBACK_ANY_PORT)),
+            *(
+                ("--summary-json", str(self.summary_path))
+                if named_summary is None and summary
+                else ()
+            ),
+            *(("--metrics", LOOPBACK_ANY_PORT) if metrics else ()),
+            *args,
+        ]
+        try:
+            super().__init__(
+                "nullbroker", command, self.workdir / "nullbroker.stderr", cwd=cwd, env=env
+            )
+        except BaseException:
+            self.close()
+            raise
+        self.bootstrap = ""
+        """Node 0's address, HOST:PORT: the bootstrap server clients are given."""
+        self.nodes: tuple[str, ...] = ()
+        """Every node's address, HOST:PORT, by node id (one with no --brokers)."""
+        self.metrics_url: str | None = None
+        """The /metrics URL, when it serves one (--metrics)."""
+        try:
+            self._read_addresses(command, start_timeout)
+        except BaseException:
+            self.kill()
+            self.close()
+            raise
+
+    def _read_addresses(self, command: Sequence[str], timeout: float) -> None:
+        # The address lines are printed together, in this order, once the broker serves.
+        deadline = time.monotonic() + timeout
+        listening = LISTENING.match(self.wait_for_line(LISTENING, timeout, "where it listens"))
+        assert listening is not None
+        self.bootstrap = listening["address"]
+        self.nodes = (self.bootstrap,)
+        brokers = _flag_value(command, "--brokers")
+        if brokers is not None and int(brokers) > 1:
+            line = self.wait_for_line(
+                NODES, max(deadline - time.monotonic(), 0.0), "where its nodes listen"
+            )
+            self.nodes = tuple(
+                entry.split(" on ", 1)[1] for entry in line.removeprefix("nodes: ").split(", ")
+            )
+        if _flag_value(command, "--metrics") is not None:
+            found = METRICS.match(
+                self.wait_for_line(
+                    METRICS, max(deadline - time.monotonic(), 0.0), "where it serves /metrics"
+                )
+            )
+            assert found is not None
+            self.metrics_url = found["url"]
+
+    def stop(
+        self, signum: signal.Signals = signal.SIGTERM, timeout: float = STOP_TIMEOUT_S
+    ) -> dict[str, Any]:
+        """Stop it as a service manager (SIGTERM) or Ctrl-C (SIGINT) would and return what
+        it counted: the summary it writes as it exits (empty when started with
+        `summary=False`). A ServerError, with its stderr tail, if it does not exit 0 within
+        `timeout` seconds (it is killed then)."""
+        code = self.end(signum, timeout)
+        if self.killed:
+            raise ServerError(
+                f"nullbroker did not exit within {timeout:g} s of {signum.name} and was "
+                f"killed; stderr: {self.stderr_tail()}"
+            )
+        if code != 0:
+            raise ServerError(f"nullbroker exited with {code}; stderr: {self.stderr_tail()}")
+        return self.summary()
+
+    def summary(self) -> dict[str, Any]:
+        """What it counted, as it wrote it on exiting (so: after `stop` or `end`); empty
+        when it was started without a summary (`summary=False`)."""
+        if self.summary_path is None:
+            return {}
+        counted: dict[str, Any] = json.loads(self.summary_path.read_text())
+        return counted
+
+    def close(self) -> None:
+        """Remove the temporary folder it was given, if it made its own (after it ended)."""
+        if self._own_workdir is not None:
+            shutil.rmtree(self._own_workdir, ignore_errors=True)
+            self._own_workdir = None
+
+
+start_broker = RunningBroker
+"""`start_broker(*ARGS, ...)`: `nullbroker serve ARGS`, started and listening (RunningBroker)."""
+
+
+def _says_where(args: Sequence[str]) -> bool:
+    return any(_flag_value(args, flag) is not None for flag in _WHERE_FLAGS)
+
+
+def _flag_value(args: Sequence[str], flag: str) -> str | None:
+    """The value given to `flag` in `args` (as `--flag VALUE` or `--flag=VALUE`; the last
+    one wins, as argparse has it), or None."""
+    value = None
+    for index, arg in enumerate(args):
+        if arg == flag and index + 1 < len(args):
+            value = args[index + 1]
+        elif arg.startswith(flag + "="):
+            value = arg.removeprefix(flag + "=")
+    return value
