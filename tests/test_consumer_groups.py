@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -83,14 +83,18 @@ def test_members_joining_and_leaving_read_every_offset_once(start_broker: StartB
     for thread in threads:
         thread.join()
     assert errors == []
-    missing = [
+    assert unread(seen) == []
+    assert [key for key, times in seen.items() if times > 1] == []
+
+
+def unread(reads: Container[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The (partition, offset)s of the topic not in `reads`: lost by the group."""
+    return [
         (partition, offset)
         for partition in range(PARTITIONS)
         for offset in range(RECORDS)
-        if (partition, offset) not in seen
+        if (partition, offset) not in reads
     ]
-    assert missing == []
-    assert [key for key, times in seen.items() if times > 1] == []
 
 
 @pytest.mark.clients
@@ -408,20 +412,14 @@ def assert_read_as_kafka_reads(
     """What Kafka 4.1.1 does with this group: no offset is lost, commits never go back, and
     an offset is read twice only after a commit of it was refused with STALE_MEMBER_EPOCH
     (the heartbeat moving its member on crossed it; the Java consumer does not retry it):
-    the next owner then starts from the group's last commit below the refused one."""
+    the next owner then starts from the group's commit when it was refused."""
     assert all(last - first + 1 == count for _, first, last, count in ranges), ranges
     reads = Counter(
         (partition, offset)
         for partition, first, last, _ in ranges
         for offset in range(first, last + 1)
     )
-    missing = [
-        (partition, offset)
-        for partition in range(PARTITIONS)
-        for offset in range(RECORDS)
-        if (partition, offset) not in reads
-    ]
-    assert missing == []
+    assert unread(reads) == []
     every = commits(events)
     refused = [commit for commit in every if commit.error is not None]
     assert all("stale member epoch" in (commit.error or "") for commit in refused), refused
