@@ -921,8 +921,11 @@ def txn_offset_commit_request(
     topic: str,
     offset: int,
     metadata: str = "txn",
+    member_id: str = "",
+    generation_id: int = -1,
 ) -> Any:
-    """TxnOffsetCommit of partition 0 by the transactional producer (no group member)."""
+    """TxnOffsetCommit of partition 0 by the transactional producer (no group member
+    unless `member_id` and its `generation_id`, or member epoch, are given)."""
     return request(
         28,
         version,
@@ -930,8 +933,8 @@ def txn_offset_commit_request(
         group_id=group,
         producer_id=side.learned["producer_id", transactional_id],
         producer_epoch=side.learned["producer_epoch", transactional_id],
-        generation_id=-1,
-        member_id="",
+        generation_id=generation_id,
+        member_id=member_id,
         group_instance_id=None,
         topics=[
             {

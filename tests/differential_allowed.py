@@ -144,20 +144,6 @@ COMMON: frozenset[str] = frozenset()
 """Known differences in the steps most sequences share (CreateTopics, Metadata,
 FindCoordinator): a sequence need not name them; the sequences that test those APIs do."""
 
-KNOWN += (
-    Entry(
-        "commit-previous-epoch",
-        "OffsetCommitResponse.topics[].partitions[].error_code",
-        "OffsetCommit v9+ of a partition the member still owns at its previous epoch (the "
-        "heartbeat moving it on crossed the commit): Kafka 4.1.1 STALE_MEMBER_EPOCH (113), "
-        "nullbroker NONE, as KIP-1251 proposes, on purpose: with Kafka's answer Kafka's "
-        "verifiable consumer (Java 4.1, --group-protocol consumer) does not retry the commit, "
-        "and the next owner reads those records again "
-        "(tests/test_consumer_groups.py::test_java_members_joining_and_leaving_read_every_"
-        "offset_once failed 2 runs of 6 with it)",
-    ),
-)
-
 UNORDERED: dict[str, str] = {
     "CreatePartitionsResponse.results": "name",
     "CreateTopicsResponse.topics": "name",

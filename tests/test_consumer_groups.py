@@ -1,7 +1,8 @@
 """Consumer groups of the new protocol (KIP-848, issue 14): the broker assigns and members
-reconcile by heartbeat. confluent-kafka's and Kafka's Java consumers with
-`group.protocol=consumer` read every offset of a topic once across members joining and
-leaving, and resume from their commits; `kafka-consumer-groups` lists and describes the
+reconcile by heartbeat. confluent-kafka's consumers with `group.protocol=consumer` read
+every offset of a topic once across members joining and leaving, and resume from their
+commits; Kafka's Java consumers read as they read from Kafka 4.1.1 (none lost; some read
+twice where Kafka refuses a commit too); `kafka-consumer-groups` lists and describes the
 group beside a classic one."""
 
 from __future__ import annotations
@@ -10,10 +11,15 @@ import json
 import subprocess
 import threading
 import time
-from dataclasses import replace
+import uuid
+from collections import Counter
+from collections.abc import Container, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
 from nullbroker.state.groups.consumer import (
@@ -23,6 +29,7 @@ from nullbroker.state.groups.consumer import (
     HeartbeatError,
 )
 from perf.java_perf import BIN
+from perf.kafka_broker import KafkaBroker
 from tests.broker_process import BrokerProcess
 from tests.conftest import StartBroker
 from tests.kafka_tools import requires_kafka_tools, run_tool
@@ -30,6 +37,9 @@ from tests.kafka_tools import requires_kafka_tools, run_tool
 PARTITIONS = 4
 RECORDS = 1500  # a partition
 GROWING = f"growing:partitions={PARTITIONS},records={RECORDS},rate=300,size=10"
+JAVA_RATE = 150
+"""Records/s a partition for the Java consumers: they start in 5-10 s, and the topic
+still grows when they read it, so partitions move between members mid-way."""
 # Partitions move between members at heartbeats: 1 s rather than Kafka's 5 s.
 FAST_HEARTBEATS = ("--group-consumer-heartbeat-interval-ms", "1000")
 
@@ -73,14 +83,18 @@ def test_members_joining_and_leaving_read_every_offset_once(start_broker: StartB
     for thread in threads:
         thread.join()
     assert errors == []
-    missing = [
+    assert unread(seen) == []
+    assert [key for key, times in seen.items() if times > 1] == []
+
+
+def unread(reads: Container[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The (partition, offset)s of the topic not in `reads`: lost by the group."""
+    return [
         (partition, offset)
         for partition in range(PARTITIONS)
         for offset in range(RECORDS)
-        if (partition, offset) not in seen
+        if (partition, offset) not in reads
     ]
-    assert missing == []
-    assert [key for key, times in seen.items() if times > 1] == []
 
 
 @pytest.mark.clients
@@ -322,24 +336,141 @@ def test_an_empty_classic_group_becomes_a_consumer_group_with_its_offsets(
     back.close()
 
 
+@dataclass(frozen=True)
+class GrowingTopic:
+    """A topic of PARTITIONS partitions that grows to RECORDS records a partition at
+    JAVA_RATE records/s a partition, on one of the two brokers."""
+
+    bootstrap: str
+    name: str
+    group: str
+
+
+@pytest.fixture(params=["nullbroker", "kafka"])
+def growing_topic(request: pytest.FixtureRequest) -> Iterator[GrowingTopic]:
+    """nullbroker's growing source (1 s heartbeats), or a topic of Kafka 4.1.1 (the session's,
+    5 s heartbeats: it allows no less) that a producer fills at the same pace."""
+    group = f"java-joining-{uuid.uuid4().hex[:8]}"
+    if request.param == "nullbroker":
+        start_broker: StartBroker = request.getfixturevalue("start_broker")
+        yield GrowingTopic(
+            start_broker(
+                "--source", GROWING.replace("rate=300", f"rate={JAVA_RATE}"), *FAST_HEARTBEATS
+            ).bootstrap,
+            "growing",
+            group,
+        )
+        return
+    kafka: KafkaBroker = request.getfixturevalue("kafka")
+    topic = f"growing-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+    producer = threading.Thread(target=grow, args=(kafka.bootstrap, topic))
+    producer.start()
+    yield GrowingTopic(kafka.bootstrap, topic, group)
+    producer.join()
+
+
+def grow(bootstrap: str, topic: str) -> None:
+    """RECORDS records a partition, JAVA_RATE a second (a tenth every 0.1 s)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for _ in range(RECORDS * 10 // JAVA_RATE):
+        for partition in range(PARTITIONS):
+            for _ in range(JAVA_RATE // 10):
+                producer.produce(topic, b"0123456789", partition=partition)
+        producer.poll(0)
+        time.sleep(0.1)
+    assert producer.flush(30) == 0
+
+
+@dataclass(frozen=True)
+class Commit:
+    """An offsets_committed event of the verifiable consumer, one partition of it."""
+
+    timestamp: int
+    partition: int
+    offset: int
+    error: str | None
+
+
+def commits(events: list[dict[str, Any]]) -> list[Commit]:
+    """Every partition's commits, as the consumers printed them, in time order."""
+    return sorted(
+        (
+            Commit(event["timestamp"], offset["partition"], offset["offset"], event.get("error"))
+            for event in events
+            if event["name"] == "offsets_committed"
+            for offset in event["offsets"]
+        ),
+        key=lambda commit: commit.timestamp,
+    )
+
+
+def assert_read_as_kafka_reads(
+    ranges: list[tuple[int, int, int, int]], events: list[dict[str, Any]]
+) -> None:
+    """What Kafka 4.1.1 does with this group: no offset is lost, commits never go back, and
+    an offset is read twice only after a commit of it was refused with STALE_MEMBER_EPOCH
+    (the heartbeat moving its member on crossed it; the Java consumer does not retry it):
+    the next owner then starts from the group's commit when it was refused."""
+    assert all(last - first + 1 == count for _, first, last, count in ranges), ranges
+    reads = Counter(
+        (partition, offset)
+        for partition, first, last, _ in ranges
+        for offset in range(first, last + 1)
+    )
+    assert unread(reads) == []
+    every = commits(events)
+    refused = [commit for commit in every if commit.error is not None]
+    assert all("stale member epoch" in (commit.error or "") for commit in refused), refused
+    taken = [commit for commit in every if commit.error is None]
+    for partition in range(PARTITIONS):
+        offsets = [commit.offset for commit in taken if commit.partition == partition]
+        assert offsets == sorted(offsets), (partition, offsets)
+    read_again = [
+        (partition, offset)
+        for (partition, offset), times in reads.items()
+        if times > 1
+        and not any(
+            commit.partition == partition
+            and last_taken_before(taken, commit) <= offset < commit.offset
+            for commit in refused
+        )
+    ]
+    assert read_again == [], refused
+
+
+def last_taken_before(taken: list[Commit], refused: Commit) -> int:
+    """The group's commit of `refused`'s partition when it was refused: where the next
+    owner starts from (commits taken later, the next owner's, do not count)."""
+    return max(
+        (
+            commit.offset
+            for commit in taken
+            if commit.partition == refused.partition and commit.timestamp <= refused.timestamp
+        ),
+        default=0,
+    )
+
+
 @pytest.mark.clients
 @requires_kafka_tools
-def test_java_members_joining_and_leaving_read_every_offset_once(
-    start_broker: StartBroker,
+def test_java_members_joining_and_leaving_read_as_they_read_from_kafka(
+    growing_topic: GrowingTopic,
 ) -> None:
     """Kafka's verifiable consumer (which commits what it read after every poll), three
     of them with `--group-protocol consumer`: one that leaves after 1,500 records, two
-    that join later and are stopped once the group has read the whole growing topic."""
-    broker = start_broker("--source", GROWING, *FAST_HEARTBEATS)
+    that join later and are stopped once the group has read the whole growing topic. The
+    same on nullbroker and on Kafka."""
     ranges: list[tuple[int, int, int, int]] = []  # partition, first, last, count
-    events: list[dict[str, object]] = []  # the others: commits, assignments
+    events: list[dict[str, Any]] = []  # the others: commits, assignments
     lock = threading.Lock()
 
     def verifier(*options: str) -> subprocess.Popen[str]:
         process = subprocess.Popen(
-            [str(BIN / "kafka-verifiable-consumer"), "--bootstrap-server", broker.bootstrap,
-             "--topic", "growing", "--group-id", "java-joining", "--group-protocol", "consumer",
-             *options],
+            [str(BIN / "kafka-verifiable-consumer"), "--bootstrap-server", growing_topic.bootstrap,
+             "--topic", growing_topic.name, "--group-id", growing_topic.group,
+             "--group-protocol", "consumer", *options],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )  # fmt: skip
 
@@ -349,10 +480,10 @@ def test_java_members_joining_and_leaving_read_every_offset_once(
                 if not line.startswith("{"):
                     continue
                 event = json.loads(line)
-                if event["name"] != "records_consumed":
-                    events.append(event)
-                else:
-                    with lock:
+                with lock:
+                    if event["name"] != "records_consumed":
+                        events.append(event)
+                    else:
                         ranges.extend(
                             (part["partition"], part["minOffset"], part["maxOffset"], part["count"])
                             for part in event["partitions"]
@@ -361,9 +492,13 @@ def test_java_members_joining_and_leaving_read_every_offset_once(
         threading.Thread(target=collect, daemon=True).start()
         return process
 
-    def consumed() -> int:
+    def distinct_offsets_read() -> int:
         with lock:
-            return sum(count for *_, count in ranges)
+            return len({
+                (partition, offset)
+                for partition, first, last, _ in ranges
+                for offset in range(first, last + 1)
+            })  # fmt: skip
 
     leaving = verifier("--max-messages", "1500")
     time.sleep(1)
@@ -371,41 +506,10 @@ def test_java_members_joining_and_leaving_read_every_offset_once(
     time.sleep(1.5)
     joining.append(verifier())
     deadline = time.monotonic() + 60
-    while consumed() < PARTITIONS * RECORDS and time.monotonic() < deadline:
+    while distinct_offsets_read() < PARTITIONS * RECORDS and time.monotonic() < deadline:
         time.sleep(0.2)
     for process in [leaving, *joining]:
         process.terminate()  # the verifiable consumer closes, and leaves the group
         process.wait(30)
-    failed_commits = [e for e in events if e["name"] == "offsets_committed" and not e["success"]]
-    assert failed_commits == []
-    assert consumed() == PARTITIONS * RECORDS, sorted(ranges)
-    for partition in range(PARTITIONS):
-        spans = sorted((first, last, count) for p, first, last, count in ranges if p == partition)
-        assert all(last - first + 1 == count for first, last, count in spans), spans
-        covered = [offset for first, last, _ in spans for offset in range(first, last + 1)]
-        assert covered == list(range(RECORDS)), partition  # each offset once, none missed
-
-
-def test_a_commit_at_the_previous_epoch_is_taken_only_for_partitions_still_owned() -> None:
-    """The heartbeat that moves a member to its new epoch may cross a commit it sent at
-    the old one; that commit is taken for the partitions the member still owns."""
-    groups = ConsumerGroups(lambda topic: 4)
-    a, _ = groups.heartbeat(beat("a", 0, None))
-    groups.heartbeat(beat("b", 0, None))
-    a, assigned = groups.heartbeat(beat("a", a.epoch, {"t": frozenset(range(4))}))
-    kept = assigned["t"]
-    old_epoch = a.epoch
-    a, _ = groups.heartbeat(beat("a", old_epoch, {"t": kept}))  # revoked: the new epoch
-    assert a.previous_epoch == old_epoch != a.epoch
-    given_up = next(iter(frozenset(range(4)) - kept))
-    still_owned = next(iter(kept))
-    assert (
-        groups.groups["g"].validate_commit("a", old_epoch, partitions=[("t", still_owned)])
-        is ErrorCode.none
-    )
-    stale = groups.groups["g"].validate_commit("a", old_epoch, partitions=[("t", given_up)])
-    assert stale is ErrorCode.stale_member_epoch
-    assert (
-        groups.groups["g"].validate_commit("a", a.epoch, partitions=[("t", still_owned)])
-        is ErrorCode.none
-    )
+    with lock:
+        assert_read_as_kafka_reads(ranges, events)

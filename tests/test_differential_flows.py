@@ -7,6 +7,7 @@ deletion."""
 from __future__ import annotations
 
 import datetime
+import itertools
 import uuid
 from collections.abc import Callable
 
@@ -495,9 +496,12 @@ async def test_init_producer_id_fences_an_open_transaction(pair: Pair) -> None:
     pair.check()
 
 
-async def test_a_commit_at_a_member_s_previous_epoch(pair: Pair) -> None:
+async def test_commits_at_a_member_s_previous_older_and_newer_epochs(pair: Pair) -> None:
     """Member a owns both partitions at epoch 1; b joins (epoch 2); a gives up partition 1
-    and moves to epoch 2; then a commits partition 0, which it still owns, at epoch 1."""
+    and moves to epoch 2. Then a commits partition 0, which it still owns, and partition 1,
+    which it gave up, at every epoch around its own (the previous one is what a commit
+    crossed by the heartbeat moving it on carries; Kafka 4.1.1 refuses it, KIP-1251 would
+    take it); an unknown member, and no member, commit too. The same in a transaction."""
     topic = unique("kip1251")
     await create_topic(pair, topic, partitions=2)
     await learn_topic_ids(pair, topic)
@@ -526,26 +530,51 @@ async def test_a_commit_at_a_member_s_previous_epoch(pair: Pair) -> None:
     await pair.step(beat(b, 0, [], [topic]))
     await pair.step(beat(a, 1, [0, 1]))  # told to give up partition 1
     await pair.step(beat(a, 1, [0]))  # done: epoch 2
-    for epoch in (1, 2):
+    committers = [(a, epoch) for epoch in (1, 0, 3, -1, 2)] + [("nobody", 2), ("", -1)]
+    for (member_id, epoch), partition in itertools.product(committers, (0, 1)):
         await pair.step(
             request(
                 8,
                 pair.versions(8)[-1],
                 group_id=group,
                 generation_id_or_member_epoch=epoch,
-                member_id=a,
+                member_id=member_id,
                 retention_time_ms=-1,
                 topics=[
                     {
                         "name": topic,
                         "partitions": [
-                            {"partition_index": 0, "committed_offset": 0, "committed_metadata": ""}
+                            {
+                                "partition_index": partition,
+                                "committed_offset": epoch + 10,
+                                "committed_metadata": "",
+                            }
                         ],
                     }
                 ],
             )
         )
-    pair.check("commit-previous-epoch")
+    await offset_fetch(pair, group, topic)
+    transactional_id = unique("txn")
+    await init_producer(pair, transactional_id)
+    await transaction(pair, transactional_id, topic, [b"a"], 0)
+    await txn_offset_commit(pair, transactional_id, group, topic, 20)
+    for member_id, epoch in [(a, 1), (a, 3), ("nobody", 2), (a, 2)]:
+        await pair.step(
+            lambda side, member_id=member_id, epoch=epoch: txn_offset_commit_request(
+                side,
+                pair.versions(28)[-1],
+                transactional_id,
+                group,
+                topic,
+                30 + epoch,
+                member_id=member_id,
+                generation_id=epoch,
+            )
+        )
+    await end_transaction(pair, transactional_id, committed=True, topic=topic)
+    await offset_fetch(pair, group, topic)
+    pair.check()
 
 
 # -- fetch sessions (KIP-227) ---------------------------------------------------------------

@@ -981,15 +981,26 @@ class NewMember:
     epoch: int = 0
 
     async def heartbeat(
-        self, epoch: int | None = None, topics: tuple[str, ...] | None = None
+        self,
+        epoch: int | None = None,
+        topics: tuple[str, ...] | None = None,
+        owned: Sequence[int] | None = None,
     ) -> Any:
-        response = await self.send(epoch, topics)
+        response = await self.send(epoch, topics, owned)
         assert response.error_code is ErrorCode.none, response
         self.epoch = response.member_epoch
         return response
 
-    async def send(self, epoch: int | None = None, topics: tuple[str, ...] | None = None) -> Any:
-        """One heartbeat, whatever it is answered."""
+    async def send(
+        self,
+        epoch: int | None = None,
+        topics: tuple[str, ...] | None = None,
+        owned: Sequence[int] | None = None,
+    ) -> Any:
+        """One heartbeat, whatever it is answered; `owned`: the partitions of TOPIC it says
+        it owns (None: unchanged since its last heartbeat)."""
+        topic = self.broker.topics.get(TOPIC)
+        assert topic is not None
         return await acall(
             self.broker,
             CONSUMER_GROUP_HEARTBEAT,
@@ -1003,7 +1014,13 @@ class NewMember:
             subscribed_topic_names=topics,
             subscribed_topic_regex=None,
             server_assignor=None,
-            topic_partitions=None,
+            topic_partitions=None
+            if owned is None
+            else (
+                types(CONSUMER_GROUP_HEARTBEAT, 1).TopicPartitions(
+                    topic_id=topic.id, partitions=tuple(owned)
+                ),
+            ),
         )
 
     async def join(self) -> None:
@@ -1034,6 +1051,44 @@ async def test_consumer_heartbeat_answers_leaving_and_fenced_members_as_kafka_do
         datetime.timedelta(0),
         None,
     )
+
+
+async def test_a_commit_at_any_epoch_but_the_member_s_own_is_refused_as_kafka_does(
+    broker: Broker,
+) -> None:
+    """A commit the heartbeat moving its member on has crossed carries the member's
+    previous epoch: Kafka 4.1.1 answers STALE_MEMBER_EPOCH, even for a partition the member
+    still owns (it was once taken here, as KIP-1251 proposes), and so for older and newer
+    epochs; an unknown member is UNKNOWN_MEMBER_ID."""
+    first, second = sorted((NewMember(broker), NewMember(broker)), key=lambda m: m.member_id)
+    await first.join()
+    await first.heartbeat(owned=range(PARTITIONS))
+    previous = first.epoch
+    await second.join()
+    revoking = await first.heartbeat(owned=range(PARTITIONS))
+    kept = [p for t in revoking.assignment.topic_partitions for p in t.partitions]
+    assert 0 < len(kept) < PARTITIONS, revoking
+    await first.heartbeat(owned=kept)
+    assert first.epoch > previous
+
+    async def commit_as(member_id: str, epoch: int) -> ErrorCode:
+        """The answer to a commit of a partition the first member still owns."""
+        [error] = await commit(
+            broker, "new", {kept[0]: 5}, generation=epoch, member=member_id, version=9
+        )
+        return error
+
+    answers = {
+        epoch: await commit_as(first.member_id, epoch)
+        for epoch in (previous, previous - 1, first.epoch + 1, -1)
+    }
+    assert answers == dict.fromkeys(answers, ErrorCode.stale_member_epoch)
+    assert await commit_as("nobody", first.epoch) is ErrorCode.unknown_member_id
+    assert await commit_as(first.member_id, first.epoch) is ErrorCode.none
+    # TxnOffsetCommit has no STALE_MEMBER_EPOCH: Kafka answers ILLEGAL_GENERATION there.
+    producer = await begin_offsets_transaction(broker, "new")
+    crossed = await txn_commit(broker, producer, "new", {kept[0]: 6}, first.member_id, previous)
+    assert crossed == [ErrorCode.illegal_generation]
 
 
 async def fetch_as(broker: Broker, group: str, member_id: str | None, epoch: int) -> ErrorCode:

@@ -331,12 +331,6 @@ def handle_offset_commit(broker: Broker, request: Request, session: Session) -> 
             body.member_id,
             getattr(body, "group_instance_id", None),
             version,
-            [
-                (topic.name, partition.partition_index)
-                for asked, topic, _ in resolved
-                if topic is not None
-                for partition in asked.partitions
-            ],
         )
     topics = []
     for asked, topic, missing in resolved:

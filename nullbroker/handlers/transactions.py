@@ -274,7 +274,6 @@ def _stage_offsets(
         getattr(body, "member_id", ""),
         getattr(body, "group_instance_id", None),
         version,
-        list(offsets),
         transactional=True,
     )
     if error is not ErrorCode.none:

@@ -348,7 +348,6 @@ class Group:
         member_id: str,
         generation_id: int,
         group_instance_id: str | None = None,
-        partitions: Iterable[tuple[str, int]] = (),
         *,
         transactional: bool = False,
         api_version: int = FIRST_COMMIT_VERSION_WITH_GROUP_ID_NOT_FOUND,
@@ -356,8 +355,8 @@ class Group:
         """May an OffsetCommit, or a TxnOffsetCommit (`transactional`), commit to this
         group? As Kafka answers: a member commits in its generation; one naming no member
         commits to an empty group, or with a transaction (before v3 it cannot name one).
-        `partitions` and `api_version` matter to ConsumerGroup.validate_commit only: the
-        coordinator asks a group of either protocol alike."""
+        `api_version` matters to ConsumerGroup.validate_commit only: the coordinator asks
+        a group of either protocol alike."""
         if self.state is GroupState.DEAD:
             return ErrorCode.coordinator_not_available
         if generation_id < 0 and self.state is GroupState.EMPTY:
@@ -1120,7 +1119,6 @@ class GroupCoordinator:
         member_id: str,
         group_instance_id: str | None,
         api_version: int,
-        partitions: Iterable[tuple[str, int]] = (),
         *,
         transactional: bool = False,
     ) -> tuple[ErrorCode, Group | ConsumerGroup | None]:
@@ -1144,7 +1142,6 @@ class GroupCoordinator:
             member_id,
             generation_id,
             group_instance_id,
-            partitions,
             transactional=transactional,
             api_version=api_version,
         )

@@ -116,7 +116,6 @@ class ConsumerGroup:
         member_id: str,
         member_epoch: int,
         group_instance_id: str | None = None,
-        partitions: Iterable[tuple[str, int]] = (),
         *,
         transactional: bool = False,
         api_version: int = FIRST_COMMIT_VERSION_FOR_MEMBERS,
@@ -126,11 +125,10 @@ class ConsumerGroup:
         member (epoch -1: admin tools, assign() consumers) only to an empty group, except
         a TxnOffsetCommit that names no member at all, which is always taken.
 
-        A commit at the member's previous epoch is taken too when every partition in it is
-        still the member's (as KIP-1251 proposes): a member that commits what it read while
-        the heartbeat moving it to its new epoch is in flight would otherwise get
-        STALE_MEMBER_EPOCH, and a client that does not retry (Kafka's verifiable consumer)
-        would have the records read again by the next owner."""
+        Any other epoch is refused, the member's previous one too, even for partitions it
+        still owns: a commit sent while the heartbeat moving the member on was in flight
+        is lost, and the next owner reads those records again (KIP-1251 proposes taking
+        it; Kafka 4.1.1 does not)."""
         if member_epoch < 0 and not self.members:
             return ErrorCode.none
         if transactional and member_epoch < 0 and not member_id and group_instance_id is None:
@@ -141,11 +139,6 @@ class ConsumerGroup:
         if not transactional and api_version < FIRST_COMMIT_VERSION_FOR_MEMBERS:
             return ErrorCode.unsupported_version
         if member_epoch == member.epoch:
-            return ErrorCode.none
-        if member_epoch == member.previous_epoch and all(
-            partition in member.owned.get(topic, ()) or partition in member.revoking.get(topic, ())
-            for topic, partition in partitions
-        ):
             return ErrorCode.none
         # TxnOffsetCommit has no STALE_MEMBER_EPOCH: Kafka answers ILLEGAL_GENERATION there.
         return ErrorCode.illegal_generation if transactional else ErrorCode.stale_member_epoch
