@@ -11,8 +11,8 @@ from typing import NoReturn
 
 from .. import __version__
 from ..settings import CONFIG_FILE_VARIABLE, CONNECTION_LOOPS, Config, ConfigError, load
+from ..workers.listening import StartupError
 from ..workers.run import run_server
-from ..workers.server import StartupError
 
 log = logging.getLogger("nullbroker")
 

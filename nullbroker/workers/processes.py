@@ -32,25 +32,25 @@ import socket
 import sys
 import time
 from dataclasses import dataclass, replace
-from functools import partial
 from itertools import count
 from typing import Any
 
 import trio
 
 from ..broker import Endpoint
-from ..cluster.faults import Faults, faults_handler
+from ..cluster.faults import Faults
 from ..cluster.nodes import Cluster
 from ..log_limit import RepeatLimitedLog
-from ..ops.http_endpoint import HttpRequest, HttpResponse, metrics_handler, serve_http_connection
-from ..ops.report import ConsoleReporter, check_summary_writable, write_summary
+from ..ops.report import write_summary
 from ..settings import Config
 from ..stats import BrokerStats
+from . import operator_services as services
 from .channel import ControlChannel, receive_blocking, send_blocking
 from .cluster_changes import WorkerRole
+from .listening import StartupError, endpoint_of, open_listeners
 from .node_map import NodeMap
 from .run import print_addresses, run_server
-from .server import DRAIN_SECONDS, StartupError, endpoint_of, open_listeners, open_node_listeners
+from .server import DRAIN_SECONDS, open_node_listeners
 
 log = logging.getLogger("nullbroker")
 
@@ -66,14 +66,7 @@ def serve_processes(config: Config) -> int:
     """Run the cluster until a signal: as its controller, with `config.process_count`
     workers for this host's nodes (all the nodes, without a node map); or, on a host of a
     node map without node 0, as a worker of the controller it joins. The exit status."""
-    if config.summary_json:
-        try:
-            check_summary_writable(config.summary_json)
-        except OSError as error:
-            raise StartupError(
-                f"{config.named('summary_json')} {config.summary_json}: cannot write there: "
-                f"{error.strerror}"
-            ) from None
+    services.check_summary_path(config)
     node_map = config.read_node_map() if config.node_map is not None else None
     bound = trio.run(_bind, config, node_map)
     if node_map is not None and 0 not in bound.nodes:
@@ -189,21 +182,10 @@ async def _bind(config: Config, node_map: NodeMap | None) -> _Bound:
     nodes = {
         node: [_detached(listener) for listener in opened] for node, opened in listeners.items()
     }
-    metrics: list[socket.socket] = []
-    registry: list[socket.socket] = []
+    http = await services.open_http_listeners(config)
+    metrics = [_detached(listener) for listener in http.metrics]
+    registry = [_detached(listener) for listener in http.registry]
     control: list[socket.socket] = []
-    if config.metrics_address and config.metrics:
-        opened = await open_listeners(
-            config.metrics_address, config.named("metrics"), config.metrics
-        )
-        metrics = [_detached(listener) for listener in opened]
-    if config.schema_registry_address and config.schema_registry:
-        opened = await open_listeners(
-            config.schema_registry_address,
-            config.named("schema_registry"),
-            config.schema_registry,
-        )
-        registry = [_detached(listener) for listener in opened]
     if node_map is not None and 0 in nodes:
         host, port = node_map.controller
         opened = await open_listeners(
@@ -339,14 +321,26 @@ class Controller:
                 nursery.start_soon(self._pass_changes_on)
                 nursery.start_soon(self._bring_nodes_back)
                 nursery.start_soon(self._stop_on_signal, signals)
-                self._serve_http(nursery)
+                accounts = services.Accounts(lambda: self.stats, self.refresh)
+                services.serve_http(
+                    nursery,
+                    services.HttpListeners(
+                        _listeners(self.bound.metrics), _listeners(self.bound.registry)
+                    ),
+                    accounts,
+                    self.faults,
+                    services.schema_registry_for(self.config) if self.bound.registry else None,
+                    self.warnings,
+                )
                 if self.bound.control:
                     nursery.start_soon(
                         trio.serve_listeners,
                         self._welcome,
                         _listeners(self.bound.control),
                     )
-                nursery.start_soon(self._report_periodically)
+                nursery.start_soon(
+                    services.report_periodically, accounts, self.config.report_interval
+                )
                 print_addresses(
                     self.bound.addresses,
                     _address_of(self.bound.metrics),
@@ -521,54 +515,6 @@ class Controller:
                     await answered.wait()
         finally:
             del self._stats_waiting[request]
-
-    def _serve_http(self, nursery: trio.Nursery) -> None:
-        if self.bound.metrics:
-            from ..ops.metrics import exposition, make_registry
-
-            registry = make_registry(lambda: self.stats)
-            inner = faults_handler(self.faults, metrics_handler(partial(exposition, registry)))
-
-            async def handle(request: HttpRequest) -> HttpResponse:
-                await self.refresh()
-                answered = inner(request)
-                assert isinstance(answered, HttpResponse)
-                return answered
-
-            nursery.start_soon(
-                trio.serve_listeners,
-                partial(serve_http_connection, handle=handle, warnings=self.warnings),
-                _listeners(self.bound.metrics),
-            )
-        if self.bound.registry:
-            from ..ops.schema_registry import SchemaRegistry
-
-            schema_registry = SchemaRegistry.for_sources(self.config.sources)
-            nursery.start_soon(
-                trio.serve_listeners,
-                partial(
-                    serve_http_connection,
-                    handle=schema_registry.handle,
-                    warnings=self.warnings,
-                    name="schema registry",
-                    kind="SchemaRegistryError",
-                ),
-                _listeners(self.bound.registry),
-            )
-
-    async def _report_periodically(self) -> None:
-        reporter = ConsoleReporter(BrokerStats())
-        interval = self.config.report_interval
-        last = time.monotonic()
-        while True:
-            await trio.sleep(interval)
-            await self.refresh()
-            reporter.stats = self.stats
-            now = time.monotonic()
-            line = reporter.line(now - last)
-            last = now
-            if line:
-                print(line, flush=True)
 
 
 def _address_of(sockets: list[socket.socket]) -> Endpoint | None:

@@ -8,7 +8,6 @@ import os
 import socket
 import ssl
 import struct
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -22,11 +21,20 @@ from ..net.connection import RESET, Drain, serve_connection
 from ..net.hosted_connection import serve_hosted
 from ..net.listeners import Listener, server_context
 from ..net.shared import Shared
-from ..ops.report import ConsoleReporter, check_summary_writable, write_summary
+from ..ops.report import write_summary
 from ..settings import Config
+from .listening import StartupError, endpoint_of, open_listeners
+from .operator_services import (
+    Accounts,
+    HttpListeners,
+    check_summary_path,
+    open_http_listeners,
+    report_periodically,
+    schema_registry_for,
+    serve_http,
+)
 
 if TYPE_CHECKING:
-    from ..ops.schema_registry import SchemaRegistry
     from .channel import ControlChannel
     from .cluster_changes import ReplicatingDispatch, WorkerRole
 
@@ -40,10 +48,6 @@ TRANSACTION_CHECK_SECONDS = 1.0
 """How often open transactions are checked against their timeout."""
 HANDSHAKE_SECONDS = 10.0
 """How long a client on an SSL listener has to finish its TLS handshake."""
-
-
-def endpoint_of(sockname: tuple[str, int] | tuple[str, int, int, int]) -> Endpoint:
-    return Endpoint(sockname[0], sockname[1])
 
 
 def _reset(stream: trio.SocketStream) -> None:
@@ -126,30 +130,6 @@ class Admission:
         if self._slots is not None:
             self._slots.release()
             self._slots = None
-
-
-class StartupError(Exception):
-    """A setting the broker cannot start with (a port in use, a host that does not
-    resolve, a folder it cannot write to); the message names the setting as the user did."""
-
-
-async def open_listeners(
-    address: tuple[str, int], setting: str, text: str
-) -> list[trio.SocketListener]:
-    host, port = address
-    try:
-        return await trio.open_tcp_listeners(port, host=host)
-    except socket.gaierror as error:
-        raise StartupError(
-            f"{setting} {text}: cannot resolve host {host!r} ({error.strerror})"
-        ) from None
-    except OSError as error:
-        hint = ""
-        if error.errno == errno.EADDRINUSE:
-            hint = " (another process listens there; choose another port, or port 0 for a free one)"
-        elif error.errno == errno.EADDRNOTAVAIL:
-            hint = " (not an address of this machine)"
-        raise StartupError(f"{setting} {text}: cannot listen: {error.strerror}{hint}") from None
 
 
 async def open_node_listeners(
@@ -245,15 +225,10 @@ class BrokerServer:
         self._streams: dict[int, set[trio.SocketStream]] = {}
         """Each node's open connections, so that a `down` fault can reset them."""
         self.broker.faults.reset_node = self._reset_node
-        self._metrics_listeners: list[trio.SocketListener] = []
-        self._registry_listeners: list[trio.SocketListener] = []
+        self._http_listeners = HttpListeners([], [])
+        """--metrics' (with /faults) and --schema-registry's."""
         self.schema_registry_address: Endpoint | None = None
-        self.schema_registry: SchemaRegistry | None = None
-        if config.schema_registry:
-            from ..ops.schema_registry import SchemaRegistry  # only a broker that serves it
-
-            self.schema_registry = SchemaRegistry.for_sources(config.sources)
-        """Confluent's Schema Registry REST paths, in memory, with --schema-registry."""
+        self.schema_registry = schema_registry_for(config)
 
     def stop(self) -> None:
         """Stop accepting connections; answer what is in flight; then `serve` returns."""
@@ -262,40 +237,19 @@ class BrokerServer:
     async def bind(self) -> None:
         """Check every setting that only the machine can judge, before serving: open the
         listeners and make sure the summary can be written. Raises StartupError."""
-        config = self.config
-        summary_path = config.summary_json
-        if summary_path:
-            try:
-                check_summary_writable(summary_path)
-            except OSError as error:
-                raise StartupError(
-                    f"{config.named('summary_json')} {summary_path}: cannot write there: "
-                    f"{error.strerror}"
-                ) from None
+        check_summary_path(self.config)
         await self._open_node_listeners()
-        if config.metrics_address and config.metrics:
-            try:
-                self._metrics_listeners = await open_listeners(
-                    config.metrics_address, config.named("metrics"), config.metrics
-                )
-            except StartupError:
-                for listener in self._kafka_listeners:
-                    await listener.aclose()
-                raise
-            self.metrics_address = endpoint_of(self._metrics_listeners[0].socket.getsockname())
-        if config.schema_registry_address:
-            try:
-                self._registry_listeners = await open_listeners(
-                    config.schema_registry_address,
-                    config.named("schema_registry"),
-                    str(config.schema_registry),
-                )
-            except StartupError:
-                for listener in [*self._kafka_listeners, *self._metrics_listeners]:
-                    await listener.aclose()
-                raise
+        try:
+            self._http_listeners = await open_http_listeners(self.config)
+        except StartupError:
+            for listener in self._kafka_listeners:
+                await listener.aclose()
+            raise
+        if self._http_listeners.metrics:
+            self.metrics_address = endpoint_of(self._http_listeners.metrics[0].socket.getsockname())
+        if self._http_listeners.registry:
             self.schema_registry_address = endpoint_of(
-                self._registry_listeners[0].socket.getsockname()
+                self._http_listeners.registry[0].socket.getsockname()
             )
 
     @property
@@ -353,7 +307,7 @@ class BrokerServer:
     ) -> None:
         if not self._listeners:
             await self.bind()
-        listeners, metrics_listeners = self._listeners, self._metrics_listeners
+        listeners = self._listeners
 
         async with trio.open_nursery() as connections:
             self._drain.connections = connections
@@ -368,41 +322,17 @@ class BrokerServer:
                             connections,
                             partial(self._serve_kafka, node, listener),
                         )
-                if metrics_listeners:
-                    # Imported only when asked for: the HTTP endpoint (h11), and
-                    # prometheus_client, which brings http.server, urllib and email with it:
-                    # megabytes a broker without --metrics never needs.
-                    from ..cluster.faults import faults_handler
-                    from ..ops.http_endpoint import metrics_handler, serve_http_connection
-                    from ..ops.metrics import exposition, make_registry
-
-                    registry = make_registry(self.broker.stats)
-                    render = partial(exposition, registry)
-                    services.start_soon(
-                        trio.serve_listeners,
-                        partial(
-                            serve_http_connection,
-                            handle=faults_handler(self.broker.faults, metrics_handler(render)),
-                            warnings=self.shared.warnings,
-                        ),
-                        metrics_listeners,
-                    )
-                if self._registry_listeners and self.schema_registry is not None:
-                    from ..ops.http_endpoint import serve_http_connection
-
-                    services.start_soon(
-                        trio.serve_listeners,
-                        partial(
-                            serve_http_connection,
-                            handle=self.schema_registry.handle,
-                            warnings=self.shared.warnings,
-                            name="schema registry",
-                            kind="SchemaRegistryError",
-                        ),
-                        self._registry_listeners,
-                    )
+                accounts = Accounts(lambda: self.broker.stats)
+                serve_http(
+                    services,
+                    self._http_listeners,
+                    accounts,
+                    self.broker.faults,
+                    self.schema_registry,
+                    self.shared.warnings,
+                )
                 if self.role is None:
-                    services.start_soon(self._report_periodically)
+                    services.start_soon(report_periodically, accounts, self.config.report_interval)
                 else:
                     channel = self._open_control_channel()
                     dispatch = cast("ReplicatingDispatch", self.dispatch)  # made with the role
@@ -581,15 +511,3 @@ class BrokerServer:
         while True:
             await trio.sleep(warnings.window_seconds / 2)
             warnings.flush()
-
-    async def _report_periodically(self) -> None:
-        reporter = ConsoleReporter(self.broker.stats)
-        interval = self.config.report_interval
-        last = time.monotonic()
-        while True:
-            await trio.sleep(interval)
-            now = time.monotonic()
-            line = reporter.line(now - last)
-            last = now
-            if line:
-                print(line, flush=True)

@@ -1,0 +1,170 @@
+"""What a broker offers its operator besides Kafka: the summary's path checked before
+serving, the HTTP services (/metrics with /faults, the Schema Registry) and the console
+line every --report-interval. One piece of code for a lone broker (workers/server.py) and a
+cluster's controller (workers/processes.py), which differ only in where the accounts come
+from (`Accounts`).
+
+Nothing here imports the HTTP layer (h11), prometheus_client or the Schema Registry before
+they are asked for: a broker without --metrics or --schema-registry never loads them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+import trio
+
+from ..ops.report import ConsoleReporter, check_summary_writable
+from ..settings import Config
+from ..stats import BrokerStats
+from .listening import StartupError, open_listeners
+
+if TYPE_CHECKING:
+    from ..cluster.faults import Faults
+    from ..log_limit import RepeatLimitedLog
+    from ..ops.http_endpoint import Handler, HttpRequest, HttpResponse
+    from ..ops.schema_registry import SchemaRegistry
+
+
+@dataclass(frozen=True, slots=True)
+class Accounts:
+    """Where the accounts shown come from: `current()` gives them; `refresh`, when set, is
+    awaited before each scrape and console line (a controller asks its workers for theirs)."""
+
+    current: Callable[[], BrokerStats]
+    refresh: Callable[[], Awaitable[None]] | None = None
+
+
+def check_summary_path(config: Config) -> None:
+    """Make sure --summary-json can be written, before serving. Raises StartupError."""
+    summary_path = config.summary_json
+    if not summary_path:
+        return
+    try:
+        check_summary_writable(summary_path)
+    except OSError as error:
+        raise StartupError(
+            f"{config.named('summary_json')} {summary_path}: cannot write there: {error.strerror}"
+        ) from None
+
+
+@dataclass(slots=True)
+class HttpListeners:
+    """The listeners of --metrics (with /faults) and of --schema-registry, where asked for."""
+
+    metrics: list[trio.SocketListener]
+    registry: list[trio.SocketListener]
+
+
+async def open_http_listeners(config: Config) -> HttpListeners:
+    """The listeners of the HTTP services the configuration asks for. Raises StartupError,
+    having closed what it opened."""
+    opened = HttpListeners([], [])
+    if config.metrics_address and config.metrics:
+        opened.metrics = await open_listeners(
+            config.metrics_address, config.named("metrics"), config.metrics
+        )
+    if config.schema_registry_address and config.schema_registry:
+        try:
+            opened.registry = await open_listeners(
+                config.schema_registry_address,
+                config.named("schema_registry"),
+                config.schema_registry,
+            )
+        except StartupError:
+            for listener in opened.metrics:
+                await listener.aclose()
+            raise
+    return opened
+
+
+def schema_registry_for(config: Config) -> SchemaRegistry | None:
+    """Confluent's Schema Registry REST paths, in memory, holding the sources' schemas, with
+    --schema-registry; None (and the module not imported) without."""
+    if not config.schema_registry:
+        return None
+    from ..ops.schema_registry import SchemaRegistry  # only a broker that serves it
+
+    return SchemaRegistry.for_sources(config.sources)
+
+
+def serve_http(
+    services: trio.Nursery,
+    listeners: HttpListeners,
+    accounts: Accounts,
+    faults: Faults,
+    schema_registry: SchemaRegistry | None,
+    warnings: RepeatLimitedLog,
+) -> None:
+    """Serve /metrics and /faults on the metrics listeners and the Schema Registry on its
+    own, in tasks of `services`; each connection's failure is logged to `warnings`."""
+    if listeners.metrics:
+        # Imported only when asked for: the HTTP endpoint (h11), and prometheus_client,
+        # which brings http.server, urllib and email with it: megabytes a broker without
+        # --metrics never needs.
+        from ..ops.http_endpoint import serve_http_connection
+
+        services.start_soon(
+            trio.serve_listeners,
+            partial(
+                serve_http_connection,
+                handle=_metrics_and_faults(accounts, faults),
+                warnings=warnings,
+            ),
+            listeners.metrics,
+        )
+    if listeners.registry and schema_registry is not None:
+        from ..ops.http_endpoint import serve_http_connection
+
+        services.start_soon(
+            trio.serve_listeners,
+            partial(
+                serve_http_connection,
+                handle=schema_registry.handle,
+                warnings=warnings,
+                name="schema registry",
+                kind="SchemaRegistryError",
+            ),
+            listeners.registry,
+        )
+
+
+def _metrics_and_faults(accounts: Accounts, faults: Faults) -> Handler:
+    """/faults, and the exposition of `accounts` on every other path."""
+    from ..cluster.faults import faults_handler
+    from ..ops.http_endpoint import HttpResponse, metrics_handler
+    from ..ops.metrics import exposition, make_registry
+
+    registry = make_registry(accounts.current)
+    answer = faults_handler(faults, metrics_handler(partial(exposition, registry)))
+    refresh = accounts.refresh
+    if refresh is None:
+        return answer
+
+    async def refreshed(request: HttpRequest) -> HttpResponse:
+        await refresh()
+        answered = answer(request)
+        assert isinstance(answered, HttpResponse)
+        return answered
+
+    return refreshed
+
+
+async def report_periodically(accounts: Accounts, interval: float) -> None:
+    """Print the console line for the change in `accounts` every `interval` seconds (no
+    line for an interval without requests)."""
+    reporter = ConsoleReporter(accounts.current())
+    last = time.monotonic()
+    while True:
+        await trio.sleep(interval)
+        if accounts.refresh is not None:
+            await accounts.refresh()
+        reporter.stats = accounts.current()
+        now = time.monotonic()
+        line = reporter.line(now - last)
+        last = now
+        if line:
+            print(line, flush=True)
