@@ -4,7 +4,7 @@ Nothing here touches a socket, a clock or a thread, so all of it is testable and
 benchmarkable in isolation.
 """
 
-from .apis import API_VERSIONS_KEY, KAFKA_4_RANGES, NOT_SERVED, ApiRange, advertised, api_name
+from .apis import KAFKA_4_RANGES, NOT_SERVED, ApiKey, ApiRange, advertised, api_name
 from .errors import (
     FrameTooLarge,
     InvalidFrameSize,
@@ -33,10 +33,10 @@ from .record_batch import RecordBatchHeader, crc_matches, iter_batches, read_bat
 from .request_frames import Request, RequestHeader
 
 __all__ = [
-    "API_VERSIONS_KEY",
     "DEFAULT_MAX_FRAME_BYTES",
     "KAFKA_4_RANGES",
     "NOT_SERVED",
+    "ApiKey",
     "ApiRange",
     "FrameReader",
     "FrameTooLarge",

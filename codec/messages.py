@@ -23,7 +23,7 @@ from kio.serial.readers import Reader
 from kio.static.primitive import i16, i32
 
 from .apis import (
-    API_VERSIONS_KEY,
+    ApiKey,
     ApiRange,
     api_name,
     request_header_version,
@@ -341,7 +341,7 @@ def _api_versions_fallback_body(api_versions: ApiRange) -> bytes:
             ),
         ),
     )
-    return encode_response_body(API_VERSIONS_KEY, 0, body)
+    return encode_response_body(ApiKey.API_VERSIONS, 0, body)
 
 
 __all__ = [

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from codec import (
-    API_VERSIONS_KEY,
+    ApiKey,
     Request,
     RequestHeader,
     decode_request,
@@ -27,7 +27,6 @@ from codec.framing import Buffer
 
 from .broker import Broker, Handler, Session
 from .handlers import HANDLERS, IMPORTED_ON_FIRST_USE, SERVED_KEYS, served_ranges
-from .handlers.produce import PRODUCE
 from .handlers.produce_lane import for_broker
 
 if TYPE_CHECKING:
@@ -35,6 +34,10 @@ if TYPE_CHECKING:
     from .stats import ApiStats
 
 _KEY_VERSION = struct.Struct(">hh")
+PRODUCE = int(ApiKey.PRODUCE)
+API_VERSIONS = int(ApiKey.API_VERSIONS)
+"""The keys `Dispatch.answer` compares every request's with, bound once as plain ints: an
+IntEnum member's lookup and compare cost several times an int global's."""
 
 Answer = bytes | list[Buffer] | None | Awaitable[bytes | list[Buffer] | None]
 """A response frame (one byte string, or buffers to send one after the other), none, or
@@ -47,14 +50,15 @@ class Dispatch:
     def __init__(self, broker: Broker, keys: Collection[int] = SERVED_KEYS) -> None:
         """Serve the API `keys` (a worker of several processes serves a part of them)."""
         self.broker = broker
+        # Keyed by plain ints, not ApiKey members: looked up with each request's key.
         self.handlers: dict[int, Handler] = {
-            key: handler for key, handler in HANDLERS.items() if key in keys
+            int(key): handler for key, handler in HANDLERS.items() if key in keys
         }
         for family, family_keys in IMPORTED_ON_FIRST_USE.items():
             stand_in = self._on_first_use(family)
-            self.handlers.update({key: stand_in for key in family_keys if key in keys})
+            self.handlers.update({int(key): stand_in for key in family_keys if key in keys})
         broker.served = served_ranges(self.handlers)
-        self._api_versions = broker.served[API_VERSIONS_KEY]
+        self._api_versions = broker.served[API_VERSIONS]
         self.produce_lane: Lane | None = for_broker(broker, broker.served[PRODUCE])
         """The common Produce request answered whole in C (also by the host loop's C reader,
         before any Python); None: the Python path answers every request."""
@@ -92,7 +96,7 @@ class Dispatch:
                 return response
         broker = self.broker
         broker.stats.node_requests[session.node_id] += 1
-        if key == API_VERSIONS_KEY and version > self._api_versions.max_version:
+        if key == API_VERSIONS and version > self._api_versions.max_version:
             peeked = peek_header(frame)
             broker.stats.error("unsupported_version")
             response = encode_api_versions_fallback(peeked.correlation_id, self._api_versions)

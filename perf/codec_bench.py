@@ -77,9 +77,6 @@ def readonly(data: bytes) -> memoryview:
 
 # -- our path ---------------------------------------------------------------------------------
 
-PRODUCE = 0
-FETCH = 1
-
 
 def our_operation(frame: Frame) -> Operation:
     """The work timed for our path, as the broker does it: decode a request, or encode a
@@ -100,10 +97,10 @@ def our_operation(frame: Frame) -> Operation:
     header = codec.RequestHeader(frame.api_key, frame.version, frame.correlation_id, None)
     version = frame.version
     encode_response = codec.encode_response
-    if frame.api_key == PRODUCE:
+    if frame.api_key == codec.ApiKey.PRODUCE:
         topics = produce_results(body)
         return lambda: encode_response(header, encode_produce_response_body(version, topics))
-    if frame.api_key == FETCH:
+    if frame.api_key == codec.ApiKey.FETCH:
         fetched, read_committed = fetch_results(body)
         return lambda: encode_response(
             header, fetch_response_parts(version, fetched, read_committed=read_committed)

@@ -42,6 +42,7 @@ from kio.records.writers import write_new_batch
 from kio.serial import entity_reader
 from kio.static.primitive import i8, i16, i32, i64
 
+from codec import ApiKey
 from codec.apis import response_schema
 from codec.entities import request_module
 from codec.framing import size_prefixed
@@ -49,7 +50,6 @@ from codec.messages import encode_request
 
 from .proc_sampler import cpu_seconds
 
-PRODUCE, FETCH = 0, 1
 PRODUCE_VERSION = 9  # librdkafka 2.x's; flexible, so the current header path is measured
 FETCH_VERSION = 12  # the last version that names topics (13+ use topic ids)
 CLIENT_ID = "replay"
@@ -84,7 +84,7 @@ def produce_frame(topic: str, partitions: int, records: int, record_size: int) -
             ),
         ),
     )
-    types = request_module(PRODUCE, PRODUCE_VERSION)
+    types = request_module(ApiKey.PRODUCE, PRODUCE_VERSION)
     body = types.ProduceRequest(
         transactional_id=None,
         acks=i16(-1),
@@ -104,7 +104,7 @@ def produce_frame(topic: str, partitions: int, records: int, record_size: int) -
 
 def fetch_frame(topic: str, offsets: list[int], partition_max_bytes: int) -> bytes:
     """A size-prefixed Fetch request for every partition of `topic` at `offsets`."""
-    types = request_module(FETCH, FETCH_VERSION)
+    types = request_module(ApiKey.FETCH, FETCH_VERSION)
     body = types.FetchRequest(
         max_wait=datetime.timedelta(milliseconds=500),
         min_bytes=i32(1),
@@ -205,7 +205,7 @@ def replay_fetch(
     connection: Connection, topic: str, partitions: int, records: int, partition_max_bytes: int
 ) -> int:
     """Fetch every partition from 0 until each has `records` records; requests sent."""
-    read = entity_reader(response_schema(FETCH, FETCH_VERSION))
+    read = entity_reader(response_schema(ApiKey.FETCH, FETCH_VERSION))
     offsets = [0] * partitions
     requests = 0
     while min(offsets) < records:

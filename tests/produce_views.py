@@ -10,10 +10,10 @@ import datetime
 import uuid
 from typing import Any
 
+from codec import ApiKey
 from codec.entities import make, request_module
 from codec.produce import ProduceRequestView
 
-PRODUCE = 0
 ONE_MS = datetime.timedelta(milliseconds=1)
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -23,7 +23,7 @@ def as_kio_request(version: int, view: ProduceRequestView) -> Any:
 
     Records become bytes, the timeout a timedelta, and a zero topic id None, as kio reads it.
     """
-    types = request_module(PRODUCE, version)
+    types = request_module(ApiKey.PRODUCE, version)
     return make(
         types.ProduceRequest,
         transactional_id=view.transactional_id,
@@ -49,4 +49,4 @@ def as_kio_request(version: int, view: ProduceRequestView) -> Any:
 
 def as_kio_body(key: int, version: int, body: Any) -> Any:
     """A decoded request body as kio's entity: Produce views converted, the rest as is."""
-    return as_kio_request(version, body) if key == PRODUCE else body
+    return as_kio_request(version, body) if key == ApiKey.PRODUCE else body

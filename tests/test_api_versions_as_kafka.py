@@ -13,12 +13,10 @@ import pytest
 import trio
 from kio.index import load_request_schema
 
-from codec import NOT_SERVED
+from codec import NOT_SERVED, ApiKey
 from perf.kafka_broker import KafkaBroker
 from tests.conftest import StartBroker
 from tests.kafka_wire import FrameStream, size_prefix
-
-API_VERSIONS = 18
 
 
 async def connect(bootstrap: str) -> FrameStream:
@@ -33,7 +31,7 @@ async def api_versions(bootstrap: str, version: int) -> Any:
     )
     stream = await connect(bootstrap)
     try:
-        return await stream.request(load_request_schema(API_VERSIONS, version)(**fields))
+        return await stream.request(load_request_schema(ApiKey.API_VERSIONS, version)(**fields))
     finally:
         await stream.aclose()
 
@@ -91,7 +89,7 @@ async def test_an_unknown_api_versions_version_gets_kafkas_v0_fallback_byte_for_
     kafka: KafkaBroker, start_broker: StartBroker, version: int
 ) -> None:
     # A v4 body behind a request header v2 naming `version`: KIP-511's client probe.
-    frame = struct.pack(">hhih", API_VERSIONS, version, 9, 5) + b"tests" + b"\x00"
+    frame = struct.pack(">hhih", ApiKey.API_VERSIONS, version, 9, 5) + b"tests" + b"\x00"
     frame += b"\x06tests\x021\x00"
     answers = []
     for bootstrap in (start_broker().bootstrap, kafka.bootstrap):

@@ -14,6 +14,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from kio.schema.errors import ErrorCode
 
+from codec import ApiKey
+from codec.apis import kafka_name
 from nullbroker.broker import Broker, Endpoint, Session
 from nullbroker.cluster.nodes import Cluster
 from nullbroker.settings import Config, ConfigError
@@ -35,7 +37,6 @@ from tests.kio_calls import (
     types,
 )
 
-METADATA, PRODUCE, FETCH, LIST_OFFSETS, FIND_COORDINATOR, DESCRIBE_CLUSTER = 3, 0, 1, 2, 10, 60
 PORTS = {0: 19092, 1: 19093, 2: 19094}
 
 
@@ -51,11 +52,7 @@ def session(node: int) -> Session:
 
 def ask(broker: Broker, node: int, api_key: int, version: int, **fields: Any) -> Any:
     body = types(api_key, version)
-    request = getattr(body, {
-        METADATA: "MetadataRequest", PRODUCE: "ProduceRequest", FETCH: "FetchRequest",
-        LIST_OFFSETS: "ListOffsetsRequest", FIND_COORDINATOR: "FindCoordinatorRequest",
-        DESCRIBE_CLUSTER: "DescribeClusterRequest",
-    }[api_key])(**fields)  # fmt: skip
+    request = getattr(body, f"{kafka_name(ApiKey(api_key))}Request")(**fields)
     frame = request_frame(api_key, version, request)
     return decode_response(
         api_key, version, answered(dispatch_of(broker).answer(frame, session(node)))
@@ -63,9 +60,9 @@ def ask(broker: Broker, node: int, api_key: int, version: int, **fields: Any) ->
 
 
 def metadata(broker: Broker, node: int, topic: str) -> Any:
-    request_types = types(METADATA, 12)
+    request_types = types(ApiKey.METADATA, 12)
     return ask(
-        broker, node, METADATA, 12,
+        broker, node, ApiKey.METADATA, 12,
         topics=(request_types.MetadataRequestTopic(topic_id=None, name=topic),),
         allow_auto_topic_creation=True, include_topic_authorized_operations=False,
     )  # fmt: skip
@@ -110,7 +107,7 @@ def test_metadata_from_any_node_lists_every_node_and_each_partitions_leader() ->
         assert all(p.replica_nodes == (p.leader_id,) for p in topic.partitions)
         assert all(p.leader_epoch == 0 for p in topic.partitions)
     described = ask(
-        broker, 1, DESCRIBE_CLUSTER, 1,
+        broker, 1, ApiKey.DESCRIBE_CLUSTER, 1,
         include_cluster_authorized_operations=False, endpoint_type=1,
     )  # fmt: skip
     assert [(b.broker_id, b.port) for b in described.brokers] == [(n, PORTS[n]) for n in range(3)]
@@ -120,10 +117,10 @@ def test_only_the_leader_takes_a_partitions_records_and_serves_them() -> None:
     broker = cluster_broker()
     metadata(broker, 0, "orders")  # created, 6 partitions
     leader = broker.cluster.leader("orders", 2)
-    produce_types = types(PRODUCE, 9)
+    produce_types = types(ApiKey.PRODUCE, 9)
     for node in range(3):
         answer = ask(
-            broker, node, PRODUCE, 9,
+            broker, node, ApiKey.PRODUCE, 9,
             transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=1),
             topic_data=(produce_types.TopicProduceData(
                 name="orders",
@@ -136,10 +133,10 @@ def test_only_the_leader_takes_a_partitions_records_and_serves_them() -> None:
         assert partition.error_code == expected
     assert broker.topics.get("orders").partitions[2].log_end_offset == 5  # counted once
 
-    list_types = types(LIST_OFFSETS, 7)
+    list_types = types(ApiKey.LIST_OFFSETS, 7)
     for node in range(3):
         answer = ask(
-            broker, node, LIST_OFFSETS, 7, replica_id=-1, isolation_level=0,
+            broker, node, ApiKey.LIST_OFFSETS, 7, replica_id=-1, isolation_level=0,
             topics=(list_types.ListOffsetsTopic(name="orders", partitions=(
                 list_types.ListOffsetsPartition(
                     partition_index=2, current_leader_epoch=-1, timestamp=-1),)),),
@@ -154,7 +151,7 @@ def test_only_the_leader_takes_a_partitions_records_and_serves_them() -> None:
 def test_find_coordinator_names_the_node_the_key_hashes_to() -> None:
     broker = cluster_broker()
     answer = ask(
-        broker, 2, FIND_COORDINATOR, 4, key_type=0, coordinator_keys=("group-a", "group-b")
+        broker, 2, ApiKey.FIND_COORDINATOR, 4, key_type=0, coordinator_keys=("group-a", "group-b")
     )
     for coordinator in answer.coordinators:
         node = broker.cluster.coordinator(coordinator.key)
@@ -163,12 +160,12 @@ def test_find_coordinator_names_the_node_the_key_hashes_to() -> None:
 
 def test_one_node_answers_as_before_clusters() -> None:
     dispatch = dispatch_of(Broker(Config()))
-    body = types(METADATA, 12).MetadataRequest(
+    body = types(ApiKey.METADATA, 12).MetadataRequest(
         topics=None, allow_auto_topic_creation=True, include_topic_authorized_operations=False
     )
     session = Session("127.0.0.1:1", Endpoint("127.0.0.1", 9092))
-    answer = answered(dispatch.answer(request_frame(METADATA, 12, body), session))
-    body = decode_response(METADATA, 12, answer)[1]
+    answer = answered(dispatch.answer(request_frame(ApiKey.METADATA, 12, body), session))
+    body = decode_response(ApiKey.METADATA, 12, answer)[1]
     assert [(b.node_id, b.port) for b in body.brokers] == [(0, 9092)]
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
-from codec import RequestHeader, encode_response, encode_response_parts
+from codec import ApiKey, RequestHeader, encode_response, encode_response_parts
 from codec.apis import response_schema, response_writer
 from codec.entities import make, response_module
 from codec.fetch_response import (
@@ -25,7 +25,6 @@ from codec.fetch_response import (
     with_throttle,
 )
 
-FETCH = 1
 VERSIONS = range(4, 19)
 ERROR_CODES = [code.value for code in ErrorCode]
 INT32 = st.integers(-(2**31), 2**31 - 1)
@@ -74,7 +73,7 @@ def kio_encoding(
     version: int, topics: list[FetchTopic], read_committed: bool, throttle_ms: int = 0
 ) -> bytes:
     """The same response as a kio entity, written by kio's writer."""
-    types = response_module(FETCH, version)
+    types = response_module(ApiKey.FETCH, version)
     body = make(
         types.FetchResponse,
         throttle_time=datetime.timedelta(milliseconds=throttle_ms),
@@ -113,7 +112,7 @@ def kio_encoding(
         ),
     )
     buffer = io.BytesIO()
-    response_writer(FETCH, version)(buffer, body)
+    response_writer(ApiKey.FETCH, version)(buffer, body)
     return buffer.getvalue()
 
 
@@ -156,11 +155,11 @@ def test_encode_response_joins_the_parts_into_one_frame_kio_reads(version: int) 
         [FetchPartition(3, 0, 10, 10, 0, [b"x" * 200, b"y" * 100])],
     )
     parts = fetch_response_parts(version, [topic])
-    frame = encode_response(RequestHeader(FETCH, version, 42, None), parts)
+    frame = encode_response(RequestHeader(ApiKey.FETCH, version, 42, None), parts)
     assert int.from_bytes(frame[:4], "big") == len(frame) - 4
     header_size = 5 if version >= 12 else 4
     assert int.from_bytes(frame[4:8], "big") == 42
-    body, size = entity_reader(response_schema(FETCH, version))(frame, 4 + header_size)
+    body, size = entity_reader(response_schema(ApiKey.FETCH, version))(frame, 4 + header_size)
     assert 4 + header_size + size == len(frame)
     (partition,) = body.responses[0].partitions
     assert partition.records == b"x" * 200 + b"y" * 100
@@ -169,7 +168,7 @@ def test_encode_response_joins_the_parts_into_one_frame_kio_reads(version: int) 
 def test_the_frame_as_parts_holds_the_batches_themselves_and_joins_to_the_frame() -> None:
     batches = [bytearray(b"a" * 300), bytearray(b"b" * 200)]
     parts = fetch_response_parts(16, [(uuid.uuid4(), [FetchPartition(0, 0, 2, 2, 0, batches)])])
-    header = RequestHeader(FETCH, 16, 9, None)
+    header = RequestHeader(ApiKey.FETCH, 16, 9, None)
     frame_parts = encode_response_parts(header, parts)
     assert b"".join(frame_parts) == encode_response(header, parts)
     assert all(any(part is batch for part in frame_parts) for batch in batches)

@@ -222,7 +222,7 @@ def test_listed_quirky_response_is_still_not_canonical(entry: Entry) -> None:
     if quirk is Quirk.V0_FALLBACK_BODY:
         with pytest.raises(DecodeError):
             decode_response(entry, frame, version)
-        fallback = codec.ApiRange(codec.API_VERSIONS_KEY, "ApiVersions", 0, 2)
+        fallback = codec.ApiRange(codec.ApiKey.API_VERSIONS, "ApiVersions", 0, 2)
         expected = codec.encode_api_versions_fallback(entry["correlation_id"], fallback)
         assert expected == codec.size_prefixed(frame)
         correlation_id, body, trailing = decode_response(entry, frame, 0)

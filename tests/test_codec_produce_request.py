@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 
-from codec import KAFKA_4_RANGES, UndecodableRequest, decode_header, decode_request
+from codec import KAFKA_4_RANGES, ApiKey, UndecodableRequest, decode_header, decode_request
 from codec.apis import request_reader, request_schema
 from codec.entities import make, request_module
 from codec.messages import request_check
@@ -28,7 +28,7 @@ from nullbroker.settings import Config
 from . import vectors
 from .kafka_wire import request_header, unsigned_varint
 from .kio_calls import SESSION, decode_response, dispatch_of, record_batch, request_frame
-from .produce_views import ONE_MS, PRODUCE, ZERO_UUID, as_kio_request
+from .produce_views import ONE_MS, ZERO_UUID, as_kio_request
 
 VERSIONS = range(3, 14)
 # A hostile length must not cost memory: far below what any count in these tests implies.
@@ -46,7 +46,7 @@ RECORDS = (
 
 def encode_body(version: int, body: Any) -> bytes:
     buffer = io.BytesIO()
-    entity_writer(request_schema(PRODUCE, version))(buffer, body)
+    entity_writer(request_schema(ApiKey.PRODUCE, version))(buffer, body)
     return buffer.getvalue()
 
 
@@ -54,7 +54,7 @@ def encode_body(version: int, body: Any) -> bytes:
 def produce_requests(draw: st.DrawFn) -> tuple[int, bytes]:
     """A Produce request payload of any version, built and encoded by kio."""
     version = draw(st.integers(3, 13))
-    types = request_module(PRODUCE, version)
+    types = request_module(ApiKey.PRODUCE, version)
     topic = st.uuids() | st.just(ZERO_UUID) if version >= 13 else st.text(max_size=20)
     body = make(
         types.ProduceRequest,
@@ -91,7 +91,7 @@ def assert_same(version: int, ours: ProduceRequestView, kios: Any) -> None:
 
 def kio_decode(frame: bytes | memoryview, offset: int, version: int) -> tuple[Any, int]:
     # Only ever on well-formed payloads: kio 0.6.5 trusts lengths.
-    decoded: tuple[Any, int] = request_reader(PRODUCE, version)(
+    decoded: tuple[Any, int] = request_reader(ApiKey.PRODUCE, version)(
         memoryview(frame).toreadonly(), offset
     )
     return decoded
@@ -123,7 +123,7 @@ def one_partition_request(
     """A request for partition 0 of one topic, as kio's entity and as encoded by kio. In
     flexible versions the payload's last three bytes are the partition's, the topic's and
     the request's (empty) tagged-field sections."""
-    types = request_module(PRODUCE, version)
+    types = request_module(ApiKey.PRODUCE, version)
     if version >= 13 and isinstance(topic, str):
         topic = uuid.uuid5(uuid.NAMESPACE_DNS, topic)
     body = make(
@@ -162,7 +162,7 @@ def test_records_are_a_zero_copy_slice_of_the_frame() -> None:
         assert partition.records.readonly
 
 
-PRODUCE_FRAMES = [entry for entry in vectors.requests() if entry["api_key"] == PRODUCE]
+PRODUCE_FRAMES = [entry for entry in vectors.requests() if entry["api_key"] == ApiKey.PRODUCE]
 
 
 @pytest.mark.parametrize("entry", PRODUCE_FRAMES, ids=vectors.entry_id)
@@ -351,7 +351,7 @@ def mutated_produce_frames(draw: st.DrawFn) -> bytes:
 
 @settings(max_examples=500, deadline=None)
 @given(frame=mutated_produce_frames())
-@example(frame=request_header(PRODUCE, 10, 1) + FLEXIBLE + HUGE_COMPACT)
+@example(frame=request_header(ApiKey.PRODUCE, 10, 1) + FLEXIBLE + HUGE_COMPACT)
 def test_any_bytes_decode_as_kio_decodes_them_or_are_refused(frame: bytes) -> None:
     header, offset = decode_header(frame)
     version = header.api_version
@@ -362,7 +362,7 @@ def test_any_bytes_decode_as_kio_decodes_them_or_are_refused(frame: bytes) -> No
     view = memoryview(frame).toreadonly()
     try:
         # The lead's structure check makes kio safe to call on these bytes.
-        request_check(PRODUCE, version)(view, offset, len(view))
+        request_check(ApiKey.PRODUCE, version)(view, offset, len(view))
         expected, kio_size = kio_decode(view, offset, version)
     except Exception:  # kio refuses: unknown tags, or a refusal of our own is expected
         return
@@ -373,7 +373,7 @@ def test_any_bytes_decode_as_kio_decodes_them_or_are_refused(frame: bytes) -> No
 
 def test_a_hostile_produce_request_is_refused_in_process() -> None:
     # The request that would make kio 0.6.5's reader allocate 128 GiB and abort.
-    frame = request_header(PRODUCE, 10, 1) + FLEXIBLE + HUGE_COMPACT
+    frame = request_header(ApiKey.PRODUCE, 10, 1) + FLEXIBLE + HUGE_COMPACT
     with pytest.raises(UndecodableRequest, match="topic count 17179869184"):
         decode_request(memoryview(frame).toreadonly(), KAFKA_4_RANGES)
 
@@ -384,9 +384,9 @@ def test_a_hostile_produce_request_is_refused_in_process() -> None:
 def produce(broker: Broker, version: int, topic: str | uuid.UUID, records: bytes) -> Any:
     """The topic response to a request for partition 0 of `topic`, answered by `broker`."""
     body, _ = one_partition_request(version, records, topic=topic)
-    answer = dispatch_of(broker).answer(request_frame(PRODUCE, version, body), SESSION)
+    answer = dispatch_of(broker).answer(request_frame(ApiKey.PRODUCE, version, body), SESSION)
     assert answer is not None
-    _, response = decode_response(PRODUCE, version, answer)
+    _, response = decode_response(ApiKey.PRODUCE, version, answer)
     (topic_response,) = response.responses
     return topic_response
 

@@ -124,7 +124,7 @@ def test_request_survives_framing_in_any_reads_and_decode_request(
 
 def expected_response_header_version(key: int, version: int) -> int:
     """Header v1 for flexible versions, v0 before them and always for ApiVersions (KIP-511)."""
-    if key == codec.API_VERSIONS_KEY:
+    if key == codec.ApiKey.API_VERSIONS:
         return 0
     return 1 if apis.response_schema(key, version).__flexible__ else 0
 
@@ -181,7 +181,7 @@ def test_api_versions_fallback_is_a_v0_unsupported_version_body_listing_one_rang
     correlation_id: int, versions: list[int]
 ) -> None:
     low, high = versions
-    served = codec.ApiRange(codec.API_VERSIONS_KEY, "ApiVersions", low, high)
+    served = codec.ApiRange(codec.ApiKey.API_VERSIONS, "ApiVersions", low, high)
     encoded = codec.encode_api_versions_fallback(correlation_id, served)
     assert int.from_bytes(encoded[:4], "big") == len(encoded) - 4
     header, header_size = entity_reader(ResponseHeaderV0)(encoded, 4)
@@ -190,5 +190,5 @@ def test_api_versions_fallback_is_a_v0_unsupported_version_body_listing_one_rang
     assert 4 + header_size + body_size == len(encoded)
     assert body.error_code == ErrorCode.unsupported_version
     assert [(entry.api_key, entry.min_version, entry.max_version) for entry in body.api_keys] == [
-        (codec.API_VERSIONS_KEY, low, high)
+        (codec.ApiKey.API_VERSIONS, low, high)
     ]

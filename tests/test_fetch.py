@@ -19,7 +19,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_writer
 
-from codec import decode_request, iter_batches
+from codec import ApiKey, decode_request, iter_batches
 from codec.apis import response_schema
 from codec.entities import make
 from nullbroker.broker import Broker
@@ -40,7 +40,6 @@ from tests.kio_calls import (
 from tests.test_handlers import list_offsets, produce
 from tests.vectors import by_file, frame_bytes
 
-FETCH, DELETE_RECORDS = 1, 21
 # Version 4 (the oldest served), 11 (sessions, rack), 12 (first flexible), 13 (topic ids),
 # 16 (Java 4.0's), 18 (the newest).
 VERSIONS = [4, 11, 12, 13, 16, 18]
@@ -77,7 +76,7 @@ def fetch_request(
     max_wait_ms: int = 0,
 ) -> Any:
     """A Fetch request entity naming topics by name before v13 and by id from v13."""
-    t = types(FETCH, version)
+    t = types(ApiKey.FETCH, version)
     return make(
         t.FetchRequest,
         max_wait=datetime.timedelta(milliseconds=max_wait_ms),
@@ -117,11 +116,11 @@ def fetch(
     """A Fetch answered at once (max_wait 0 unless asked): the decoded response."""
     answer = answered(
         dispatch_of(b).answer(
-            request_frame(FETCH, version, fetch_request(version, topics, **limits)), SESSION
+            request_frame(ApiKey.FETCH, version, fetch_request(version, topics, **limits)), SESSION
         ),
         "this fetch should have been answered at once",
     )
-    correlation_id, response = decode_response(FETCH, version, answer)
+    correlation_id, response = decode_response(ApiKey.FETCH, version, answer)
     assert correlation_id == 7
     return response
 
@@ -285,10 +284,10 @@ def test_a_produced_topic_serves_a_synthetic_record_for_every_offset_produced(
 
 
 def delete_records_below(b: Broker, topic: str, partition: int, offset: int) -> Any:
-    t = types(DELETE_RECORDS, 2)
+    t = types(ApiKey.DELETE_RECORDS, 2)
     return call(
         b,
-        DELETE_RECORDS,
+        ApiKey.DELETE_RECORDS,
         2,
         topics=(
             t.DeleteRecordsTopic(
@@ -363,10 +362,10 @@ async def test_an_error_is_answered_at_once_even_with_max_wait() -> None:
     b, _ = source_broker()
     body = fetch_request(12, [("nope", [(0, 0, MIB)])], max_wait_ms=60_000)
     answer = answered(
-        dispatch_of(b).answer(request_frame(FETCH, 12, body), SESSION),
+        dispatch_of(b).answer(request_frame(ApiKey.FETCH, 12, body), SESSION),
         "an error is news: nothing to wait for",
     )
-    _, response = decode_response(FETCH, 12, answer)
+    _, response = decode_response(ApiKey.FETCH, 12, answer)
     assert response.responses[0].partitions[0].error_code is ErrorCode.unknown_topic_or_partition
 
 
@@ -396,8 +395,8 @@ async def test_an_unknown_topic_or_partition_is_set_aside_while_the_others_wait(
     responses: list[Any] = []
 
     async def consumer() -> None:
-        frame = await answer_async(b, request_frame(FETCH, version, body))
-        responses.append(decode_response(FETCH, version, frame)[1])
+        frame = await answer_async(b, request_frame(ApiKey.FETCH, version, body))
+        responses.append(decode_response(ApiKey.FETCH, version, frame)[1])
 
     with trio.fail_after(CEILING_S):
         async with trio.open_nursery() as nursery:
@@ -421,13 +420,13 @@ async def test_a_held_fetch_beside_an_unknown_topic_returns_after_max_wait() -> 
     assert topic is not None
     asked = [(topic.id, [(0, 3, MIB)]), (STRANGER, [(0, 0, MIB)])]
     body = fetch_request(16, asked, max_wait_ms=SHORT_WAIT_MS)
-    answer = dispatch_of(b).answer(request_frame(FETCH, 16, body), SESSION)
+    answer = dispatch_of(b).answer(request_frame(ApiKey.FETCH, 16, body), SESSION)
     assert inspect.isawaitable(answer), "a deleted topic's partition must not end the wait"
     started = trio.current_time()
     with trio.fail_after(CEILING_S):
         frame = answered(await answer)
     assert trio.current_time() - started >= SHORT_WAIT_MS / 1000 * 0.9
-    unknown = decode_response(FETCH, 16, frame)[1].responses[1].partitions[0]
+    unknown = decode_response(ApiKey.FETCH, 16, frame)[1].responses[1].partitions[0]
     assert unknown.error_code is ErrorCode.unknown_topic_id
 
 
@@ -438,10 +437,12 @@ async def test_an_offset_out_of_range_beside_a_partition_at_the_log_end_is_answe
     asked = [(topic.id, [(0, RECORDS, MIB), (1, RECORDS + 5, MIB)])]
     body = fetch_request(16, asked, max_wait_ms=60_000)
     answer = answered(
-        dispatch_of(b).answer(request_frame(FETCH, 16, body), SESSION),
+        dispatch_of(b).answer(request_frame(ApiKey.FETCH, 16, body), SESSION),
         "a failed read ends the wait",
     )
-    errors = [p.error_code for p in decode_response(FETCH, 16, answer)[1].responses[0].partitions]
+    errors = [
+        p.error_code for p in decode_response(ApiKey.FETCH, 16, answer)[1].responses[0].partitions
+    ]
     assert errors == [ErrorCode.none, ErrorCode.offset_out_of_range]
 
 
@@ -456,10 +457,10 @@ async def test_a_fetch_naming_no_partition_is_answered_at_once(
     topics = [(topic_key(topic, version), [])] if names_a_topic else []
     body = fetch_request(version, topics, max_wait_ms=60_000)
     answer = answered(
-        dispatch_of(b).answer(request_frame(FETCH, version, body), SESSION),
+        dispatch_of(b).answer(request_frame(ApiKey.FETCH, version, body), SESSION),
         "nothing asked: nothing to wait for",
     )
-    _, response = decode_response(FETCH, version, answer)
+    _, response = decode_response(ApiKey.FETCH, version, answer)
     assert response.error_code is ErrorCode.none
     assert all(not topic.partitions for topic in response.responses)
 
@@ -529,8 +530,8 @@ async def test_a_held_fetch_returns_when_a_produce_arrives() -> None:
     topic = b.topics.get("t")
     assert topic is not None
     body = fetch_request(16, [(topic.id, [(0, 3, MIB)])], max_wait_ms=60_000)
-    frame = await held_until_produced(b, request_frame(FETCH, 16, body), "t", 2)
-    (data,) = decode_response(FETCH, 16, frame)[1].responses[0].partitions
+    frame = await held_until_produced(b, request_frame(ApiKey.FETCH, 16, body), "t", 2)
+    (data,) = decode_response(ApiKey.FETCH, 16, frame)[1].responses[0].partitions
     assert data.high_watermark == 5
     # Synthetic batches are aligned at multiples of batch_records: the one holding offset 3
     # starts at 0 and now reaches the new log end.
@@ -543,11 +544,11 @@ async def test_a_held_fetch_returns_empty_after_max_wait_without_data() -> None:
     b = Broker(Config())
     produce(b, "t", 0, record_batch(3))
     body = fetch_request(12, [("t", [(0, 3, MIB)])], max_wait_ms=SHORT_WAIT_MS)
-    answer = dispatch_of(b).answer(request_frame(FETCH, 12, body), SESSION)
+    answer = dispatch_of(b).answer(request_frame(ApiKey.FETCH, 12, body), SESSION)
     assert inspect.isawaitable(answer), "at the log end the fetch must be held"
     with trio.fail_after(CEILING_S):
         frame = answered(await answer)
-    (data,) = decode_response(FETCH, 12, frame)[1].responses[0].partitions
+    (data,) = decode_response(ApiKey.FETCH, 12, frame)[1].responses[0].partitions
     assert (data.error_code, data.records, data.high_watermark) == (ErrorCode.none, b"", 3)
     assert b.stats.fetched[("t", 0)].records == 0
 
@@ -556,8 +557,8 @@ async def test_a_held_fetch_below_min_bytes_returns_what_there_is_after_max_wait
     b, topic = source_broker(partitions=1, records=10)
     body = fetch_request(16, [(topic.id, [(0, 0, MIB)])], min_bytes=MIB, max_wait_ms=SHORT_WAIT_MS)
     with trio.fail_after(CEILING_S):
-        frame = await answer_async(b, request_frame(FETCH, 16, body))
-    (data,) = decode_response(FETCH, 16, frame)[1].responses[0].partitions
+        frame = await answer_async(b, request_frame(ApiKey.FETCH, 16, body))
+    (data,) = decode_response(ApiKey.FETCH, 16, frame)[1].responses[0].partitions
     assert offsets_of(data.records) == list(range(10))
 
 
@@ -566,8 +567,8 @@ async def test_a_held_fetch_on_a_growing_source_returns_with_its_next_records() 
     end = list_offsets(b, "src", 0, -1).offset
     body = fetch_request(16, [(topic.id, [(0, end, MIB)])], max_wait_ms=60_000)
     with trio.fail_after(CEILING_S):
-        frame = await answer_async(b, request_frame(FETCH, 16, body))
-    (data,) = decode_response(FETCH, 16, frame)[1].responses[0].partitions
+        frame = await answer_async(b, request_frame(ApiKey.FETCH, 16, body))
+    (data,) = decode_response(ApiKey.FETCH, 16, frame)[1].responses[0].partitions
     served = offsets_of(data.records)
     assert served and served[-1] >= end
     assert data.high_watermark > end
@@ -584,7 +585,7 @@ def encode_response_frame(version: int, correlation_id: int, body: Any) -> bytes
     """A size-prefixed Fetch response frame written by kio (response header v1: flexible)."""
     buffer = io.BytesIO()
     entity_writer(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=correlation_id))
-    entity_writer(response_schema(FETCH, version))(buffer, body)
+    entity_writer(response_schema(ApiKey.FETCH, version))(buffer, body)
     payload = buffer.getvalue()
     return len(payload).to_bytes(4, "big") + payload
 
@@ -602,7 +603,7 @@ def test_java_fetch_v16_requests_get_responses_kio_round_trips_byte_for_byte(fil
     answer = answered(
         dispatch_of(b).answer(frame, SESSION), "every partition has data: no reason to wait"
     )
-    correlation_id, response = decode_response(FETCH, 16, answer)
+    correlation_id, response = decode_response(ApiKey.FETCH, 16, answer)
     assert correlation_id == entry["correlation_id"]
     assert encode_response_frame(16, correlation_id, response) == answer
 
@@ -632,10 +633,10 @@ def test_a_topic_named_by_the_zero_id_fails_a_fetch_that_opens_a_session(version
         (-1, ErrorCode.none, [ErrorCode.unknown_topic_id]),
     ):
         frame = request_frame(
-            FETCH, version, dataclasses.replace(asked, session_epoch=session_epoch)
+            ApiKey.FETCH, version, dataclasses.replace(asked, session_epoch=session_epoch)
         )
         _, response = decode_response(
-            FETCH, version, answered(dispatch_of(b).answer(frame, SESSION))
+            ApiKey.FETCH, version, answered(dispatch_of(b).answer(frame, SESSION))
         )
         assert response.error_code == top
         assert [p.error_code for t in response.responses for p in t.partitions] == partitions

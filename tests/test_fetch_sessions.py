@@ -15,6 +15,7 @@ import trio
 import trio.testing
 from kio.schema.errors import ErrorCode
 
+from codec import ApiKey
 from nullbroker.broker import Broker
 from nullbroker.settings import Config
 from nullbroker.state.fetch_sessions import EVICTION_MS, FetchSessionCache, next_epoch
@@ -27,7 +28,7 @@ from tests.kio_calls import (
     record_batch,
     request_frame,
 )
-from tests.test_fetch import FETCH, MIB, PartitionAsk, fetch_request, held_until_produced
+from tests.test_fetch import MIB, PartitionAsk, fetch_request, held_until_produced
 from tests.test_handlers import produce
 
 CEILING_S = 10.0
@@ -66,12 +67,12 @@ class Consumer:
             session_epoch=self.epoch if epoch is None else epoch,
             forgotten_topics_data=forget,
         )
-        return request_frame(FETCH, self.version, body)
+        return request_frame(ApiKey.FETCH, self.version, body)
 
     def _forgotten(self, key: Any, topic: Any) -> Any:
         from tests.kio_calls import types
 
-        t = types(FETCH, self.version)
+        t = types(ApiKey.FETCH, self.version)
         fields = {"topic_id": key} if self.version >= 13 else {"topic": key}
         return t.ForgottenTopic(**fields, partitions=tuple(p.partition for p in topic.partitions))
 
@@ -89,7 +90,7 @@ class Consumer:
         return self.took(answered(dispatch_of(self.broker).answer(frame, SESSION)))
 
     def took(self, frame: bytes) -> Any:
-        _, response = decode_response(FETCH, self.version, frame)
+        _, response = decode_response(ApiKey.FETCH, self.version, frame)
         if response.error_code is ErrorCode.none:
             if response.session_id != self.session_id:
                 self.session_id, self.epoch = response.session_id, 0
@@ -246,7 +247,7 @@ async def test_a_held_fetch_overtaken_by_the_next_of_its_session_is_refused() ->
     assert inspect.isawaitable(first)
     consumer.fetch(epoch=consumer.epoch + 1)
     with trio.fail_after(CEILING_S):
-        _, response = decode_response(FETCH, 16, answered(await first))
+        _, response = decode_response(ApiKey.FETCH, 16, answered(await first))
     assert response.error_code is ErrorCode.invalid_fetch_session_epoch
     assert response.session_id == consumer.session_id
 
@@ -269,7 +270,9 @@ def test_sessions_are_per_node() -> None:
     consumer.fetch([("a", [(0, 0, MIB)])])
     elsewhere = dataclasses.replace(SESSION, node_id=1)
     frame = consumer.request()
-    _, response = decode_response(FETCH, 12, answered(dispatch_of(b).answer(frame, elsewhere)))
+    _, response = decode_response(
+        ApiKey.FETCH, 12, answered(dispatch_of(b).answer(frame, elsewhere))
+    )
     assert response.error_code is ErrorCode.fetch_session_id_not_found
 
 

@@ -9,15 +9,12 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
+from codec import ApiKey
 from nullbroker.broker import Broker
 from nullbroker.handlers import SERVED_KEYS
 from nullbroker.settings import Config
 
 from .kio_calls import SESSION, call, dispatch_of, record_batch, request_frame, types
-
-PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
-FIND_COORDINATOR, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS = 10, 18, 19, 20
-INIT_PRODUCER_ID, DESCRIBE_CONFIGS, CREATE_PARTITIONS, DESCRIBE_CLUSTER = 22, 32, 37, 60
 
 
 def broker(**settings: Any) -> Broker:
@@ -25,10 +22,10 @@ def broker(**settings: Any) -> Broker:
 
 
 def metadata(b: Broker, *names: str, version: int = 12, auto_create: bool = True) -> Any:
-    t = types(METADATA, version)
+    t = types(ApiKey.METADATA, version)
     return call(
         b,
-        METADATA,
+        ApiKey.METADATA,
         version,
         topics=tuple(t.MetadataRequestTopic(topic_id=None, name=name) for name in names),
         allow_auto_topic_creation=auto_create,
@@ -39,7 +36,7 @@ def metadata(b: Broker, *names: str, version: int = 12, auto_create: bool = True
 def produce(
     b: Broker, topic: str, partition: int, batch: bytes, version: int = 10, acks: int = -1
 ) -> Any:
-    t = types(PRODUCE, version)
+    t = types(ApiKey.PRODUCE, version)
     body = t.ProduceRequest(
         transactional_id=None,
         acks=acks,
@@ -52,10 +49,10 @@ def produce(
         ),
     )
     if acks == 0:
-        return dispatch_of(b).answer(request_frame(PRODUCE, version, body), SESSION)
+        return dispatch_of(b).answer(request_frame(ApiKey.PRODUCE, version, body), SESSION)
     return call(
         b,
-        PRODUCE,
+        ApiKey.PRODUCE,
         version,
         transactional_id=None,
         acks=acks,
@@ -69,10 +66,10 @@ def produced_partition(response: Any) -> Any:
 
 
 def list_offsets(b: Broker, topic: str, partition: int, timestamp: int, version: int = 7) -> Any:
-    t = types(LIST_OFFSETS, version)
+    t = types(ApiKey.LIST_OFFSETS, version)
     response = call(
         b,
-        LIST_OFFSETS,
+        ApiKey.LIST_OFFSETS,
         version,
         replica_id=-1,
         isolation_level=0,
@@ -95,19 +92,19 @@ def list_offsets(b: Broker, topic: str, partition: int, timestamp: int, version:
 
 def test_api_versions_advertises_exactly_the_keys_with_handlers() -> None:
     response = call(
-        broker(), API_VERSIONS, 4, client_software_name="t", client_software_version="1"
+        broker(), ApiKey.API_VERSIONS, 4, client_software_name="t", client_software_version="1"
     )
     assert response.error_code is ErrorCode.none
     assert {api.api_key for api in response.api_keys} == set(SERVED_KEYS)
     # Listed from v0 as Kafka 4 lists it (codec.ADVERTISED_MIN_VERSIONS); served from v3.
-    produce_range = next(api for api in response.api_keys if api.api_key == PRODUCE)
+    produce_range = next(api for api in response.api_keys if api.api_key == ApiKey.PRODUCE)
     assert (produce_range.min_version, produce_range.max_version) == (0, 13)
 
 
 @pytest.mark.parametrize("version", range(5))
 def test_every_api_versions_version_gets_the_same_key_list(version: int) -> None:
     fields = {"client_software_name": "t", "client_software_version": "1"} if version >= 3 else {}
-    response = call(broker(), API_VERSIONS, version, **fields)
+    response = call(broker(), ApiKey.API_VERSIONS, version, **fields)
     assert len(response.api_keys) == len(SERVED_KEYS)
 
 
@@ -154,24 +151,24 @@ def test_metadata_null_topics_lists_all_and_v0_empty_list_lists_all() -> None:
     metadata(b, "a", "b")
     everything = call(
         b,
-        METADATA,
+        ApiKey.METADATA,
         12,
         topics=None,
         allow_auto_topic_creation=False,
         include_topic_authorized_operations=False,
     )
     assert sorted(t.name for t in everything.topics) == ["a", "b"]
-    assert sorted(t.name for t in call(b, METADATA, 0, topics=()).topics) == ["a", "b"]
-    assert call(b, METADATA, 1, topics=()).topics == ()
+    assert sorted(t.name for t in call(b, ApiKey.METADATA, 0, topics=()).topics) == ["a", "b"]
+    assert call(b, ApiKey.METADATA, 1, topics=()).topics == ()
 
 
 def test_metadata_finds_a_topic_by_id() -> None:
     b = broker()
     topic_id = metadata(b, "orders").topics[0].topic_id
-    t = types(METADATA, 12)
+    t = types(ApiKey.METADATA, 12)
     response = call(
         b,
-        METADATA,
+        ApiKey.METADATA,
         12,
         topics=(t.MetadataRequestTopic(topic_id=topic_id, name=None),),
         allow_auto_topic_creation=False,
@@ -286,10 +283,10 @@ def test_produce_to_a_missing_partition_is_unknown_topic_or_partition() -> None:
 def test_produce_v13_addresses_topics_by_id() -> None:
     b = broker()
     topic_id = metadata(b, "t").topics[0].topic_id
-    t = types(PRODUCE, 13)
+    t = types(ApiKey.PRODUCE, 13)
     response = call(
         b,
-        PRODUCE,
+        ApiKey.PRODUCE,
         13,
         transactional_id=None,
         acks=-1,
@@ -320,7 +317,7 @@ def test_init_producer_id_hands_out_distinct_ids() -> None:
     b = broker()
     first = call(
         b,
-        INIT_PRODUCER_ID,
+        ApiKey.INIT_PRODUCER_ID,
         4,
         transactional_id=None,
         transaction_timeout=datetime.timedelta(minutes=1),
@@ -329,7 +326,7 @@ def test_init_producer_id_hands_out_distinct_ids() -> None:
     )
     second = call(
         b,
-        INIT_PRODUCER_ID,
+        ApiKey.INIT_PRODUCER_ID,
         4,
         transactional_id=None,
         transaction_timeout=datetime.timedelta(minutes=1),
@@ -344,14 +341,14 @@ def test_a_transactional_id_keeps_its_producer_id_and_bumps_its_epoch() -> None:
     b = broker()
     first = call(
         b,
-        INIT_PRODUCER_ID,
+        ApiKey.INIT_PRODUCER_ID,
         0,
         transactional_id="tx",
         transaction_timeout=datetime.timedelta(minutes=1),
     )
     second = call(
         b,
-        INIT_PRODUCER_ID,
+        ApiKey.INIT_PRODUCER_ID,
         0,
         transactional_id="tx",
         transaction_timeout=datetime.timedelta(minutes=1),
@@ -390,10 +387,10 @@ def test_list_offsets_by_timestamp_finds_the_synthetic_record_fetch_serves() -> 
 def create_topics(
     b: Broker, *specs: tuple[str, int, int], version: int = 7, validate_only: bool = False
 ) -> Any:
-    t = types(CREATE_TOPICS, version)
+    t = types(ApiKey.CREATE_TOPICS, version)
     return call(
         b,
-        CREATE_TOPICS,
+        ApiKey.CREATE_TOPICS,
         version,
         topics=tuple(
             t.CreatableTopic(
@@ -458,7 +455,7 @@ def test_delete_topics_by_name_and_id_keeps_the_produced_counts() -> None:
     produce(b, "gone", 0, record_batch(3))
     response = call(
         b,
-        DELETE_TOPICS,
+        ApiKey.DELETE_TOPICS,
         5,
         topic_names=("gone", "never"),
         timeout=datetime.timedelta(seconds=5),
@@ -474,10 +471,10 @@ def test_delete_topics_by_name_and_id_keeps_the_produced_counts() -> None:
     b.topics.delete(b.topics.get("again"))
     assert b.topics.create("again").id != old_id, "a re-created topic gets a new id"
 
-    t = types(DELETE_TOPICS, 6)
+    t = types(ApiKey.DELETE_TOPICS, 6)
     by_id = call(
         b,
-        DELETE_TOPICS,
+        ApiKey.DELETE_TOPICS,
         6,
         topics=(t.DeleteTopicState(name=None, topic_id=b.topics.get("again").id),),
         timeout=datetime.timedelta(seconds=5),
@@ -488,12 +485,12 @@ def test_delete_topics_by_name_and_id_keeps_the_produced_counts() -> None:
 def test_create_partitions_only_grows() -> None:
     b = broker()
     metadata(b, "t")
-    t = types(CREATE_PARTITIONS, 3)
+    t = types(ApiKey.CREATE_PARTITIONS, 3)
 
     def grow(count: int, name: str = "t") -> ErrorCode:
         result = call(
             b,
-            CREATE_PARTITIONS,
+            ApiKey.CREATE_PARTITIONS,
             3,
             topics=(t.CreatePartitionsTopic(name=name, count=count, assignments=None),),
             timeout=datetime.timedelta(seconds=5),
@@ -515,10 +512,10 @@ def test_create_partitions_only_grows() -> None:
 def describe_configs(
     b: Broker, resource_type: int, name: str, keys: tuple[str, ...] | None = None
 ) -> Any:
-    t = types(DESCRIBE_CONFIGS, 4)
+    t = types(ApiKey.DESCRIBE_CONFIGS, 4)
     return call(
         b,
-        DESCRIBE_CONFIGS,
+        ApiKey.DESCRIBE_CONFIGS,
         4,
         resources=(
             t.DescribeConfigsResource(
@@ -586,12 +583,12 @@ def test_describe_configs_reports_the_brokers_own_settings() -> None:
 def test_describe_cluster_lists_this_node() -> None:
     b = broker()
     response = call(
-        b, DESCRIBE_CLUSTER, 1, include_cluster_authorized_operations=False, endpoint_type=1
+        b, ApiKey.DESCRIBE_CLUSTER, 1, include_cluster_authorized_operations=False, endpoint_type=1
     )
     assert response.cluster_id == b.cluster_id
     assert [(n.broker_id, n.host, n.port) for n in response.brokers] == [(0, "127.0.0.1", 9092)]
     controllers = call(
-        b, DESCRIBE_CLUSTER, 1, include_cluster_authorized_operations=False, endpoint_type=2
+        b, ApiKey.DESCRIBE_CLUSTER, 1, include_cluster_authorized_operations=False, endpoint_type=2
     )
     assert controllers.error_code is ErrorCode.unsupported_endpoint_type
 
@@ -604,11 +601,11 @@ def test_authorized_operations_are_every_one_kafka_s_resource_type_has() -> None
     b.topics.create("ops", 1)
     response = call(
         b,
-        METADATA,
+        ApiKey.METADATA,
         10,
         topics=(
-            types(METADATA, 10).MetadataRequestTopic(name="ops", topic_id=uuid.UUID(int=0)),
-            types(METADATA, 10).MetadataRequestTopic(name="nope", topic_id=uuid.UUID(int=0)),
+            types(ApiKey.METADATA, 10).MetadataRequestTopic(name="ops", topic_id=uuid.UUID(int=0)),
+            types(ApiKey.METADATA, 10).MetadataRequestTopic(name="nope", topic_id=uuid.UUID(int=0)),
         ),
         allow_auto_topic_creation=False,
         include_cluster_authorized_operations=True,
@@ -620,16 +617,16 @@ def test_authorized_operations_are_every_one_kafka_s_resource_type_has() -> None
         ("nope", ErrorCode.unknown_topic_or_partition, 3576),
     ]
     described = call(
-        b, DESCRIBE_CLUSTER, 1, include_cluster_authorized_operations=True, endpoint_type=1
+        b, ApiKey.DESCRIBE_CLUSTER, 1, include_cluster_authorized_operations=True, endpoint_type=1
     )
     assert described.cluster_authorized_operations == 8096
 
 
 def test_find_coordinator_points_at_this_node_in_old_and_batched_versions() -> None:
     b = broker()
-    single = call(b, FIND_COORDINATOR, 3, key="group", key_type=0)
+    single = call(b, ApiKey.FIND_COORDINATOR, 3, key="group", key_type=0)
     assert (single.node_id, single.host, single.port) == (0, "127.0.0.1", 9092)
-    batched = call(b, FIND_COORDINATOR, 6, key_type=0, coordinator_keys=("g1", "g2"))
+    batched = call(b, ApiKey.FIND_COORDINATOR, 6, key_type=0, coordinator_keys=("g1", "g2"))
     assert [c.key for c in batched.coordinators] == ["g1", "g2"]
     # Kafka 4.1.1 words no error "NONE" before v4 and "" in a coordinator of v4+.
     assert single.error_message == "NONE"
@@ -638,7 +635,7 @@ def test_find_coordinator_points_at_this_node_in_old_and_batched_versions() -> N
 
 def test_find_coordinator_refuses_a_key_type_it_does_not_serve_as_kafka_does() -> None:
     b = broker()
-    unknown = call(b, FIND_COORDINATOR, 3, key="group", key_type=7)
+    unknown = call(b, ApiKey.FIND_COORDINATOR, 3, key="group", key_type=7)
     assert (unknown.error_code, unknown.node_id, unknown.host, unknown.port) == (
         ErrorCode.invalid_request,
         -1,
@@ -647,8 +644,10 @@ def test_find_coordinator_refuses_a_key_type_it_does_not_serve_as_kafka_does() -
     )
     assert unknown.error_message.startswith("This most likely occurs because of a request")
     share, other = (
-        call(b, FIND_COORDINATOR, 6, key_type=2, coordinator_keys=("g:topic-id:0",)).coordinators
-        + call(b, FIND_COORDINATOR, 6, key_type=-1, coordinator_keys=("g",)).coordinators
+        call(
+            b, ApiKey.FIND_COORDINATOR, 6, key_type=2, coordinator_keys=("g:topic-id:0",)
+        ).coordinators
+        + call(b, ApiKey.FIND_COORDINATOR, 6, key_type=-1, coordinator_keys=("g",)).coordinators
     )
     # Share groups (key type 2) Kafka refuses without a message when they are not enabled.
     assert (share.error_code, share.error_message, share.node_id) == (

@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
+from codec import ApiKey
 from nullbroker.broker import Broker
 from nullbroker.cluster.nodes import internal_partition_for, java_string_hash
 from nullbroker.settings import Config
 from tests.kio_calls import call, record_batch, types
-from tests.test_cluster import FIND_COORDINATOR, METADATA, ask, cluster_broker
+from tests.test_cluster import ask, cluster_broker
 from tests.test_config_documentation import TOPIC_RESOURCE, config_entries
 from tests.test_fetch import fetch
 from tests.test_handlers import produce
@@ -30,16 +31,16 @@ DYNAMIC_TOPIC_CONFIG = 1
 
 def all_topics(broker: Broker) -> dict[str, Any]:
     response = call(
-        broker, METADATA, 12,
+        broker, ApiKey.METADATA, 12,
         topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False,
     )  # fmt: skip
     return {topic.name: topic for topic in response.topics}
 
 
 def named_topic(broker: Broker, name: str, allow_auto_create: bool) -> Any:
-    wanted = types(METADATA, 12).MetadataRequestTopic(topic_id=None, name=name)
+    wanted = types(ApiKey.METADATA, 12).MetadataRequestTopic(topic_id=None, name=name)
     response = call(
-        broker, METADATA, 12,
+        broker, ApiKey.METADATA, 12,
         topics=(wanted,), allow_auto_topic_creation=allow_auto_create,
         include_topic_authorized_operations=False,
     )  # fmt: skip
@@ -48,7 +49,7 @@ def named_topic(broker: Broker, name: str, allow_auto_create: bool) -> Any:
 
 
 def find_coordinator(broker: Broker, key_type: int, *keys: str) -> Any:
-    response = call(broker, FIND_COORDINATOR, 4, key_type=key_type, coordinator_keys=keys)
+    response = call(broker, ApiKey.FIND_COORDINATOR, 4, key_type=key_type, coordinator_keys=keys)
     return response.coordinators
 
 
@@ -176,10 +177,10 @@ def test_on_a_cluster_a_key_is_coordinated_by_the_leader_of_its_internal_partiti
 ) -> None:
     broker = cluster_broker(3)
     keys = tuple(f"key-{n}" for n in range(30))
-    answer = ask(broker, 1, FIND_COORDINATOR, 4, key_type=key_type, coordinator_keys=keys)
-    wanted = types(METADATA, 12).MetadataRequestTopic(topic_id=None, name=internal)
+    answer = ask(broker, 1, ApiKey.FIND_COORDINATOR, 4, key_type=key_type, coordinator_keys=keys)
+    wanted = types(ApiKey.METADATA, 12).MetadataRequestTopic(topic_id=None, name=internal)
     (topic,) = ask(
-        broker, 1, METADATA, 12,
+        broker, 1, ApiKey.METADATA, 12,
         topics=(wanted,), allow_auto_topic_creation=False,
         include_topic_authorized_operations=False,
     ).topics  # fmt: skip

@@ -12,14 +12,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from codec import ApiKey
 from codec.apis import request_schema
 from codec.entities import make
 from nullbroker.broker import Broker
 from nullbroker.settings import Config
 from tests.kio_calls import answered, decode_response, dispatch_of, request_frame, types
 from tests.test_cluster import cluster_broker, session
-
-OFFSET_FOR_LEADER_EPOCH, LIST_OFFSETS, FETCH, PRODUCE = 23, 2, 1, 0
 
 
 def ask(broker: Broker, node: int, api_key: int, version: int, **fields: Any) -> Any:
@@ -31,9 +30,9 @@ def ask(broker: Broker, node: int, api_key: int, version: int, **fields: Any) ->
 
 def end_of(broker: Broker, node: int, topic: str, current: int, epoch: int) -> tuple[int, ...]:
     """(error, epoch, end offset) of OffsetForLeaderEpoch v4 for partition 0 of `topic`."""
-    t = types(OFFSET_FOR_LEADER_EPOCH, 4)
+    t = types(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4)
     answer = ask(
-        broker, node, OFFSET_FOR_LEADER_EPOCH, 4,
+        broker, node, ApiKey.OFFSET_FOR_LEADER_EPOCH, 4,
         replica_id=-1,
         topics=(make(t.OffsetForLeaderTopic, topic=topic, partitions=(
             make(t.OffsetForLeaderPartition, partition=0, current_leader_epoch=current,
@@ -46,9 +45,9 @@ def end_of(broker: Broker, node: int, topic: str, current: int, epoch: int) -> t
 
 def latest(broker: Broker, node: int, topic: str, current: int) -> tuple[int, ...]:
     """(error, offset, leader epoch) of ListOffsets v10, latest, for partition 0."""
-    t = types(LIST_OFFSETS, 10)
+    t = types(ApiKey.LIST_OFFSETS, 10)
     answer = ask(
-        broker, node, LIST_OFFSETS, 10,
+        broker, node, ApiKey.LIST_OFFSETS, 10,
         replica_id=-1, isolation_level=0, timeout=datetime.timedelta(seconds=1),
         topics=(make(t.ListOffsetsTopic, name=topic, partitions=(
             make(t.ListOffsetsPartition, partition_index=0, current_leader_epoch=current,
@@ -61,9 +60,9 @@ def latest(broker: Broker, node: int, topic: str, current: int) -> tuple[int, ..
 
 def fetch_error(broker: Broker, node: int, topic: str, current: int) -> int:
     """The error of Fetch v12 of partition 0 from offset 0, naming `current`."""
-    t = types(FETCH, 12)
+    t = types(ApiKey.FETCH, 12)
     answer = ask(
-        broker, node, FETCH, 12,
+        broker, node, ApiKey.FETCH, 12,
         replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=1 << 20,
         isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=(),
         rack_id="",

@@ -17,6 +17,7 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
+from codec import ApiKey
 from nullbroker.broker import Broker
 from nullbroker.handlers.produce import RefusedWithoutAcks
 from nullbroker.settings import Config
@@ -28,7 +29,6 @@ from tests.kafka_wire import FrameStream
 from tests.kio_calls import SESSION, call, dispatch_of, record_batch, request_frame, types
 from tests.test_topic_configs import create_topics_fields
 
-PRODUCE, INCREMENTAL_ALTER_CONFIGS, CREATE_TOPICS = 0, 44, 19
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 SET, DELETE = 0, 1
 DEFAULT_LIMIT = 1048588
@@ -48,7 +48,7 @@ def batch_of(size: int) -> bytes:
 
 def produce_fields(batches: dict[str, bytes], version: int = 9, acks: int = -1) -> dict[str, Any]:
     """A Produce request's fields: one batch to partition 0 of each topic."""
-    t = types(PRODUCE, version)
+    t = types(ApiKey.PRODUCE, version)
     return {
         "transactional_id": None,
         "acks": acks,
@@ -63,16 +63,16 @@ def produce_fields(batches: dict[str, bytes], version: int = 9, acks: int = -1) 
 
 
 def produce(broker: Broker, topic: str, batch: bytes, version: int = 9) -> Any:
-    response = call(broker, PRODUCE, version, **produce_fields({topic: batch}, version))
+    response = call(broker, ApiKey.PRODUCE, version, **produce_fields({topic: batch}, version))
     return response.responses[0].partition_responses[0]
 
 
 def alter(broker: Broker, kind: int, name: str, key: str, operation: int, value: str | None) -> Any:
-    t = types(INCREMENTAL_ALTER_CONFIGS, 1)
+    t = types(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1)
     config = t.AlterableConfig(name=key, config_operation=operation, value=value)
     resource = t.AlterConfigsResource(resource_type=kind, resource_name=name, configs=(config,))
     response = call(
-        broker, INCREMENTAL_ALTER_CONFIGS, 1, resources=(resource,), validate_only=False
+        broker, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, resources=(resource,), validate_only=False
     )
     assert response.responses[0].error_code is ErrorCode.none
     return response
@@ -80,7 +80,7 @@ def alter(broker: Broker, kind: int, name: str, key: str, operation: int, value:
 
 def create_topic(broker: Broker, name: str, configs: dict[str, str]) -> None:
     response = call(
-        broker, CREATE_TOPICS, 7, **create_topics_fields([(name, dict(configs))], False)
+        broker, ApiKey.CREATE_TOPICS, 7, **create_topics_fields([(name, dict(configs))], False)
     )
     assert response.topics[0].error_code is ErrorCode.none
 
@@ -171,13 +171,13 @@ def test_confluent_kafka_is_told_msg_size_too_large_by_the_broker(
 def test_an_acks_0_request_refused_closes_the_connection_as_kafka_does(broker: Broker) -> None:
     broker.topics.get_or_auto_create("plain")
     fields = produce_fields({"plain": batch_of(100), "small": batch_of(2001)}, acks=0)
-    frame = request_frame(PRODUCE, 9, types(PRODUCE, 9).ProduceRequest(**fields))
+    frame = request_frame(ApiKey.PRODUCE, 9, types(ApiKey.PRODUCE, 9).ProduceRequest(**fields))
     with pytest.raises(RefusedWithoutAcks, match="message_too_large"):
         dispatch_of(broker).answer(frame, SESSION)
     assert broker.topics.get("plain").partitions[0].log_end_offset == 1  # appended all the same
     assert broker.topics.get("small").partitions[0].log_end_offset == 0
     fields = produce_fields({"small": batch_of(2000)}, acks=0)
-    taken = request_frame(PRODUCE, 9, types(PRODUCE, 9).ProduceRequest(**fields))
+    taken = request_frame(ApiKey.PRODUCE, 9, types(ApiKey.PRODUCE, 9).ProduceRequest(**fields))
     assert dispatch_of(broker).answer(taken, SESSION) is None
 
 
@@ -188,13 +188,13 @@ async def closes_after_acks_0_refused(bootstrap: str, topic: str) -> bool:
     stream = FrameStream(await trio.open_tcp_stream(host, int(port)))
     try:
         created = await stream.request(
-            types(CREATE_TOPICS, 7).CreateTopicsRequest(
+            types(ApiKey.CREATE_TOPICS, 7).CreateTopicsRequest(
                 **create_topics_fields([(topic, dict(SMALL))], False)
             )
         )
         assert created.topics[0].error_code is ErrorCode.none
         fields = produce_fields({topic: batch_of(2001)}, acks=0)
-        await stream.send_request(types(PRODUCE, 9).ProduceRequest(**fields))
+        await stream.send_request(types(ApiKey.PRODUCE, 9).ProduceRequest(**fields))
         return await stream.is_closed_by_peer()
     finally:
         await stream.aclose()

@@ -18,6 +18,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kio.schema.errors import ErrorCode
 
+from codec import ApiKey
 from nullbroker.cluster.nodes import Cluster
 from nullbroker.settings import Config, ConfigError
 from nullbroker.state.producers import FIRST_PRODUCER_ID, ProducerRegistry
@@ -29,8 +30,6 @@ from tests.kio_calls import types
 from tests.test_cluster import node_ports
 from tests.test_faults import faults_url, http
 
-METADATA = 3
-FIND_COORDINATOR = 10
 WORKERS = re.compile(r"^processes: (?P<count>\d+) workers, (?P<rest>.*)$")
 
 
@@ -97,7 +96,7 @@ def worker_pids(broker: BrokerProcess) -> list[int]:
 async def topic_ids_at(port: int, topics: list[str]) -> dict[str, tuple[Any, int]]:
     """Each topic's id and partition count, as the node at `port` answers Metadata v12
     (without creating anything)."""
-    request_types = types(METADATA, 12)
+    request_types = types(ApiKey.METADATA, 12)
     request = request_types.MetadataRequest(
         topics=tuple(request_types.MetadataRequestTopic(topic_id=None, name=t) for t in topics),
         allow_auto_topic_creation=False,
@@ -106,7 +105,7 @@ async def topic_ids_at(port: int, topics: list[str]) -> dict[str, tuple[Any, int
     stream = FrameStream(await trio.open_tcp_stream("127.0.0.1", port))
     try:
         await stream.send_request(request)
-        _, body = decode_response(await stream.receive_frame(), METADATA, 12)
+        _, body = decode_response(await stream.receive_frame(), ApiKey.METADATA, 12)
     finally:
         await stream.stream.aclose()
     return {
@@ -246,13 +245,13 @@ async def test_the_first_find_coordinator_makes_consumer_offsets_in_every_proces
 ) -> None:
     broker = start_broker("--brokers", "3", "--processes", "2", "--offsets-topic-partitions", "5")
     ports = node_ports(broker)
-    request_types = types(FIND_COORDINATOR, 4)
+    request_types = types(ApiKey.FIND_COORDINATOR, 4)
     stream = FrameStream(await trio.open_tcp_stream("127.0.0.1", ports[1]))
     try:
         await stream.send_request(
             request_types.FindCoordinatorRequest(key_type=0, coordinator_keys=("g",))
         )
-        _, body = decode_response(await stream.receive_frame(), FIND_COORDINATOR, 4)
+        _, body = decode_response(await stream.receive_frame(), ApiKey.FIND_COORDINATOR, 4)
     finally:
         await stream.stream.aclose()
     assert body.coordinators[0].error_code is ErrorCode.none

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codec import ProtocolError
+from codec import ApiKey, ProtocolError
 from codec.crc import crc32c
 from nullbroker.broker import Broker, Session
 from nullbroker.settings import Config
@@ -32,7 +32,6 @@ from .broker_process import metric_total
 from .kafka_wire import record_batch
 from .kio_calls import SESSION, call, decode_response, dispatch_of, request_frame, types
 
-PRODUCE, INIT_PRODUCER_ID, INCREMENTAL_ALTER_CONFIGS = 0, 22, 44
 TOPIC, OTHER, SOURCE = "lane", "other", "src"
 OTHER_MAX_BYTES = len(record_batch(3))
 CRC_AT, ATTRIBUTES_AT, MAX_TIMESTAMP_AT = 17, 21, 35
@@ -68,7 +67,7 @@ def twin_brokers(
             broker.topics.get_or_auto_create(name)
         limit_batches(broker, OTHER, OTHER_MAX_BYTES)
         for _ in range(PRODUCERS):
-            call(broker, INIT_PRODUCER_ID, 4, transactional_id=None,
+            call(broker, ApiKey.INIT_PRODUCER_ID, 4, transactional_id=None,
                  transaction_timeout=datetime.timedelta(seconds=60), producer_id=-1,
                  producer_epoch=-1)  # fmt: skip
         # Each producer's first batch on each partition: the Python path's, whichever broker.
@@ -87,11 +86,11 @@ def twin_brokers(
 
 def limit_batches(broker: Broker, topic: str, max_bytes: int) -> None:
     """Set the topic's max.message.bytes, as a client does (IncrementalAlterConfigs)."""
-    t = types(INCREMENTAL_ALTER_CONFIGS, 1)
+    t = types(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1)
     config = t.AlterableConfig(name="max.message.bytes", config_operation=0, value=str(max_bytes))
     resource = t.AlterConfigsResource(resource_type=2, resource_name=topic, configs=(config,))
     (result,) = call(
-        broker, INCREMENTAL_ALTER_CONFIGS, 1, resources=(resource,), validate_only=False
+        broker, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, resources=(resource,), validate_only=False
     ).responses
     assert result.error_code == 0
 
@@ -106,7 +105,7 @@ def produce_frame(
     correlation_id: int = 7,
 ) -> bytes:
     """A Produce request frame (no size prefix) carrying (topic, partition, records)."""
-    t = types(PRODUCE, version)
+    t = types(ApiKey.PRODUCE, version)
     topics: dict[str, list[Any]] = {}
     for name, index, records in batches:
         topics.setdefault(name, []).append(t.PartitionProduceData(index=index, records=records))
@@ -126,7 +125,7 @@ def produce_frame(
         timeout=datetime.timedelta(seconds=30),
         topic_data=tuple(topic_data),
     )
-    return request_frame(PRODUCE, version, body, correlation_id=correlation_id)
+    return request_frame(ApiKey.PRODUCE, version, body, correlation_id=correlation_id)
 
 
 def state(broker: Broker) -> dict[str, Any]:
@@ -429,7 +428,7 @@ def test_a_retry_of_a_batch_the_lane_took_gets_the_batch_s_max_timestamp() -> No
     assert dispatch_of(lane).produce_lane.answer(retry, 0) is None, "a duplicate is Python's"
     answered = answer(lane, retry)
     assert answered == answer(python, retry)
-    (result,) = decode_response(PRODUCE, 9, answered)[1].responses[0].partition_responses
+    (result,) = decode_response(ApiKey.PRODUCE, 9, answered)[1].responses[0].partition_responses
     assert (result.base_offset, result.log_append_time) == (
         log_end,
         datetime.datetime.fromtimestamp((FIRST_TIMESTAMP_MS + 42) / 1000, tz=datetime.UTC),

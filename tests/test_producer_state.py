@@ -9,6 +9,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from codec import ApiKey
 from nullbroker.broker import Broker
 from nullbroker.cluster.nodes import OFFSETS_TOPIC, internal_partition_for
 from nullbroker.settings import Config
@@ -30,8 +31,6 @@ from .test_transactions_v2 import (
     offset_commit_fields,
 )
 
-DELETE_RECORDS = 21
-ADD_OFFSETS_TO_TXN = 25
 OFFSETS_PARTITIONS = 50
 BATCH_TIME_MS = 1_767_225_600_000
 """kio_calls.record_batch's records' time (2026-01-01), the max timestamp of a batch of one."""
@@ -87,11 +86,11 @@ def test_sequences_are_checked_as_kafka_checks_them() -> None:
     broker = Broker(Config())
     broker.topics.get_or_auto_create(TOPIC)
     produce(broker, record_batch(2))
-    t = types(DELETE_RECORDS, 2)
+    t = types(ApiKey.DELETE_RECORDS, 2)
     partitions = (t.DeleteRecordsPartition(partition_index=0, offset=1),)
     call(
         broker,
-        DELETE_RECORDS,
+        ApiKey.DELETE_RECORDS,
         2,
         topics=(t.DeleteRecordsTopic(name=TOPIC, partitions=partitions),),
         timeout=datetime.timedelta(seconds=5),
@@ -172,7 +171,7 @@ def test_txn_offset_commit_needs_the_groups_offsets_partition_in_the_transaction
     [elsewhere] = groups_on(7, 1, other=True)
     answer = call(
         broker,
-        ADD_OFFSETS_TO_TXN,
+        ApiKey.ADD_OFFSETS_TO_TXN,
         3,
         transactional_id=TRANSACTIONAL_ID,
         producer_id=script.producer[0],

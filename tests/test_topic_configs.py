@@ -12,13 +12,13 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
+from codec import ApiKey
 from nullbroker.broker import Broker
 from nullbroker.settings import Config
 from perf.kafka_broker import KafkaBroker
 from tests.kafka_wire import FrameStream
 from tests.kio_calls import call, types
 
-CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS = 19, 44
 TOPIC_RESOURCE = 2
 SET, DELETE, APPEND = 0, 1, 2
 
@@ -132,7 +132,7 @@ def create_topics_fields(
     topics: list[tuple[str, dict[str, str | None]]], validate_only: bool
 ) -> dict[str, Any]:
     """A CreateTopics v7 request's fields: each topic of one partition, one replica."""
-    t = types(CREATE_TOPICS, 7)
+    t = types(ApiKey.CREATE_TOPICS, 7)
     return {
         "topics": tuple(
             t.CreatableTopic(
@@ -151,12 +151,12 @@ def create_topics_fields(
 
 def create(broker: Broker, configs: dict[str, str | None], validate_only: bool = False) -> Any:
     fields = create_topics_fields([("t", configs)], validate_only)
-    (result,) = call(broker, CREATE_TOPICS, 7, **fields).topics
+    (result,) = call(broker, ApiKey.CREATE_TOPICS, 7, **fields).topics
     return result
 
 
 def alter(broker: Broker, configs: list[tuple[str, int, str | None]]) -> Any:
-    t = types(INCREMENTAL_ALTER_CONFIGS, 1)
+    t = types(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1)
     resource = t.AlterConfigsResource(
         resource_type=TOPIC_RESOURCE,
         resource_name="t",
@@ -165,7 +165,7 @@ def alter(broker: Broker, configs: list[tuple[str, int, str | None]]) -> Any:
         ),
     )
     (result,) = call(
-        broker, INCREMENTAL_ALTER_CONFIGS, 1, resources=(resource,), validate_only=False
+        broker, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, resources=(resource,), validate_only=False
     ).responses
     return result
 
@@ -206,9 +206,9 @@ def test_configs_are_checked_after_the_name_and_before_the_partitions() -> None:
     broker = Broker(Config())
     broker.topics.create("taken")
     fields = create_topics_fields([("taken", {"retention.ms": "abc"})], validate_only=False)
-    (taken,) = call(broker, CREATE_TOPICS, 7, **fields).topics
+    (taken,) = call(broker, ApiKey.CREATE_TOPICS, 7, **fields).topics
     assert taken.error_code is ErrorCode.topic_already_exists
-    t = types(CREATE_TOPICS, 7)
+    t = types(ApiKey.CREATE_TOPICS, 7)
     no_partitions = t.CreatableTopic(
         name="t",
         num_partitions=0,
@@ -218,7 +218,7 @@ def test_configs_are_checked_after_the_name_and_before_the_partitions() -> None:
     )
     (result,) = call(
         broker,
-        CREATE_TOPICS,
+        ApiKey.CREATE_TOPICS,
         7,
         topics=(no_partitions,),
         timeout=datetime.timedelta(seconds=10),
@@ -265,7 +265,7 @@ async def kafka_results(
     host, port = kafka.bootstrap.rsplit(":", 1)
     stream = FrameStream(await trio.open_tcp_stream(host, int(port)))
     try:
-        request = types(CREATE_TOPICS, 7).CreateTopicsRequest(
+        request = types(ApiKey.CREATE_TOPICS, 7).CreateTopicsRequest(
             **create_topics_fields(topics, validate_only=True)
         )
         response = await stream.request(request)
@@ -282,6 +282,6 @@ async def test_kafka_answers_create_topics_as_nullbroker_does(kafka: KafkaBroker
     fields = create_topics_fields(topics, validate_only=True)
     ours = [
         (int(topic.error_code), topic.error_message)
-        for topic in call(Broker(Config()), CREATE_TOPICS, 7, **fields).topics
+        for topic in call(Broker(Config()), ApiKey.CREATE_TOPICS, 7, **fields).topics
     ]
     assert ours == await kafka_results(kafka, topics)

@@ -6,18 +6,38 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from codec import KAFKA_4_RANGES, ApiRange
+from codec import KAFKA_4_RANGES, ApiKey, ApiRange
 
 from . import admin, alter_configs, api_versions, fetch, metadata, offsets, produce
 
 if TYPE_CHECKING:
     from ..broker import Handler
 
-IMPORTED_ON_FIRST_USE: dict[str, tuple[int, ...]] = {
-    "groups": (8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47),
-    "consumer_groups": (68, 69),
-    "transactions": (24, 25, 26, 28, 61, 65, 66),
-    "sasl": (17, 36),
+IMPORTED_ON_FIRST_USE: dict[str, tuple[ApiKey, ...]] = {
+    "groups": (
+        ApiKey.OFFSET_COMMIT,
+        ApiKey.OFFSET_FETCH,
+        ApiKey.FIND_COORDINATOR,
+        ApiKey.JOIN_GROUP,
+        ApiKey.HEARTBEAT,
+        ApiKey.LEAVE_GROUP,
+        ApiKey.SYNC_GROUP,
+        ApiKey.DESCRIBE_GROUPS,
+        ApiKey.LIST_GROUPS,
+        ApiKey.DELETE_GROUPS,
+        ApiKey.OFFSET_DELETE,
+    ),
+    "consumer_groups": (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE),
+    "transactions": (
+        ApiKey.ADD_PARTITIONS_TO_TXN,
+        ApiKey.ADD_OFFSETS_TO_TXN,
+        ApiKey.END_TXN,
+        ApiKey.TXN_OFFSET_COMMIT,
+        ApiKey.DESCRIBE_PRODUCERS,
+        ApiKey.DESCRIBE_TRANSACTIONS,
+        ApiKey.LIST_TRANSACTIONS,
+    ),
+    "sasl": (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE),
 }
 """The families only some clients use, by module, with the API keys they serve. A family's
 module, and the state it imports (the group coordinators, transactions, SASL), is imported

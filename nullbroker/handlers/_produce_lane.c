@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PRODUCE_KEY 0
+#define PRODUCE_KEY 0 /* codec.ApiKey.PRODUCE: tests/test_api_keys.py checks every _KEY here */
 #define FIRST_VERSION 3
 #define FIRST_FLEXIBLE_VERSION 9
 #define LAST_VERSION 13

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ..state.kafka_configs import (
@@ -22,10 +22,6 @@ from .common import NO_THROTTLE, Refusal, counted
 if TYPE_CHECKING:
     from ..broker import Broker, Session
 
-CREATE_TOPICS = 19
-DELETE_TOPICS = 20
-DESCRIBE_CONFIGS = 32
-CREATE_PARTITIONS = 37
 
 DEFAULT = -1
 # Kafka's controller refuses more new partitions than this in one request.
@@ -36,7 +32,7 @@ BROKER_LOGGER_RESOURCE = 8
 
 
 def handle_create_topics(broker: Broker, request: Request, session: Session) -> Any:
-    types = response_module(CREATE_TOPICS, request.header.api_version)
+    types = response_module(ApiKey.CREATE_TOPICS, request.header.api_version)
     body = request.body
     times_named = Counter(topic.name for topic in body.topics)
     new_partitions = 0
@@ -164,7 +160,7 @@ def _check_replication(wanted: Any) -> None:
 
 
 def handle_delete_topics(broker: Broker, request: Request, session: Session) -> Any:
-    types = response_module(DELETE_TOPICS, request.header.api_version)
+    types = response_module(ApiKey.DELETE_TOPICS, request.header.api_version)
     body = request.body
     if hasattr(body, "topics"):  # v6+: by name or by id
         wanted = [(state.name, state.topic_id) for state in body.topics]
@@ -198,7 +194,7 @@ def handle_delete_topics(broker: Broker, request: Request, session: Session) -> 
 
 
 def handle_create_partitions(broker: Broker, request: Request, session: Session) -> Any:
-    types = response_module(CREATE_PARTITIONS, request.header.api_version)
+    types = response_module(ApiKey.CREATE_PARTITIONS, request.header.api_version)
     body = request.body
     results = []
     new_partitions = 0
@@ -233,7 +229,7 @@ def handle_create_partitions(broker: Broker, request: Request, session: Session)
 
 
 def handle_describe_configs(broker: Broker, request: Request, session: Session) -> Any:
-    types = response_module(DESCRIBE_CONFIGS, request.header.api_version)
+    types = response_module(ApiKey.DESCRIBE_CONFIGS, request.header.api_version)
     body = request.body
     include_documentation = getattr(body, "include_documentation", False)
     include_synonyms = getattr(body, "include_synonyms", False)
@@ -319,8 +315,8 @@ def _documentation(resource_type: int, entry: ConfigEntry) -> str | None:
 
 
 HANDLERS = {
-    CREATE_TOPICS: handle_create_topics,
-    DELETE_TOPICS: handle_delete_topics,
-    CREATE_PARTITIONS: handle_create_partitions,
-    DESCRIBE_CONFIGS: handle_describe_configs,
+    ApiKey.CREATE_TOPICS: handle_create_topics,
+    ApiKey.DELETE_TOPICS: handle_delete_topics,
+    ApiKey.CREATE_PARTITIONS: handle_create_partitions,
+    ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
 }

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ..state.kafka_configs import (
@@ -32,7 +32,6 @@ from .common import NO_THROTTLE, Refusal, counted
 if TYPE_CHECKING:
     from ..broker import Broker, Session
 
-INCREMENTAL_ALTER_CONFIGS = 44
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -40,7 +39,7 @@ OPERATION_NAMES = {SET: "set", DELETE: "delete", APPEND: "append", SUBTRACT: "su
 
 
 def handle_incremental_alter_configs(broker: Broker, request: Request, session: Session) -> Any:
-    types = response_module(INCREMENTAL_ALTER_CONFIGS, request.header.api_version)
+    types = response_module(ApiKey.INCREMENTAL_ALTER_CONFIGS, request.header.api_version)
     body = request.body
     named = Counter((resource.resource_type, resource.resource_name) for resource in body.resources)
     responses = []
@@ -195,4 +194,4 @@ def _list_operation(current: str | None, operation: int, value: str) -> str:
     return ",".join(items)
 
 
-HANDLERS = {INCREMENTAL_ALTER_CONFIGS: handle_incremental_alter_configs}
+HANDLERS = {ApiKey.INCREMENTAL_ALTER_CONFIGS: handle_incremental_alter_configs}

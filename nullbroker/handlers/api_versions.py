@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import API_VERSIONS_KEY, ApiRange, Request, advertised, encode_response_body
+from codec import ApiKey, ApiRange, Request, advertised, encode_response_body
 from codec.entities import make, response_module
 
 from .common import NO_THROTTLE
@@ -51,7 +51,7 @@ def handle_api_versions(broker: Broker, request: Request, session: Session) -> b
 
 @cache
 def _encoded_body(version: int, served: tuple[ApiRange, ...]) -> bytes:
-    types = response_module(API_VERSIONS_KEY, version)
+    types = response_module(ApiKey.API_VERSIONS, version)
     body = make(
         types.ApiVersionsResponse,
         error_code=ErrorCode.none,
@@ -64,7 +64,7 @@ def _encoded_body(version: int, served: tuple[ApiRange, ...]) -> bytes:
         throttle_time=NO_THROTTLE,
         **_features(types, version),
     )
-    return encode_response_body(API_VERSIONS_KEY, version, body)
+    return encode_response_body(ApiKey.API_VERSIONS, version, body)
 
 
 def _features(types: Any, version: int) -> dict[str, Any]:
@@ -89,4 +89,4 @@ def _features(types: Any, version: int) -> dict[str, Any]:
     }
 
 
-HANDLERS = {API_VERSIONS_KEY: handle_api_versions}
+HANDLERS = {ApiKey.API_VERSIONS: handle_api_versions}

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ..state.groups.consumer import (
@@ -32,13 +32,10 @@ from .common import (
 if TYPE_CHECKING:
     from ..broker import Broker, Session
 
-CONSUMER_GROUP_HEARTBEAT = 68
-CONSUMER_GROUP_DESCRIBE = 69
-
 
 def handle_consumer_group_heartbeat(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
-    types = response_module(CONSUMER_GROUP_HEARTBEAT, version)
+    types = response_module(ApiKey.CONSUMER_GROUP_HEARTBEAT, version)
     body = request.body
 
     def refused(error: ErrorCode, message: str | None = None) -> Any:
@@ -131,7 +128,7 @@ def _by_id(
 def handle_consumer_group_describe(broker: Broker, request: Request, session: Session) -> Any:
     """What `kafka-consumer-groups --describe` shows of a consumer group: its members,
     what each owns and what it is to own."""
-    types = response_module(CONSUMER_GROUP_DESCRIBE, request.header.api_version)
+    types = response_module(ApiKey.CONSUMER_GROUP_DESCRIBE, request.header.api_version)
     include_operations = request.body.include_authorized_operations
     described = []
     for group_id in request.body.group_ids:
@@ -200,6 +197,6 @@ def _members(broker: Broker, types: Any, group: ConsumerGroup) -> tuple[Any, ...
 
 
 HANDLERS = {
-    CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
-    CONSUMER_GROUP_DESCRIBE: handle_consumer_group_describe,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: handle_consumer_group_describe,
 }

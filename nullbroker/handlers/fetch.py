@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import ApiKey, Request
 from codec.control_batch import as_transactional, control_batch
 from codec.fetch_response import (
     EMPTY_ABORTED,
@@ -55,7 +55,6 @@ if TYPE_CHECKING:
     from ..broker import Broker, Session
     from ..state.transactions import PartitionTransactions
 
-FETCH = 1
 FIRST_SESSION_VERSION = 7
 FIRST_TOPIC_ID_VERSION = 13
 READ_COMMITTED = 1  # the isolation level
@@ -580,4 +579,4 @@ def _account(broker: Broker, parts: list[Buffer], answer: _Answer, node: int) ->
     return parts
 
 
-HANDLERS = {FETCH: handle_fetch}
+HANDLERS = {ApiKey.FETCH: handle_fetch}

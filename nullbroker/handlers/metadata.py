@@ -8,7 +8,7 @@ from uuid import UUID
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import ApiKey, Request
 from codec.entities import is_nullable, make, response_module
 
 from ..state.topics import Topic, is_internal
@@ -24,16 +24,13 @@ from .common import (
 if TYPE_CHECKING:
     from ..broker import Broker, Session
 
-METADATA = 3
-DESCRIBE_CLUSTER = 60
-DESCRIBE_TOPIC_PARTITIONS = 75
 
 BROKERS_ENDPOINT = 1
 
 
 def handle_metadata(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
-    types = response_module(METADATA, version)
+    types = response_module(ApiKey.METADATA, version)
     body = request.body
     include_topic_operations = getattr(body, "include_topic_authorized_operations", False)
     # Before v4 there is no flag, and a Metadata request may always create topics.
@@ -146,7 +143,7 @@ def _topic_error(
 
 def handle_describe_cluster(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
-    types = response_module(DESCRIBE_CLUSTER, version)
+    types = response_module(ApiKey.DESCRIBE_CLUSTER, version)
     body = request.body
     endpoint_type = getattr(body, "endpoint_type", BROKERS_ENDPOINT)
     error = ErrorCode.none
@@ -187,7 +184,7 @@ def handle_describe_topic_partitions(broker: Broker, request: Request, session: 
     Topics come in name order from the cursor on, at most `response_partition_limit`
     partitions in all; `next_cursor` says where the next page starts.
     """
-    types = response_module(DESCRIBE_TOPIC_PARTITIONS, request.header.api_version)
+    types = response_module(ApiKey.DESCRIBE_TOPIC_PARTITIONS, request.header.api_version)
     body = request.body
     names = sorted({wanted.name for wanted in body.topics})
     cursor = body.cursor
@@ -259,7 +256,7 @@ def handle_describe_topic_partitions(broker: Broker, request: Request, session: 
 
 
 HANDLERS = {
-    METADATA: handle_metadata,
-    DESCRIBE_CLUSTER: handle_describe_cluster,
-    DESCRIBE_TOPIC_PARTITIONS: handle_describe_topic_partitions,
+    ApiKey.METADATA: handle_metadata,
+    ApiKey.DESCRIBE_CLUSTER: handle_describe_cluster,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: handle_describe_topic_partitions,
 }

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ..clock import now_ms
@@ -19,9 +19,6 @@ from .common import NO_THROTTLE, counted, epoch_error, led_elsewhere
 if TYPE_CHECKING:
     from ..broker import Broker, Session
 
-LIST_OFFSETS = 2
-DELETE_RECORDS = 21
-OFFSET_FOR_LEADER_EPOCH = 23
 
 LATEST = -1
 EARLIEST = -2
@@ -50,7 +47,7 @@ def _current(broker: Broker, name: str, now: int) -> Topic | None:
 
 
 def handle_list_offsets(broker: Broker, request: Request, session: Session) -> Any:
-    types = response_module(LIST_OFFSETS, request.header.api_version)
+    types = response_module(ApiKey.LIST_OFFSETS, request.header.api_version)
     now = now_ms()
     committed_only = getattr(request.body, "isolation_level", 0) == READ_COMMITTED
     topics = []
@@ -161,7 +158,7 @@ def handle_offset_for_leader_epoch(broker: Broker, request: Request, session: Se
 
     Nothing is ever truncated here, so an earlier epoch is answered as ending at the log end
     too (Kafka: where the next epoch began, which no consumer position passes either)."""
-    types = response_module(OFFSET_FOR_LEADER_EPOCH, request.header.api_version)
+    types = response_module(ApiKey.OFFSET_FOR_LEADER_EPOCH, request.header.api_version)
     now = now_ms()
     topics = []
     for wanted in request.body.topics:
@@ -195,7 +192,7 @@ def handle_offset_for_leader_epoch(broker: Broker, request: Request, session: Se
 
 def handle_delete_records(broker: Broker, request: Request, session: Session) -> Any:
     """Advance each partition's log start; offsets below it are gone for consumers."""
-    types = response_module(DELETE_RECORDS, request.header.api_version)
+    types = response_module(ApiKey.DELETE_RECORDS, request.header.api_version)
     now = now_ms()
     topics = []
     for wanted in request.body.topics:
@@ -234,7 +231,7 @@ def handle_delete_records(broker: Broker, request: Request, session: Session) ->
 
 
 HANDLERS = {
-    LIST_OFFSETS: handle_list_offsets,
-    OFFSET_FOR_LEADER_EPOCH: handle_offset_for_leader_epoch,
-    DELETE_RECORDS: handle_delete_records,
+    ApiKey.LIST_OFFSETS: handle_list_offsets,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: handle_offset_for_leader_epoch,
+    ApiKey.DELETE_RECORDS: handle_delete_records,
 }

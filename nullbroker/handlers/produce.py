@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import InvalidRecordBatch, ProtocolError, Request, read_batch_header
+from codec import ApiKey, InvalidRecordBatch, ProtocolError, Request, read_batch_header
 from codec.entities import make, response_module
 from codec.produce import (
     PartitionResult,
@@ -24,8 +24,6 @@ from .common import NO_THROTTLE, counted, led_elsewhere
 if TYPE_CHECKING:
     from ..broker import Broker, Session
 
-PRODUCE = 0
-INIT_PRODUCER_ID = 22
 FIRST_PRODUCER_FENCED_INIT_VERSION = 4
 """Before it (KIP-588), a fenced producer is told INVALID_PRODUCER_EPOCH."""
 FIRST_ADDING_PRODUCE_VERSION = 12
@@ -228,7 +226,7 @@ def handle_init_producer_id(broker: Broker, request: Request, session: Session) 
         )
         if error is ErrorCode.producer_fenced and version < FIRST_PRODUCER_FENCED_INIT_VERSION:
             error = ErrorCode.invalid_producer_epoch
-    types = response_module(INIT_PRODUCER_ID, version)
+    types = response_module(ApiKey.INIT_PRODUCER_ID, version)
     return make(
         types.InitProducerIdResponse,
         throttle_time=NO_THROTTLE,
@@ -238,4 +236,4 @@ def handle_init_producer_id(broker: Broker, request: Request, session: Session) 
     )
 
 
-HANDLERS = {PRODUCE: handle_produce, INIT_PRODUCER_ID: handle_init_producer_id}
+HANDLERS = {ApiKey.PRODUCE: handle_produce, ApiKey.INIT_PRODUCER_ID: handle_init_producer_id}

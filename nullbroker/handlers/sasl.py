@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request, encode_response
+from codec import ApiKey, Request, encode_response
 from codec.entities import make, response_module
 
 from ..net.listeners import MECHANISMS
-from ..net.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslAuthenticationFailed
+from ..net.sasl import SaslAuthenticationFailed
 from .common import counted
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def handle_sasl_handshake(broker: Broker, request: Request, session: Session) -> Any:
-    types = response_module(SASL_HANDSHAKE, request.header.api_version)
+    types = response_module(ApiKey.SASL_HANDSHAKE, request.header.api_version)
     sasl = session.sasl
     offered = sasl.mechanisms if sasl is not None else ()
     if sasl is None:
@@ -36,7 +36,7 @@ def handle_sasl_handshake(broker: Broker, request: Request, session: Session) ->
 
 
 def handle_sasl_authenticate(broker: Broker, request: Request, session: Session) -> Any:
-    types = response_module(SASL_AUTHENTICATE, request.header.api_version)
+    types = response_module(ApiKey.SASL_AUTHENTICATE, request.header.api_version)
     sasl = session.sasl
     if sasl is None or sasl.mechanism is None:
         return make(
@@ -77,7 +77,7 @@ def handle_sasl_authenticate(broker: Broker, request: Request, session: Session)
 
 
 HANDLERS = {
-    SASL_HANDSHAKE: handle_sasl_handshake,
-    SASL_AUTHENTICATE: handle_sasl_authenticate,
+    ApiKey.SASL_HANDSHAKE: handle_sasl_handshake,
+    ApiKey.SASL_AUTHENTICATE: handle_sasl_authenticate,
 }
 __all__ = ["HANDLERS", "MECHANISMS"]

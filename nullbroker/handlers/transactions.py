@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ..cluster.nodes import NO_LEADER_EPOCH, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
@@ -25,13 +25,6 @@ if TYPE_CHECKING:
     from ..broker import Broker, Session
     from ..state.topics import Partition
 
-ADD_PARTITIONS_TO_TXN = 24
-ADD_OFFSETS_TO_TXN = 25
-END_TXN = 26
-TXN_OFFSET_COMMIT = 28
-DESCRIBE_PRODUCERS = 61
-DESCRIBE_TRANSACTIONS = 65
-LIST_TRANSACTIONS = 66
 UNKNOWN_PARTITION_MESSAGE = "This server does not host this topic-partition."
 """Kafka's message for UNKNOWN_TOPIC_OR_PARTITION, which DescribeProducers sends with it for a
 topic it does not know."""
@@ -88,7 +81,7 @@ def _for_version(error: ErrorCode, version: int) -> ErrorCode:
 
 def handle_add_partitions_to_txn(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
-    types = response_module(ADD_PARTITIONS_TO_TXN, version)
+    types = response_module(ApiKey.ADD_PARTITIONS_TO_TXN, version)
     body = request.body
     if version < FIRST_BATCHED_ADD_PARTITIONS_VERSION:
         # One transaction, from its producer, in fields named for these versions.
@@ -127,7 +120,7 @@ def _add_partitions(
 ) -> tuple[Any, ...]:
     """One transaction's partitions added (or, verify_only, checked): a result per topic,
     an error per partition."""
-    types = response_module(ADD_PARTITIONS_TO_TXN, version)
+    types = response_module(ApiKey.ADD_PARTITIONS_TO_TXN, version)
     wanted = [(topic.name, index) for topic in asked.topics for index in topic.partitions]
     errors: dict[tuple[str, int], ErrorCode] = {}
     unknown = [
@@ -177,7 +170,7 @@ def handle_add_offsets_to_txn(broker: Broker, request: Request, session: Session
         broker, session, body.transactional_id, body, version,
         broker.transactions.add_offsets, body.group_id,
     )  # fmt: skip
-    types = response_module(ADD_OFFSETS_TO_TXN, version)
+    types = response_module(ApiKey.ADD_OFFSETS_TO_TXN, version)
     return make(
         types.AddOffsetsToTxnResponse, throttle_time=NO_THROTTLE, error_code=counted(broker, error)
     )
@@ -199,7 +192,7 @@ def handle_end_txn(broker: Broker, request: Request, session: Session) -> Any:
             error = ErrorCode.none
         except TransactionError as refused:
             error = _for_version(refused.code, version)
-    types = response_module(END_TXN, version)
+    types = response_module(ApiKey.END_TXN, version)
     return make(
         types.EndTxnResponse,
         throttle_time=NO_THROTTLE,
@@ -214,7 +207,7 @@ def handle_txn_offset_commit(broker: Broker, request: Request, session: Session)
     committed to the group when the transaction commits. The group's coordinator answers
     (the group id decides the node, as for OffsetCommit)."""
     version = request.header.api_version
-    types = response_module(TXN_OFFSET_COMMIT, version)
+    types = response_module(ApiKey.TXN_OFFSET_COMMIT, version)
     body = request.body
     wanted = {
         (topic.name, partition.partition_index): CommittedOffset(
@@ -290,7 +283,7 @@ def _stage_offsets(
 
 def handle_describe_transactions(broker: Broker, request: Request, session: Session) -> Any:
     """What `kafka-transactions describe` shows: each id's producer, state and partitions."""
-    types = response_module(DESCRIBE_TRANSACTIONS, request.header.api_version)
+    types = response_module(ApiKey.DESCRIBE_TRANSACTIONS, request.header.api_version)
     states = []
     for transactional_id in request.body.transactional_ids:
         transaction = broker.transactions.transactions.get(transactional_id)
@@ -344,7 +337,7 @@ def handle_list_transactions(broker: Broker, request: Request, session: Session)
     """What `kafka-transactions list` shows: the ids this node coordinates, filtered by
     state, producer id, (v1) how long their transaction has been open and (v2) a regular
     expression the whole id matches."""
-    types = response_module(LIST_TRANSACTIONS, request.header.api_version)
+    types = response_module(ApiKey.LIST_TRANSACTIONS, request.header.api_version)
     body = request.body
     try:
         pattern = re.compile(getattr(body, "transactional_id_pattern", None) or "")
@@ -390,7 +383,7 @@ def handle_list_transactions(broker: Broker, request: Request, session: Session)
 def handle_describe_producers(broker: Broker, request: Request, session: Session) -> Any:
     """What `kafka-transactions describe-producers` shows: each partition's idempotent and
     transactional producers, with the first offset of the transaction each has open."""
-    types = response_module(DESCRIBE_PRODUCERS, request.header.api_version)
+    types = response_module(ApiKey.DESCRIBE_PRODUCERS, request.header.api_version)
     topics = []
     for asked in request.body.topics:
         topic = broker.topics.get(asked.name)
@@ -439,11 +432,11 @@ def _producers_on(broker: Broker, types: Any, topic: str, partition: Partition) 
 
 
 HANDLERS = {
-    DESCRIBE_PRODUCERS: handle_describe_producers,
-    DESCRIBE_TRANSACTIONS: handle_describe_transactions,
-    LIST_TRANSACTIONS: handle_list_transactions,
-    ADD_PARTITIONS_TO_TXN: handle_add_partitions_to_txn,
-    ADD_OFFSETS_TO_TXN: handle_add_offsets_to_txn,
-    END_TXN: handle_end_txn,
-    TXN_OFFSET_COMMIT: handle_txn_offset_commit,
+    ApiKey.DESCRIBE_PRODUCERS: handle_describe_producers,
+    ApiKey.DESCRIBE_TRANSACTIONS: handle_describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: handle_list_transactions,
+    ApiKey.ADD_PARTITIONS_TO_TXN: handle_add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: handle_add_offsets_to_txn,
+    ApiKey.END_TXN: handle_end_txn,
+    ApiKey.TXN_OFFSET_COMMIT: handle_txn_offset_commit,
 }

@@ -22,16 +22,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from codec import ProtocolError
+from codec import ApiKey, ProtocolError
 
 from ..toml_files import read_table
 from .listeners import OAUTHBEARER, PLAIN, SCRAM_MECHANISMS
 from .oauthbearer import CONTROL_A, INVALID_TOKEN
 
 SCRAM_ITERATIONS = 4096
-API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
-BEFORE_AUTHENTICATION = frozenset((API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE))
-"""What a client may send before it has authenticated."""
+BEFORE_AUTHENTICATION = frozenset(
+    map(int, (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE))
+)
+"""What a client may send before it has authenticated: plain ints, looked up per request."""
 
 
 class UsersError(ValueError):

@@ -28,7 +28,7 @@ from typing import Any
 
 import trio
 
-from codec import Request, decode_request
+from codec import ApiKey, Request, decode_request
 
 from ..broker import Broker, Endpoint, Session
 from ..cluster.fault_specs import FaultSpecError
@@ -43,20 +43,30 @@ from .channel import ControlChannel
 
 log = logging.getLogger("nullbroker")
 
-METADATA = 3
-FIND_COORDINATOR = 10
-CHANGING_KEYS = frozenset((METADATA, FIND_COORDINATOR, 19, 20, 37, 44))
-"""Metadata and FindCoordinator (when they create a topic), CreateTopics, DeleteTopics,
-CreatePartitions, IncrementalAlterConfigs."""
+CHANGING_KEYS = frozenset(
+    map(
+        int,  # every request's key is looked up here: plain ints are found faster
+        (
+            ApiKey.METADATA,
+            ApiKey.FIND_COORDINATOR,
+            ApiKey.CREATE_TOPICS,
+            ApiKey.DELETE_TOPICS,
+            ApiKey.CREATE_PARTITIONS,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        ),
+    )
+)
+"""The requests that may change the cluster: Metadata and FindCoordinator when they create a
+topic (changes_cluster), the others always."""
 _KEY = struct.Struct(">h")
 
 
 def changes_cluster(broker: Broker, request: Request) -> bool:
     """Whether handling `request` changes what every worker must know."""
     body = request.body
-    if request.header.api_key == FIND_COORDINATOR:  # the first makes an internal topic
+    if request.header.api_key == ApiKey.FIND_COORDINATOR:  # the first makes an internal topic
         return broker.topics.get(internal_topic_for(body)) is None
-    if request.header.api_key != METADATA:
+    if request.header.api_key != ApiKey.METADATA:
         return not getattr(body, "validate_only", False)
     # A Metadata request creates the topics it names that do not exist, if it may.
     if not broker.topics.auto_create or not getattr(body, "allow_auto_topic_creation", True):
