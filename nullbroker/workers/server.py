@@ -36,7 +36,7 @@ from .operator_services import (
 
 if TYPE_CHECKING:
     from .channel import ControlChannel
-    from .cluster_changes import ReplicatingDispatch, WorkerRole
+    from .cluster_changes import ReplicatingBroker, ReplicatingDispatch, WorkerRole
 
 log = logging.getLogger("nullbroker")
 
@@ -356,7 +356,8 @@ class BrokerServer:
         if self.role is not None:
             # The controller writes the cluster's summary from every worker's last accounts.
             with trio.move_on_after(DRAIN_SECONDS):
-                await channel.send("final", *self.broker.accounts())
+                worker = cast("ReplicatingBroker", self.broker)  # made with the role
+                await channel.send("final", *worker.accounts())
 
     def _open_control_channel(self) -> ControlChannel:
         from .channel import ControlChannel
