@@ -2,7 +2,7 @@
 Heartbeat, LeaveGroup), committed offsets (OffsetCommit, OffsetFetch, OffsetDelete) and group
 administration (DescribeGroups, ListGroups, DeleteGroups).
 
-This node coordinates every group. The state machine lives in nullbroker.state.groups.classic; these
+This node coordinates every group. The state machine lives in nullbroker.state.groups; these
 handlers translate between it and each version's kio entities. JoinGroup and SyncGroup may
 wait (for the join phase, for the leader's assignment): they then return a coroutine that
 the connection awaits.
@@ -20,15 +20,10 @@ from codec import Request
 from codec.entities import has_field, make, response_module
 
 from ..cluster.nodes import NO_LEADER_EPOCH, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
-from ..state.groups.classic import (
-    MAX_OFFSET_METADATA_BYTES,
-    NO_OFFSET,
-    DescribedGroup,
-    JoinResult,
-    Reply,
-    SyncResult,
-)
+from ..state.groups.listing import DescribedGroup
+from ..state.groups.model import MAX_OFFSET_METADATA_BYTES, NO_OFFSET, JoinResult, SyncResult
 from ..state.groups.offsets import CommittedOffset
+from ..state.groups.replies import Reply
 from ..state.topics import Topic
 from .common import (
     GROUP_OPERATIONS,
