@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
-"""A classic group's live states (nullbroker.state.groups.classic.GroupState): the accounts
+"""A classic group's live states (nullbroker.state.groups.model.GroupState): the accounts
 show each at zero from the start, before the first group request loads the group code."""
 
 # Latency bucket upper bounds in nanoseconds: 1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8 per decade

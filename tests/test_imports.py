@@ -40,8 +40,18 @@ def test_default_serve_imports_no_http_json_toml_or_prometheus() -> None:
     assert "nullbroker.workers.server" in imported  # the listing is the broker's
     unused = {
         # imported by the first request of their family (handlers.IMPORTED_ON_FIRST_USE)
-        "nullbroker.state.groups.classic",
-        "nullbroker.state.groups.consumer",
+        *(
+            f"nullbroker.state.groups.{module}"
+            for module in (
+                "classic",
+                "model",
+                "replies",
+                "timers",
+                "commits",
+                "listing",
+                "consumer",
+            )
+        ),
         "nullbroker.state.transactions",
         "nullbroker.net.sasl",
         "nullbroker.cluster.fault_specs",  # parsing faults: by the first one given

@@ -35,7 +35,7 @@ from nullbroker.broker import Broker
 from nullbroker.handlers import served_ranges
 from nullbroker.settings import Config
 from nullbroker.sources.synthetic import SourceSpec
-from nullbroker.state.groups.classic import GroupState
+from nullbroker.state.groups.model import GroupState
 from tests.kio_calls import SESSION, answered, decode_response, dispatch_of, request_frame
 from tests.vectors import Entry, entry_id, frame_bytes, requests
 

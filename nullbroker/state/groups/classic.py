@@ -1,5 +1,5 @@
-"""Consumer groups, classic protocol, in memory: Kafka's group state machine and the offsets
-groups commit.
+"""Consumer groups, classic protocol, in memory: Kafka's group state machine, and the
+coordinator the handlers and Broker ask about groups of either protocol.
 
 This follows Apache Kafka's classic group coordinator (GroupMetadataManager and ClassicGroup
 in the group-coordinator module): the same states, transitions, timers and error codes, so
@@ -11,417 +11,50 @@ leader's assignment arrives) get a `Reply` that the coordinator fills in later. 
 initial rebalance delay, rebalance and sync timeouts, member sessions) fire in `run()`, which
 the server runs for the broker's life; while it is not running, JoinGroup and SyncGroup are
 answered COORDINATOR_NOT_AVAILABLE, as Kafka answers them while its coordinator is inactive.
+
+The pieces around the state machine are modules of their own: the group and its members
+(model.py), the replies (replies.py), the timers (timers.py), the offset APIs' rules
+(commits.py) and the administration's answers (listing.py). The coordinator finds and
+creates groups and hands them to those.
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
 import math
 import uuid
-from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
-from itertools import count
-from typing import TYPE_CHECKING, Generic, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import trio
-from kio.schema.consumer_protocol_subscription.v0 import ConsumerProtocolSubscription
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader
 
 from ...stats import BrokerStats
+from . import commits, listing
+from .listing import DescribedGroup, ListedGroup
+from .model import (
+    DEFAULT_INITIAL_REBALANCE_DELAY_MS,
+    MAX_SESSION_TIMEOUT_MS,
+    MIN_SESSION_TIMEOUT_MS,
+    NEW_MEMBER_JOIN_TIMEOUT_MS,
+    VALID_PREVIOUS,
+    Group,
+    GroupState,
+    JoinResult,
+    LeavingMember,
+    Member,
+    Protocols,
+    SyncResult,
+)
 from .offsets import CommittedOffset
+from .replies import Reply
+from .timers import TimerKey, Timers
 
 if TYPE_CHECKING:
     from .consumer import ConsumerGroup, ConsumerGroups
 
 log = logging.getLogger("nullbroker")
-
-# Kafka's defaults: group.min.session.timeout.ms, group.max.session.timeout.ms,
-# group.initial.rebalance.delay.ms, group.classic.new.member.join.timeout.ms and
-# offset.metadata.max.bytes.
-MIN_SESSION_TIMEOUT_MS = 6_000
-MAX_SESSION_TIMEOUT_MS = 1_800_000
-DEFAULT_INITIAL_REBALANCE_DELAY_MS = 3_000
-NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
-MAX_OFFSET_METADATA_BYTES = 4096
-
-CONSUMER_PROTOCOL_TYPE = "consumer"
-CLASSIC_GROUP_TYPE = "classic"
-CONSUMER_GROUP_TYPE = "consumer"
-"""The new protocol's groups (KIP-848): nullbroker.state.groups.consumer."""
-NO_GENERATION = -1
-NO_OFFSET = -1
-# OffsetCommit v9+ answers GROUP_ID_NOT_FOUND where older versions said ILLEGAL_GENERATION.
-FIRST_COMMIT_VERSION_WITH_GROUP_ID_NOT_FOUND = 9
-
-_read_subscription = entity_reader(ConsumerProtocolSubscription)
-
-
-class GroupState(StrEnum):
-    """A classic group's states, named as Kafka names them in DescribeGroups and ListGroups."""
-
-    EMPTY = "Empty"
-    PREPARING_REBALANCE = "PreparingRebalance"
-    COMPLETING_REBALANCE = "CompletingRebalance"
-    STABLE = "Stable"
-    DEAD = "Dead"
-
-
-_VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
-    GroupState.PREPARING_REBALANCE: frozenset(
-        {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY}
-    ),
-    GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
-    GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
-    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
-    GroupState.DEAD: frozenset(GroupState),
-}
-
-T = TypeVar("T")
-
-
-class Reply(Generic[T]):
-    """The answer to one request: given at once, or later by the coordinator while the
-    request's connection waits for it."""
-
-    __slots__ = ("_event", "_value")
-
-    def __init__(self) -> None:
-        self._event = trio.Event()
-        self._value: T | None = None
-
-    @classmethod
-    def now(cls, value: T) -> Reply[T]:
-        reply: Reply[T] = cls()
-        reply.give(value)
-        return reply
-
-    @property
-    def ready(self) -> bool:
-        return self._event.is_set()
-
-    @property
-    def value(self) -> T:
-        assert self._value is not None, "the reply has not been given yet"
-        return self._value
-
-    def give(self, value: T) -> None:
-        """Answer the request; only the first answer counts."""
-        if not self._event.is_set():
-            self._value = value
-            self._event.set()
-
-    async def wait(self) -> T:
-        await self._event.wait()
-        return self.value
-
-
-@dataclass(frozen=True, slots=True)
-class JoinedMember:
-    """A member as the group leader sees it in its JoinGroup response."""
-
-    member_id: str
-    group_instance_id: str | None
-    metadata: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class JoinResult:
-    error: ErrorCode
-    member_id: str
-    generation_id: int = NO_GENERATION
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader: str = ""
-    members: tuple[JoinedMember, ...] = ()
-    skip_assignment: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class SyncResult:
-    error: ErrorCode
-    assignment: bytes = b""
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class LeavingMember:
-    member_id: str
-    group_instance_id: str | None
-    error: ErrorCode = ErrorCode.none
-
-
-@dataclass(frozen=True, slots=True)
-class DescribedMember:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    metadata: bytes
-    assignment: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class DescribedGroup:
-    group_id: str
-    error: ErrorCode
-    state: str
-    protocol_type: str = ""
-    protocol_data: str = ""
-    members: tuple[DescribedMember, ...] = ()
-    message: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ListedGroup:
-    group_id: str
-    protocol_type: str
-    state: str
-    group_type: str = CLASSIC_GROUP_TYPE
-
-
-Protocols = tuple[tuple[str, bytes], ...]
-"""A member's supported protocols, by preference: (name, metadata)."""
-
-
-@dataclass(slots=True, eq=False)
-class Member:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    protocol_type: str
-    protocols: Protocols
-    assignment: bytes = b""
-    joining: Reply[JoinResult] | None = None
-    """The JoinGroup this member is parked on, if any."""
-    syncing: Reply[SyncResult] | None = None
-    """The SyncGroup this member is parked on, if any."""
-    is_new: bool = False
-    """Joined but never got a JoinGroup answer: such a member expires even while joining."""
-
-    def metadata(self, protocol: str) -> bytes:
-        for name, metadata in self.protocols:
-            if name == protocol:
-                return metadata
-        raise ValueError(f"member {self.member_id} does not support protocol {protocol!r}")
-
-    def vote(self, candidates: set[str]) -> str:
-        """This member's most preferred protocol among those every member supports."""
-        return next(name for name, _ in self.protocols if name in candidates)
-
-    def has_satisfied_heartbeat(self) -> bool:
-        # A member parked on a JoinGroup or SyncGroup is alive; a new one may be stuck.
-        return not self.is_new and (self.joining is not None or self.syncing is not None)
-
-
-@dataclass(slots=True, eq=False)
-class Group:
-    """One classic group: its members, generation, chosen protocol and committed offsets."""
-
-    group_id: str
-    state: GroupState = GroupState.EMPTY
-    previous_state: GroupState = GroupState.DEAD
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    generation_id: int = 0
-    leader_id: str | None = None
-    members: dict[str, Member] = field(default_factory=dict)
-    static_members: dict[str, str] = field(default_factory=dict)
-    """Member id of each group instance id (KIP-345 static membership)."""
-    pending_join: set[str] = field(default_factory=set)
-    """Member ids given out with MEMBER_ID_REQUIRED (KIP-394), not yet joined with."""
-    pending_sync: set[str] = field(default_factory=set)
-    """Members of this generation that have not sent SyncGroup yet."""
-    supported_protocols: Counter[str] = field(default_factory=Counter)
-    subscribed_topics: set[str] | None = None
-    new_member_added: bool = False
-    offsets: dict[str, dict[int, CommittedOffset]] = field(default_factory=dict)
-
-    def is_leader(self, member_id: str) -> bool:
-        return self.leader_id == member_id
-
-    def add(self, member: Member) -> None:
-        if member.group_instance_id is not None:
-            self.static_members[member.group_instance_id] = member.member_id
-        if not self.members:
-            self.protocol_type = member.protocol_type
-        if self.leader_id is None:
-            self.leader_id = member.member_id
-        self.members[member.member_id] = member
-        self.supported_protocols.update(name for name, _ in member.protocols)
-        self.pending_join.discard(member.member_id)
-
-    def remove(self, member_id: str) -> None:
-        member = self.members.pop(member_id, None)
-        if member is not None:
-            self.supported_protocols.subtract(name for name, _ in member.protocols)
-            if member.group_instance_id is not None:
-                self.static_members.pop(member.group_instance_id, None)
-        if self.is_leader(member_id):
-            self.leader_id = next(iter(self.members), None)
-        self.pending_join.discard(member_id)
-        self.pending_sync.discard(member_id)
-
-    def update_protocols(self, member: Member, protocols: Protocols) -> None:
-        self.supported_protocols.subtract(name for name, _ in member.protocols)
-        member.protocols = protocols
-        self.supported_protocols.update(name for name, _ in protocols)
-
-    def has_all_members_joined(self) -> bool:
-        return not self.pending_join and all(
-            member.joining is not None for member in self.members.values()
-        )
-
-    def rebalance_timeout_ms(self) -> int:
-        return max((member.rebalance_timeout_ms for member in self.members.values()), default=0)
-
-    def supports_protocols(self, protocol_type: str, names: Iterable[str]) -> bool:
-        names = set(names)
-        if self.state is GroupState.EMPTY:
-            return bool(protocol_type) and bool(names)
-        return self.protocol_type == protocol_type and any(
-            self.supported_protocols[name] == len(self.members) for name in names
-        )
-
-    def select_protocol(self) -> str:
-        """The protocol every member supports that most members prefer (Kafka's vote)."""
-        candidates = {
-            name
-            for name, supporters in self.supported_protocols.items()
-            if supporters == len(self.members)
-        }
-        votes = Counter(member.vote(candidates) for member in self.members.values())
-        return votes.most_common(1)[0][0]
-
-    def uses_consumer_protocol(self) -> bool:
-        return self.protocol_type == CONSUMER_PROTOCOL_TYPE
-
-    def compute_subscribed_topics(self) -> set[str] | None:
-        """The topics the members subscribe to, from their consumer-protocol metadata;
-        None when unknown (not the consumer protocol, or metadata that does not parse)."""
-        if not self.uses_consumer_protocol():
-            return None
-        if not self.members:
-            return set()
-        if self.protocol_name is None:
-            return None
-        topics: set[str] = set()
-        try:
-            for member in self.members.values():
-                # Every version of the subscription starts with version 0's fields, after
-                # the int16 version: Kafka reads them as version 0 too.
-                subscription, _ = _read_subscription(member.metadata(self.protocol_name), 2)
-                topics.update(subscription.topics)
-        except Exception:
-            log.warning(
-                "group %s: consumer protocol metadata does not parse; subscriptions unknown",
-                self.group_id,
-            )
-            return None
-        return topics
-
-    def is_subscribed_to_topic(self, topic: str) -> bool:
-        if self.subscribed_topics is None:
-            return self.uses_consumer_protocol()
-        return topic in self.subscribed_topics
-
-    def validate_member(self, member_id: str, group_instance_id: str | None) -> ErrorCode:
-        if group_instance_id is not None:
-            existing = self.static_members.get(group_instance_id)
-            if existing is None:
-                return ErrorCode.unknown_member_id
-            if existing != member_id:
-                return ErrorCode.fenced_instance_id
-        if member_id not in self.members:
-            return ErrorCode.unknown_member_id
-        return ErrorCode.none
-
-    def validate_commit(
-        self,
-        member_id: str,
-        generation_id: int,
-        group_instance_id: str | None = None,
-        *,
-        transactional: bool = False,
-        api_version: int = FIRST_COMMIT_VERSION_WITH_GROUP_ID_NOT_FOUND,
-    ) -> ErrorCode:
-        """May an OffsetCommit, or a TxnOffsetCommit (`transactional`), commit to this
-        group? As Kafka answers: a member commits in its generation; one naming no member
-        commits to an empty group, or with a transaction (before v3 it cannot name one).
-        `api_version` matters to ConsumerGroup.validate_commit only: the coordinator asks
-        a group of either protocol alike."""
-        if self.state is GroupState.DEAD:
-            return ErrorCode.coordinator_not_available
-        if generation_id < 0 and self.state is GroupState.EMPTY:
-            return ErrorCode.none
-        if generation_id >= 0 or member_id or group_instance_id is not None:
-            error = self.validate_member(member_id, group_instance_id)
-            if error is not ErrorCode.none:
-                return error
-            if generation_id != self.generation_id:
-                return ErrorCode.illegal_generation
-        elif not transactional and self.state is not GroupState.EMPTY:
-            return ErrorCode.unknown_member_id
-        if not transactional and self.state is GroupState.COMPLETING_REBALANCE:
-            # The member knows the new generation but not its assignment yet.
-            return ErrorCode.rebalance_in_progress
-        return ErrorCode.none
-
-    def joined_members(self) -> tuple[JoinedMember, ...]:
-        assert self.protocol_name is not None
-        return tuple(
-            JoinedMember(
-                member.member_id, member.group_instance_id, member.metadata(self.protocol_name)
-            )
-            for member in self.members.values()
-        )
-
-
-TimerKey = Hashable
-
-
-class _Timers:
-    """Deadlines with actions, each under a key: scheduling a key again replaces its timer."""
-
-    def __init__(self) -> None:
-        self._heap: list[tuple[float, int, TimerKey]] = []
-        self._current: dict[TimerKey, tuple[int, Callable[[], None]]] = {}
-        self._sequence = count()
-
-    def schedule(self, key: TimerKey, deadline: float, action: Callable[[], None]) -> None:
-        number = next(self._sequence)
-        self._current[key] = (number, action)
-        heapq.heappush(self._heap, (deadline, number, key))
-
-    def cancel(self, key: TimerKey) -> None:
-        self._current.pop(key, None)
-
-    def _drop_replaced(self) -> None:
-        # Replaced and cancelled timers stay in the heap until they reach its top.
-        while self._heap:
-            _, number, key = self._heap[0]
-            current = self._current.get(key)
-            if current is not None and current[0] == number:
-                return
-            heapq.heappop(self._heap)
-
-    def next_deadline(self) -> float:
-        self._drop_replaced()
-        return self._heap[0][0] if self._heap else math.inf
-
-    def pop_due(self, now: float) -> Callable[[], None] | None:
-        """The action of the earliest timer due at `now`, which is then done with."""
-        if self.next_deadline() > now:
-            return None
-        _, _, key = heapq.heappop(self._heap)
-        return self._current.pop(key)[1]
 
 
 class GroupCoordinator:
@@ -440,7 +73,7 @@ class GroupCoordinator:
         self.consumer_groups: ConsumerGroups | None = None
         """The new protocol's groups (KIP-848): they share the group ids, the offset APIs
         and ListGroups with the classic ones."""
-        self._timers = _Timers()
+        self._timers = Timers()
         self._active = False
         self._wake = trio.Event()
         self._sleeping_until = math.inf
@@ -523,7 +156,7 @@ class GroupCoordinator:
         return group
 
     def _transition(self, group: Group, state: GroupState) -> None:
-        if group.state not in _VALID_PREVIOUS[state]:
+        if group.state not in VALID_PREVIOUS[state]:
             raise RuntimeError(
                 f"group {group.group_id}: no transition from {group.state} to {state}"
             )
@@ -804,7 +437,7 @@ class GroupCoordinator:
     # The join phase.
 
     def _maybe_prepare_rebalance_or_complete_join(self, group: Group) -> None:
-        if group.state in _VALID_PREVIOUS[GroupState.PREPARING_REBALANCE]:
+        if group.state in VALID_PREVIOUS[GroupState.PREPARING_REBALANCE]:
             self._prepare_rebalance(group)
         else:
             self._maybe_complete_join_phase(group)
@@ -1110,7 +743,7 @@ class GroupCoordinator:
                 self._maybe_complete_join_phase(group)
         return ErrorCode.none, answers
 
-    # Offsets.
+    # Offsets: the coordinator finds (or creates) the group, commits.py says what holds.
 
     def validate_commit(
         self,
@@ -1130,13 +763,11 @@ class GroupCoordinator:
             return ErrorCode.invalid_group_id, None
         group = self.find(group_id)
         if group is None:
-            if generation_id >= 0:
-                if (
-                    not transactional
-                    and api_version >= FIRST_COMMIT_VERSION_WITH_GROUP_ID_NOT_FOUND
-                ):
-                    return ErrorCode.group_id_not_found, None
-                return ErrorCode.illegal_generation, None
+            refusal = commits.refusal_without_group(
+                generation_id, api_version, transactional=transactional
+            )
+            if refusal is not None:
+                return refusal, None
             group = self._create(group_id)
         error = group.validate_commit(
             member_id,
@@ -1160,11 +791,7 @@ class GroupCoordinator:
         self.stats.groups[group.state.value] -= 1
         return group.offsets
 
-    @staticmethod
-    def commit(
-        group: Group | ConsumerGroup, topic: str, partition: int, committed: CommittedOffset
-    ) -> None:
-        group.offsets.setdefault(topic, {})[partition] = committed
+    commit = staticmethod(commits.commit)
 
     def commit_transaction_offsets(
         self, group_id: str, offsets: dict[tuple[str, int], CommittedOffset]
@@ -1184,80 +811,19 @@ class GroupCoordinator:
     def validate_offset_fetch(
         self, group_id: str, member_id: str | None, member_epoch: int
     ) -> ErrorCode:
-        """May an OffsetFetch (v9+, which names its member) read the group's offsets? A
-        member of the new protocol reads at its epoch; classic groups check nothing."""
-        group = self.find(group_id)
-        if group is None or isinstance(group, Group):
-            return ErrorCode.none
-        return group.validate_offset_fetch(member_id, member_epoch)
+        return commits.validate_offset_fetch(self.find(group_id), member_id, member_epoch)
 
     def delete_offsets(
         self, group_id: str, topics: Iterable[tuple[str, Iterable[int]]]
     ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, ErrorCode]]]]]:
-        """OffsetDelete: the group-level error, then an error per topic partition. A group
-        with members keeps offsets of topics they subscribe to."""
         if not group_id:
             return ErrorCode.invalid_group_id, []
-        group = self.find(group_id)
-        if group is None or (isinstance(group, Group) and group.state is GroupState.DEAD):
-            return ErrorCode.group_id_not_found, []
-        if (
-            isinstance(group, Group)
-            and group.state is not GroupState.EMPTY
-            and not group.uses_consumer_protocol()
-        ):
-            return ErrorCode.non_empty_group, []
-        results = []
-        for topic, partitions in topics:
-            if group.is_subscribed_to_topic(topic):
-                results.append(
-                    (topic, [(p, ErrorCode.group_subscribed_to_topic) for p in partitions])
-                )
-                continue
-            committed = group.offsets.get(topic, {})
-            answers = []
-            for partition in partitions:
-                committed.pop(partition, None)
-                answers.append((partition, ErrorCode.none))
-            if not committed:
-                group.offsets.pop(topic, None)
-            results.append((topic, answers))
-        return ErrorCode.none, results
+        return commits.delete_offsets(self.find(group_id), topics)
 
-    # DescribeGroups, ListGroups, DeleteGroups.
+    # DescribeGroups, ListGroups, DeleteGroups: the coordinator finds, listing.py answers.
 
     def describe(self, group_id: str) -> DescribedGroup:
-        if not group_id:
-            return DescribedGroup("", ErrorCode.invalid_group_id, GroupState.DEAD)
-        group = self.find(group_id)
-        if group is None or not isinstance(group, Group):
-            return DescribedGroup(
-                group_id,
-                ErrorCode.group_id_not_found,
-                GroupState.DEAD,
-                message=f"Group {group_id} not found."
-                if group is None
-                else f"Group {group_id} is not a classic group.",
-            )
-        stable = group.state is GroupState.STABLE and group.protocol_name is not None
-        return DescribedGroup(
-            group_id,
-            ErrorCode.none,
-            group.state,
-            group.protocol_type or "",
-            (group.protocol_name or "") if stable else "",
-            tuple(
-                DescribedMember(
-                    member.member_id,
-                    member.group_instance_id,
-                    member.client_id,
-                    member.client_host,
-                    member.metadata(group.protocol_name) if stable and group.protocol_name else b"",
-                    member.assignment if stable else b"",
-                )
-                for member in group.members.values()
-            ),
-        )
+        return listing.describe(group_id, self.find(group_id))
 
     def group_ids(self) -> list[str]:
         return list(self._groups)
@@ -1285,25 +851,7 @@ class GroupCoordinator:
     def list_groups(
         self, states: Iterable[str] = (), types: Iterable[str] = ()
     ) -> list[ListedGroup]:
-        """Every group, or those in one of `states` and of one of `types` (both compared
-        ignoring case, as Kafka does)."""
-        wanted_states = {state.strip().lower() for state in states}
-        wanted_types = {kind.strip().lower() for kind in types}
-        listed = []
-        if not wanted_types or CLASSIC_GROUP_TYPE in wanted_types:
-            listed = [
-                ListedGroup(group.group_id, group.protocol_type or "", group.state)
-                for group in self._groups.values()
-                if not wanted_states or group.state.lower() in wanted_states
-            ]
-        if self.consumer_groups is not None and (
-            not wanted_types or CONSUMER_GROUP_TYPE in wanted_types
-        ):
-            listed += [
-                ListedGroup(group.group_id, CONSUMER_GROUP_TYPE, group.state, CONSUMER_GROUP_TYPE)
-                for group in self.consumer_groups.list(wanted_states)
-            ]
-        return listed
+        return listing.list_groups(self._groups.values(), self.consumer_groups, states, types)
 
     def delete_groups(self, group_ids: Iterable[str]) -> list[tuple[str, ErrorCode]]:
         """DeleteGroups: a group without members goes, with its offsets."""
@@ -1319,10 +867,9 @@ class GroupCoordinator:
             assert self.consumer_groups is not None
             offsets = self.consumer_groups.take_if_empty(group_id)
             return ErrorCode.non_empty_group if offsets is None else ErrorCode.none
-        if group.state is GroupState.DEAD:
-            return ErrorCode.group_id_not_found
-        if group.state is not GroupState.EMPTY:
-            return ErrorCode.non_empty_group
+        refusal = listing.refusal_to_delete(group)
+        if refusal is not None:
+            return refusal
         self._timers.cancel(("join", group_id))
         self._timers.cancel(("sync", group_id))
         for member_id in group.pending_join:

@@ -1,0 +1,113 @@
+"""DescribeGroups, ListGroups and DeleteGroups as groups answer them: what a group looks like
+to the administration. Apart from the state machine because they only read a group (or, for
+DeleteGroups, say whether it may go); the coordinator finds the groups and does the deleting."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+from .model import CLASSIC_GROUP_TYPE, CONSUMER_GROUP_TYPE, Group, GroupState
+
+if TYPE_CHECKING:
+    from .consumer import ConsumerGroup, ConsumerGroups
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedGroup:
+    group_id: str
+    error: ErrorCode
+    state: str
+    protocol_type: str = ""
+    protocol_data: str = ""
+    members: tuple[DescribedMember, ...] = ()
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    state: str
+    group_type: str = CLASSIC_GROUP_TYPE
+
+
+def describe(group_id: str, group: Group | ConsumerGroup | None) -> DescribedGroup:
+    """DescribeGroups' answer for `group_id`, found as `group` (None: no such group)."""
+    if not group_id:
+        return DescribedGroup("", ErrorCode.invalid_group_id, GroupState.DEAD)
+    if group is None or not isinstance(group, Group):
+        return DescribedGroup(
+            group_id,
+            ErrorCode.group_id_not_found,
+            GroupState.DEAD,
+            message=f"Group {group_id} not found."
+            if group is None
+            else f"Group {group_id} is not a classic group.",
+        )
+    stable = group.state is GroupState.STABLE and group.protocol_name is not None
+    return DescribedGroup(
+        group_id,
+        ErrorCode.none,
+        group.state,
+        group.protocol_type or "",
+        (group.protocol_name or "") if stable else "",
+        tuple(
+            DescribedMember(
+                member.member_id,
+                member.group_instance_id,
+                member.client_id,
+                member.client_host,
+                member.metadata(group.protocol_name) if stable and group.protocol_name else b"",
+                member.assignment if stable else b"",
+            )
+            for member in group.members.values()
+        ),
+    )
+
+
+def list_groups(
+    classic: Iterable[Group],
+    consumer_groups: ConsumerGroups | None,
+    states: Iterable[str] = (),
+    types: Iterable[str] = (),
+) -> list[ListedGroup]:
+    """Every group, or those in one of `states` and of one of `types` (both compared
+    ignoring case, as Kafka does)."""
+    wanted_states = {state.strip().lower() for state in states}
+    wanted_types = {kind.strip().lower() for kind in types}
+    listed = []
+    if not wanted_types or CLASSIC_GROUP_TYPE in wanted_types:
+        listed = [
+            ListedGroup(group.group_id, group.protocol_type or "", group.state)
+            for group in classic
+            if not wanted_states or group.state.lower() in wanted_states
+        ]
+    if consumer_groups is not None and (not wanted_types or CONSUMER_GROUP_TYPE in wanted_types):
+        listed += [
+            ListedGroup(group.group_id, CONSUMER_GROUP_TYPE, group.state, CONSUMER_GROUP_TYPE)
+            for group in consumer_groups.list(wanted_states)
+        ]
+    return listed
+
+
+def refusal_to_delete(group: Group) -> ErrorCode | None:
+    """Why DeleteGroups may not delete this classic group; None when it may (it is empty)."""
+    if group.state is GroupState.DEAD:
+        return ErrorCode.group_id_not_found
+    if group.state is not GroupState.EMPTY:
+        return ErrorCode.non_empty_group
+    return None
