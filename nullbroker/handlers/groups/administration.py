@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ...state.groups.listing import DescribedGroup
@@ -24,9 +24,6 @@ from ..common import (
 if TYPE_CHECKING:
     from ...broker import Broker, Session
 
-DESCRIBE_GROUPS = 15
-LIST_GROUPS = 16
-DELETE_GROUPS = 42
 
 # DescribeGroups v6+ says GROUP_ID_NOT_FOUND for an unknown group, older ones "Dead".
 FIRST_DESCRIBE_WITH_GROUP_ID_NOT_FOUND = 6
@@ -34,7 +31,7 @@ FIRST_DESCRIBE_WITH_GROUP_ID_NOT_FOUND = 6
 
 def handle_describe_groups(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
-    types = response_module(DESCRIBE_GROUPS, version)
+    types = response_module(ApiKey.DESCRIBE_GROUPS, version)
     body = request.body
     operations = authorized_operations(
         getattr(body, "include_authorized_operations", False), GROUP_OPERATIONS
@@ -92,7 +89,7 @@ def _described(
 
 
 def handle_list_groups(broker: Broker, request: Request, session: Session) -> Any:
-    types = response_module(LIST_GROUPS, request.header.api_version)
+    types = response_module(ApiKey.LIST_GROUPS, request.header.api_version)
     body = request.body
     listed = [
         group
@@ -121,7 +118,7 @@ def handle_list_groups(broker: Broker, request: Request, session: Session) -> An
 
 
 def handle_delete_groups(broker: Broker, request: Request, session: Session) -> Any:
-    types = response_module(DELETE_GROUPS, request.header.api_version)
+    types = response_module(ApiKey.DELETE_GROUPS, request.header.api_version)
     return make(
         types.DeleteGroupsResponse,
         throttle_time=NO_THROTTLE,
@@ -147,7 +144,7 @@ def _deleted(
 
 
 HANDLERS = {
-    DESCRIBE_GROUPS: handle_describe_groups,
-    LIST_GROUPS: handle_list_groups,
-    DELETE_GROUPS: handle_delete_groups,
+    ApiKey.DESCRIBE_GROUPS: handle_describe_groups,
+    ApiKey.LIST_GROUPS: handle_list_groups,
+    ApiKey.DELETE_GROUPS: handle_delete_groups,
 }

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ...cluster.nodes import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
@@ -17,7 +17,6 @@ from ..common import NO_THROTTLE, counted
 if TYPE_CHECKING:
     from ...broker import Broker, Session
 
-FIND_COORDINATOR = 10
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
 SHARE_KEY = 2
@@ -31,7 +30,7 @@ INVALID_REQUEST_MESSAGE = (
 
 def handle_find_coordinator(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
-    types = response_module(FIND_COORDINATOR, version)
+    types = response_module(ApiKey.FIND_COORDINATOR, version)
     key_type = getattr(request.body, "key_type", GROUP_KEY)
     refusal = _refused_key_type(key_type)
     internal = internal_topic_for(request.body)
@@ -91,4 +90,4 @@ def internal_topic_for(find_coordinator: Any) -> str:
     return OFFSETS_TOPIC
 
 
-HANDLERS = {FIND_COORDINATOR: handle_find_coordinator}
+HANDLERS = {ApiKey.FIND_COORDINATOR: handle_find_coordinator}

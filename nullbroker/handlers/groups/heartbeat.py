@@ -6,15 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ..common import NO_THROTTLE, coordinated_elsewhere, counted
 
 if TYPE_CHECKING:
     from ...broker import Broker, Session
-
-HEARTBEAT = 12
 
 
 def handle_heartbeat(broker: Broker, request: Request, session: Session) -> Any:
@@ -29,10 +27,10 @@ def handle_heartbeat(broker: Broker, request: Request, session: Session) -> Any:
             getattr(body, "group_instance_id", None),
         )
     return make(
-        response_module(HEARTBEAT, request.header.api_version).HeartbeatResponse,
+        response_module(ApiKey.HEARTBEAT, request.header.api_version).HeartbeatResponse,
         throttle_time=NO_THROTTLE,
         error_code=counted(broker, error),
     )
 
 
-HANDLERS = {HEARTBEAT: handle_heartbeat}
+HANDLERS = {ApiKey.HEARTBEAT: handle_heartbeat}

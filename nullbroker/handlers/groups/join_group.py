@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ...state.groups.model import JoinResult
@@ -18,7 +18,6 @@ from ..common import NO_THROTTLE, client_host, coordinated_elsewhere, counted
 if TYPE_CHECKING:
     from ...broker import Broker, Session
 
-JOIN_GROUP = 11
 
 # JoinGroup v4+ requires a known member id (KIP-394); v7+ has nullable protocol names;
 # v9+ may tell a rejoining static leader to skip assigning.
@@ -58,7 +57,7 @@ async def _join_later(broker: Broker, version: int, reply: Reply[JoinResult]) ->
 
 
 def _join_response(broker: Broker, version: int, result: JoinResult) -> Any:
-    types = response_module(JOIN_GROUP, version)
+    types = response_module(ApiKey.JOIN_GROUP, version)
     protocol_name = result.protocol_name
     if version < FIRST_JOIN_WITH_NULLABLE_PROTOCOL and protocol_name is None:
         protocol_name = ""
@@ -88,4 +87,4 @@ def _ms(duration: datetime.timedelta) -> int:
     return int(duration / datetime.timedelta(milliseconds=1))
 
 
-HANDLERS = {JOIN_GROUP: handle_join_group}
+HANDLERS = {ApiKey.JOIN_GROUP: handle_join_group}

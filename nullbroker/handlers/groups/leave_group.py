@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ..common import NO_THROTTLE, coordinated_elsewhere, counted
@@ -15,11 +15,9 @@ from ..common import NO_THROTTLE, coordinated_elsewhere, counted
 if TYPE_CHECKING:
     from ...broker import Broker, Session
 
-LEAVE_GROUP = 13
-
 
 def handle_leave_group(broker: Broker, request: Request, session: Session) -> Any:
-    types = response_module(LEAVE_GROUP, request.header.api_version)
+    types = response_module(ApiKey.LEAVE_GROUP, request.header.api_version)
     body = request.body
     if coordinated_elsewhere(broker, session, body.group_id):
         return make(
@@ -55,4 +53,4 @@ def handle_leave_group(broker: Broker, request: Request, session: Session) -> An
     )
 
 
-HANDLERS = {LEAVE_GROUP: handle_leave_group}
+HANDLERS = {ApiKey.LEAVE_GROUP: handle_leave_group}

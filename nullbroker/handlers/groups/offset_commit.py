@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ...cluster.nodes import NO_LEADER_EPOCH
@@ -20,12 +20,10 @@ from ..common import NO_THROTTLE, coordinated_elsewhere, counted
 if TYPE_CHECKING:
     from ...broker import Broker, Session
 
-OFFSET_COMMIT = 8
-
 
 def handle_offset_commit(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
-    types = response_module(OFFSET_COMMIT, version)
+    types = response_module(ApiKey.OFFSET_COMMIT, version)
     body = request.body
     resolved = [(asked, *_requested_topic(broker, asked)) for asked in body.topics]
     # As Kafka: unknown topics and partitions are answered without asking the coordinator,
@@ -102,4 +100,4 @@ def has_partition(topic: Topic, index: int) -> bool:
     return 0 <= index < len(topic.partitions)
 
 
-HANDLERS = {OFFSET_COMMIT: handle_offset_commit}
+HANDLERS = {ApiKey.OFFSET_COMMIT: handle_offset_commit}

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ..common import NO_THROTTLE, coordinated_elsewhere, counted
@@ -16,11 +16,9 @@ from .offset_commit import has_partition
 if TYPE_CHECKING:
     from ...broker import Broker, Session
 
-OFFSET_DELETE = 47
-
 
 def handle_offset_delete(broker: Broker, request: Request, session: Session) -> Any:
-    types = response_module(OFFSET_DELETE, request.header.api_version)
+    types = response_module(ApiKey.OFFSET_DELETE, request.header.api_version)
     body = request.body
     unknown: dict[str, list[tuple[int, ErrorCode]]] = {}
     known: list[tuple[str, list[int]]] = []
@@ -72,4 +70,4 @@ def handle_offset_delete(broker: Broker, request: Request, session: Session) -> 
     )
 
 
-HANDLERS = {OFFSET_DELETE: handle_offset_delete}
+HANDLERS = {ApiKey.OFFSET_DELETE: handle_offset_delete}

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import ApiKey, Request
 from codec.entities import has_field, make, response_module
 
 from ...cluster.nodes import NO_LEADER_EPOCH
@@ -19,12 +19,10 @@ from ..common import NO_THROTTLE, coordinated_elsewhere, counted
 if TYPE_CHECKING:
     from ...broker import Broker, Session
 
-OFFSET_FETCH = 9
-
 
 def handle_offset_fetch(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
-    types = response_module(OFFSET_FETCH, version)
+    types = response_module(ApiKey.OFFSET_FETCH, version)
     body = request.body
     if hasattr(body, "groups"):  # v8+: a batch of groups
         groups = []
@@ -179,4 +177,4 @@ def _fetched_partition(
     )
 
 
-HANDLERS = {OFFSET_FETCH: handle_offset_fetch}
+HANDLERS = {ApiKey.OFFSET_FETCH: handle_offset_fetch}

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import Request
+from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ...state.groups.model import SyncResult
@@ -17,7 +17,6 @@ from ..common import NO_THROTTLE, coordinated_elsewhere, counted
 if TYPE_CHECKING:
     from ...broker import Broker, Session
 
-SYNC_GROUP = 14
 
 # SyncGroup v5+ must name the protocol type and name (KIP-559).
 FIRST_SYNC_REQUIRING_PROTOCOL = 5
@@ -53,7 +52,7 @@ async def _sync_later(broker: Broker, version: int, reply: Reply[SyncResult]) ->
 
 def _sync_response(broker: Broker, version: int, result: SyncResult) -> Any:
     return make(
-        response_module(SYNC_GROUP, version).SyncGroupResponse,
+        response_module(ApiKey.SYNC_GROUP, version).SyncGroupResponse,
         throttle_time=NO_THROTTLE,
         error_code=counted(broker, result.error),
         protocol_type=result.protocol_type,
@@ -62,4 +61,4 @@ def _sync_response(broker: Broker, version: int, result: SyncResult) -> Any:
     )
 
 
-HANDLERS = {SYNC_GROUP: handle_sync_group}
+HANDLERS = {ApiKey.SYNC_GROUP: handle_sync_group}
