@@ -41,16 +41,20 @@ def reader(
     node_id: int,
     on_readable: Callable[[int], None],
     after_read: Callable[[int, int, bytes | None, Exception | None], None],
-) -> Reader:
+) -> Reader | None:
     """The C reader of a plain-TCP connection the host loop serves: on each readable event it
     reads into the loop's receive buffer, answers the read's requests through the lane and
     writes the answers, without Python, when the read holds whole Produce requests the lane
     takes and the socket takes the answers at once (the common case, a wake-up per request
     for a producer waiting on its acks). Anything else goes to the connection's Python:
     `on_readable(events)` while `ready` is false, `after_read(size, answered, answers,
-    error)` to take a read on from its first request the lane did not answer."""
-    from . import _lane_reader
-
+    error)` to take a read on from its first request the lane did not answer. None where
+    the reader was not built though the lane was (each C module builds or fails alone): the
+    connection's Python reads then, as it does for SASL."""
+    try:
+        from . import _lane_reader
+    except ImportError:
+        return None
     made: Reader = _lane_reader.Reader(
         c_interface(),
         lane,
