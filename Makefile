@@ -9,7 +9,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 ARGS ?=
 # The C the package builds (setup.py): a change to any of them reinstalls it.
-NATIVE_SOURCES := codec/_native.c codec/_kafka_wire.h nullbroker/handlers/_produce_lane.c
+NATIVE_SOURCES := codec/_native.c codec/_kafka_wire.h nullbroker/handlers/_produce_lane.c \
+  nullbroker/handlers/produce_lane.h nullbroker/net/_lane_reader.c
 
 .PHONY: serve test oracle perf bytecode fuzz kafka-tools spark-connector lint clean
 

@@ -18,7 +18,7 @@ _OFF = frozenset({"off", "0", "no", "false"})
 
 def switched_on() -> bool:
     """Whether C may serve (NULLBROKER_NATIVE is not off): for codec._native and for
-    nullbroker.handlers._produce_lane alike."""
+    nullbroker.handlers._produce_lane (and the reader that calls it) alike."""
     return os.environ.get(VARIABLE, "on").strip().lower() not in _OFF
 
 

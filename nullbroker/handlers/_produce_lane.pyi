@@ -1,6 +1,9 @@
 from collections.abc import Callable, Sequence
 from typing import Any
 
+c_api: object
+"""The lane's C interface (produce_lane.h), a capsule: the C reader's way to the lane."""
+
 class Lane:
     def __init__(
         self,
@@ -22,21 +25,3 @@ class Lane:
     ) -> None: ...
     def answer_prefix(self, view: memoryview, node_id: int) -> tuple[int, bytes | None]: ...
     def answer(self, frame: memoryview | bytes, node_id: int) -> bytes | None: ...
-
-class Reader:
-    ready: int
-    read_size: int
-    def __init__(
-        self,
-        lane: Any,
-        fd: int,
-        receive_buffer: Any,
-        wire: Any,
-        node_id: int,
-        on_readable: Callable[[int], None],
-        after_read: Callable[[int, int, bytes | None, Exception | None], None],
-        first_read: int,
-        max_read: int,
-        shrink_after: int,
-    ) -> None: ...
-    def __call__(self, events: int) -> None: ...

@@ -10,21 +10,20 @@ before it changes anything, and otherwise leaves the request to the Python path,
 answers it as it answers everything else: an error, a fault, a first batch, a duplicate,
 a transaction, --retain. Both act on one broker state.
 
-The lane serves the plain-TCP connections the host loop reads (nullbroker/
-hosted_connection.py) and Broker.answer, on one node or several (it asks the cluster which
+The lane serves the plain-TCP connections the host loop reads (nullbroker/net/
+hosted_connection.py, whose C reader, nullbroker/net/lane_reader.py, hands it each read
+through `c_interface()`) and dispatch.py, on one node or several (it asks the cluster which
 partitions a node leads, as the handler does), without SASL (whose checks are Python's);
 NULLBROKER_NATIVE=off or a build without a compiler leaves it out, as the C decoders.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from codec import native
 from codec.crc import crc32c
 
-from ..net.host_loop import FIRST_RECEIVE_BYTES, RECEIVE_BYTES, SHRINK_AFTER_READS
 from ..state.producers import RecentBatch
 from ..stats import LATENCY_BOUNDS_NS
 
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
     from codec import ApiRange
 
     from ..broker import Broker
-    from ..net.host_loop import ReceiveBuffer
 
 
 class Lane(Protocol):
@@ -44,47 +42,13 @@ class Lane(Protocol):
         """One request frame's response frame, or None: the Python path's request."""
 
 
-class Reader(Protocol):
-    """A hosted connection's handler on the host loop's epoll (`reader` makes one)."""
-
-    ready: int
-    """Set by the connection: whether the next read is the reader's (nothing of a frame
-    buffered, no read budget held), or the connection's own `on_readable`'s."""
-
-    def __call__(self, events: int) -> None: ...
-
-
-def reader(
-    lane: Lane,
-    fd: int,
-    receive_buffer: ReceiveBuffer,
-    wire: object,
-    node_id: int,
-    on_readable: Callable[[int], None],
-    after_read: Callable[[int, int, bytes | None, Exception | None], None],
-) -> Reader:
-    """The C reader of a plain-TCP connection the host loop serves: on each readable event it
-    reads into the loop's receive buffer, answers the read's requests through the lane and
-    writes the answers, without Python, when the read holds whole Produce requests the lane
-    takes and the socket takes the answers at once (the common case, a wake-up per request
-    for a producer waiting on its acks). Anything else goes to the connection's Python:
-    `on_readable(events)` while `ready` is false, `after_read(size, answered, answers,
-    error)` to take a read on from its first request the lane did not answer."""
+def c_interface() -> object:
+    """The lane's C interface (handlers/produce_lane.h), a capsule: what the connection
+    layer's C reader (nullbroker/net/lane_reader.py) calls the lane through, without a Python
+    call per request. Only asked for where `for_broker` made a lane, so the module is built."""
     from . import _produce_lane
 
-    made: Reader = _produce_lane.Reader(
-        lane,
-        fd,
-        receive_buffer,
-        wire,
-        node_id,
-        on_readable,
-        after_read,
-        FIRST_RECEIVE_BYTES,
-        RECEIVE_BYTES,
-        SHRINK_AFTER_READS,
-    )
-    return made
+    return _produce_lane.c_api
 
 
 def for_broker(broker: Broker, served: ApiRange) -> Lane | None:

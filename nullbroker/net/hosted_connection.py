@@ -26,8 +26,7 @@ from codec import FrameReader
 from codec.framing import Buffer
 
 from ..broker import Session
-from ..handlers import produce_lane
-from . import host_loop
+from . import host_loop, lane_reader
 from .connection import (
     IOV_MAX,
     Drain,
@@ -127,7 +126,7 @@ class HostedConnection:
         self._fast = (
             None
             if lane is None or session.sasl is not None
-            else produce_lane.reader(
+            else lane_reader.reader(
                 lane,
                 self._fd,
                 host.receive_buffer,
