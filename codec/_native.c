@@ -6,7 +6,7 @@
  * decode: a malformed request, a string that is not UTF-8, a batch that is not magic v2.
  * The Python twin is then called and raises its own, worded error, so errors stay the
  * Python code's. Every length is checked against the bytes left before it is used and no
- * count is trusted for an allocation. tests/test_codec_native.py proves both equal.
+ * count is trusted for an allocation. tests/codec/test_codec_native.py proves both equal.
  */
 #include "_kafka_wire.h"
 

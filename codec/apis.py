@@ -2,7 +2,7 @@
 
 Version ranges are those Apache Kafka 4.1.1's broker advertises (KIP-896 removed the old
 ones; versions Kafka marks unstable are left out, as Kafka leaves them out of ApiVersions),
-and tests/test_api_versions_as_kafka.py compares them with a running Kafka's answer. Schema
+and tests/oracle/test_api_versions_as_kafka.py compares them with a running Kafka's answer. Schema
 modules are imported lazily, per (key, version) actually used: importing all of kio's
 schemas costs about 27 MiB.
 """
@@ -37,7 +37,7 @@ class ApiKey(IntEnum):
 
     Code names a key `ApiKey.PRODUCE`, never a number. Looking a member up costs about
     0.17 µs more than a module global (CPython 3.11), so code that compares keys per request
-    binds `int(ApiKey.X)` to a module global once, at import. tests/test_api_keys.py checks
+    binds `int(ApiKey.X)` to a module global once, at import. tests/codec/test_api_keys.py checks
     the members against kio's schemas (Kafka's own message definitions) and the keys the C
     sources define."""
 
@@ -177,7 +177,7 @@ NOT_SERVED: dict[int, str] = {
     92: "DeleteShareGroupOffsets: share groups (KIP-932) not served yet",
 }
 """The APIs Kafka 4.1.1 lists in ApiVersions that nullbroker does not serve, each with why:
-the one list of differences tests/test_api_versions_as_kafka.py allows."""
+the one list of differences tests/oracle/test_api_versions_as_kafka.py allows."""
 
 
 def advertised(api: ApiRange) -> ApiRange:

@@ -3,7 +3,7 @@
 They are built by the package's own build (`pip install -e .` compiles them with gcc) and
 used unless NULLBROKER_NATIVE=off; without a compiler the build leaves them out and the
 pure-Python decoders, which they equal, serve alone. Both paths are tested: the decoders'
-equality by tests/test_codec_native.py, and `make test` runs the codec and broker tests
+equality by tests/codec/test_codec_native.py, and `make test` runs the codec and broker tests
 again with NULLBROKER_NATIVE=off.
 """
 

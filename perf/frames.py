@@ -16,7 +16,7 @@ Three things were never recorded and are built here with kio's generic writers, 
   the same as an uncompressed one of its size, and the recorded sets cover the codecs.
 
 Two recorded Metadata responses (v12 from Java, v13 from librdkafka) end with one stray zero
-byte, a quirk of the mock (tests/test_codec_frames.py lists it); they are used without it,
+byte, a quirk of the mock (tests/codec/test_codec_frames.py lists it); they are used without it,
 so that current Metadata versions are measured too.
 """
 

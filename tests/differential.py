@@ -408,7 +408,7 @@ class Pair:
         """The versions both brokers serve of `api_key` (from their ApiVersions answers),
         as far as kio and the codec's table define them, from `low` up. Versions advertised
         below the served range (Produce from v0, as Kafka 4 lists it) close the connection on
-        both brokers; tests/test_api_versions_as_kafka.py checks that."""
+        both brokers; tests/oracle/test_api_versions_as_kafka.py checks that."""
         lows, highs = zip(*(side.ranges.get(api_key, (0, -1)) for side in self.sides), strict=True)
         served = KAFKA_4_RANGES.get(api_key)
         floor, ceiling = (served.min_version, served.max_version) if served else (0, -1)

@@ -7,7 +7,7 @@ a bug, and libFuzzer saves the input that found it.
     python -m tests.fuzz_requests -max_total_time=600 -artifact_prefix=out/fuzz-  # make fuzz
 
 The seed corpus is every recorded request frame (tests/vectors/frames). Inputs that once
-crashed it are kept in tests/vectors/fuzz/ and replayed by tests/test_fuzz.py on every run.
+crashed it are kept in tests/vectors/fuzz/ and replayed by tests/tools/test_fuzz.py on every run.
 """
 
 from __future__ import annotations

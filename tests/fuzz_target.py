@@ -1,6 +1,6 @@
 """The fuzz target's check, without atheris: bytes as a client's stream, split into frames,
 each answered by an in-process broker. tests/fuzz_requests.py drives it with atheris;
-tests/test_fuzz.py replays the inputs that once broke it."""
+tests/tools/test_fuzz.py replays the inputs that once broke it."""
 
 from __future__ import annotations
 

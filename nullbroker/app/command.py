@@ -13,7 +13,7 @@ never calls:
   `Buffer`, named in an annotation that is never evaluated (0.5 MiB). The entry point lets
   kio see stand-ins for them while `kio.serial` is imported, then takes the stand-ins
   away, so that anything importing either later gets the real one.
-  tests/test_imports.py checks that these are still kio's only uses of them (kio is
+  tests/processes/test_imports.py checks that these are still kio's only uses of them (kio is
   pinned in pyproject.toml).
 
 Tests that run the broker in-process import `nullbroker.app.cli` directly and keep all three.

@@ -42,7 +42,7 @@ IMPORTED_ON_FIRST_USE: dict[str, tuple[ApiKey, ...]] = {
 """The families only some clients use, by module, with the API keys they serve. A family's
 module, and the state it imports (the group coordinators, transactions, SASL), is imported
 by the family's first request, not by every broker: a producer and a consumer that reads
-without a group never load them (tests/test_imports.py)."""
+without a group never load them (tests/processes/test_imports.py)."""
 
 HANDLERS: dict[int, Handler] = {
     **api_versions.HANDLERS,

@@ -1,0 +1,119 @@
+"""Leader epochs as Kafka keeps them: 0 for a new topic's partitions, bumped when a fault
+moves a partition's leader; OffsetForLeaderEpoch (key 23) answers where an epoch ends; and a
+client's current_leader_epoch that is stale (FENCED_LEADER_EPOCH) or ahead of the broker's
+(UNKNOWN_LEADER_EPOCH) is refused by Fetch, ListOffsets and OffsetForLeaderEpoch, as Kafka
+refuses them. Kafka's answers to the single-node cases were checked with raw requests
+(tests/oracle/test_differential_apis.py asks both brokers the same)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from codec import ApiKey
+from codec.apis import request_schema
+from codec.entities import make
+from nullbroker.broker import Broker
+from nullbroker.settings import Config
+from tests.kio_calls import answered, decode_response, dispatch_of, request_frame, types
+from tests.processes.test_cluster import cluster_broker, session
+
+
+def ask(broker: Broker, node: int, api_key: int, version: int, **fields: Any) -> Any:
+    frame = request_frame(api_key, version, request_schema(api_key, version)(**fields))
+    return decode_response(
+        api_key, version, answered(dispatch_of(broker).answer(frame, session(node)))
+    )[1]
+
+
+def end_of(broker: Broker, node: int, topic: str, current: int, epoch: int) -> tuple[int, ...]:
+    """(error, epoch, end offset) of OffsetForLeaderEpoch v4 for partition 0 of `topic`."""
+    t = types(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4)
+    answer = ask(
+        broker, node, ApiKey.OFFSET_FOR_LEADER_EPOCH, 4,
+        replica_id=-1,
+        topics=(make(t.OffsetForLeaderTopic, topic=topic, partitions=(
+            make(t.OffsetForLeaderPartition, partition=0, current_leader_epoch=current,
+                 leader_epoch=epoch),
+        )),),
+    )  # fmt: skip
+    (result,) = answer.topics[0].partitions
+    return result.error_code, result.leader_epoch, result.end_offset
+
+
+def latest(broker: Broker, node: int, topic: str, current: int) -> tuple[int, ...]:
+    """(error, offset, leader epoch) of ListOffsets v10, latest, for partition 0."""
+    t = types(ApiKey.LIST_OFFSETS, 10)
+    answer = ask(
+        broker, node, ApiKey.LIST_OFFSETS, 10,
+        replica_id=-1, isolation_level=0, timeout=datetime.timedelta(seconds=1),
+        topics=(make(t.ListOffsetsTopic, name=topic, partitions=(
+            make(t.ListOffsetsPartition, partition_index=0, current_leader_epoch=current,
+                 timestamp=-1),
+        )),),
+    )  # fmt: skip
+    (result,) = answer.topics[0].partitions
+    return result.error_code, result.offset, result.leader_epoch
+
+
+def fetch_error(broker: Broker, node: int, topic: str, current: int) -> int:
+    """The error of Fetch v12 of partition 0 from offset 0, naming `current`."""
+    t = types(ApiKey.FETCH, 12)
+    answer = ask(
+        broker, node, ApiKey.FETCH, 12,
+        replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=1 << 20,
+        isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=(),
+        rack_id="",
+        topics=(make(t.FetchTopic, topic=topic, partitions=(
+            make(t.FetchPartition, partition=0, current_leader_epoch=current, fetch_offset=0,
+                 last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1 << 20),
+        )),),
+    )  # fmt: skip
+    return answer.responses[0].partitions[0].error_code  # type: ignore[no-any-return]
+
+
+def grown(broker: Broker, topic: str, records: int) -> None:
+    created = broker.topics.get_or_auto_create(topic)
+    assert created is not None
+    created.partitions[0].log_end_offset = records
+
+
+def test_one_node_answers_epoch_zero_as_kafka_does() -> None:
+    broker = Broker(Config())
+    grown(broker, "orders", 3)
+    assert end_of(broker, 0, "orders", -1, 0) == (ErrorCode.none, 0, 3)
+    assert end_of(broker, 0, "orders", 0, 0) == (ErrorCode.none, 0, 3)
+    # No epoch asked, or one after the current: not known, and no error (Kafka's answer).
+    assert end_of(broker, 0, "orders", -1, -1) == (ErrorCode.none, -1, -1)
+    assert end_of(broker, 0, "orders", 0, 3) == (ErrorCode.none, -1, -1)
+    assert end_of(broker, 0, "orders", 5, 0) == (ErrorCode.unknown_leader_epoch, -1, -1)
+    assert end_of(broker, 0, "missing", -1, 0) == (ErrorCode.unknown_topic_or_partition, -1, -1)
+    assert latest(broker, 0, "orders", -1) == (ErrorCode.none, 3, 0)
+    assert latest(broker, 0, "orders", 5) == (ErrorCode.unknown_leader_epoch, -1, -1)
+    assert fetch_error(broker, 0, "orders", 0) == ErrorCode.none
+    assert fetch_error(broker, 0, "orders", 5) == ErrorCode.unknown_leader_epoch
+
+
+def test_a_moved_leader_bumps_the_epoch_and_fences_clients_of_the_old_one() -> None:
+    broker = cluster_broker()
+    grown(broker, "orders", 4)
+    leader = broker.cluster.leader("orders", 0)
+    assert end_of(broker, leader, "orders", 0, 0) == (ErrorCode.none, 0, 4)
+    elsewhere = (leader + 1) % 3
+    broker.faults.add(f"move:topic=orders,partition=0,to={elsewhere}")
+    assert broker.cluster.leader_epoch("orders", 0) == 1
+    # A client that knew epoch 0 is fenced, wherever it asks, and refreshes its metadata.
+    for node in (leader, elsewhere):
+        assert fetch_error(broker, node, "orders", 0) == ErrorCode.fenced_leader_epoch
+        assert latest(broker, node, "orders", 0)[0] == ErrorCode.fenced_leader_epoch
+        assert end_of(broker, node, "orders", 0, 0)[0] == ErrorCode.fenced_leader_epoch
+    # With the new epoch: the new leader answers, the old one is no leader any more.
+    assert fetch_error(broker, elsewhere, "orders", 1) == ErrorCode.none
+    assert fetch_error(broker, leader, "orders", 1) == ErrorCode.not_leader_or_follower
+    assert latest(broker, elsewhere, "orders", 1) == (ErrorCode.none, 4, 1)
+    # The consumer validates its position: epoch 0 ended no earlier than it read.
+    assert end_of(broker, elsewhere, "orders", 1, 0) == (ErrorCode.none, 0, 4)
+    assert end_of(broker, elsewhere, "orders", 1, 1) == (ErrorCode.none, 1, 4)
+    assert end_of(broker, elsewhere, "orders", 2, 1)[0] == ErrorCode.unknown_leader_epoch
