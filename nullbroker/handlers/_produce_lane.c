@@ -15,14 +15,14 @@
  * The state it changes is the broker's own, read and written through the attributes the
  * Python code uses (the partitions' offsets and counters, the producers' sequences, the
  * Produce request count and latency histogram): one broker state, never a copy. The lane
- * only ever runs in the broker's one thread. tests/test_produce_lane.py proves that both
+ * only ever runs in the broker's one thread. tests/broker/test_produce_lane.py proves that both
  * paths give the same answers and leave the same state.
  */
 #include "produce_lane.h"
 #include <structmember.h>
 #include <time.h>
 
-#define PRODUCE_KEY 0 /* codec.ApiKey.PRODUCE: tests/test_api_keys.py checks every _KEY here */
+#define PRODUCE_KEY 0 /* codec.ApiKey.PRODUCE: tests/codec/test_api_keys.py checks every _KEY here */
 #define FIRST_VERSION 3
 #define FIRST_FLEXIBLE_VERSION 9
 #define LAST_VERSION 13
