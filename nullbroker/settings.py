@@ -22,6 +22,7 @@ from .net.listeners import (
 )
 from .net.read_budget import DEFAULT_MAX_BUFFERED_BYTES, SMALL_REQUEST_BYTES
 from .sources.synthetic import SourceSpec, SourceSpecError
+from .state.fetch_sessions import DEFAULT_SLOTS
 from .workers.node_map import NodeMap, NodeMapError
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ class Config:
     """Fault SPECs applied at start (nullbroker.cluster.faults)."""
     cluster_id: str = "nullbroker-cluster-0001"
     group_initial_rebalance_delay_ms: int = 3000
-    fetch_session_cache_slots: int = 1000
+    fetch_session_cache_slots: int = DEFAULT_SLOTS
     """Fetch sessions each node keeps (Kafka's max.incremental.fetch.session.cache.slots);
     0: none, every Fetch is a full one."""
     offsets_topic_partitions: int = INTERNAL_TOPIC_PARTITIONS

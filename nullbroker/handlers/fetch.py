@@ -170,13 +170,11 @@ def _context(broker: Broker, version: int, body: Any, node: int) -> _Context:
     epoch = getattr(body, "session_epoch", FINAL_EPOCH)
     by_ids = version >= FIRST_TOPIC_ID_VERSION
     if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+        cache.remove(session_id)  # a full Fetch closes the session it names
         if _zero_id_in_new_session(by_ids, epoch, body):
             # As Kafka 4.1 answers it: its fetch session cache fails on a topic named by
             # the zero id (a sessionless Fetch of it gets UNKNOWN_TOPIC_ID on the partition).
-            cache.remove(session_id)
             raise _SessionError(ErrorCode.unknown_server_error, session_id)
-        if session_id != NO_SESSION:  # a full Fetch closes the session it names
-            cache.remove(session_id)
         return _Context(FULL if epoch == INITIAL_EPOCH else SESSIONLESS, cache)
     fetch_session = cache.get(session_id)
     if fetch_session is None:
