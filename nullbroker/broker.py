@@ -110,7 +110,7 @@ class Broker:
     connection's requests."""
 
     controlled = False
-    """Set for a worker of several processes: its controller counts the cluster's changes
+    """Set for a worker of several processes: its supervisor counts the cluster's changes
     (nodes down, moves) and keeps the faults' time (nullbroker.workers.cluster_changes)."""
 
     def __init__(self, config: Config) -> None:

@@ -72,7 +72,7 @@ class Config:
     brokers: int = 1
     """Nodes of the cluster, on consecutive ports (nullbroker.cluster.nodes)."""
     node_map: str | None = None
-    """A TOML file of each node's address and the controller's (nullbroker.workers.node_map): the
+    """A TOML file of each node's address and the supervisor's (nullbroker.workers.node_map): the
     cluster spans hosts, and its size is the map's."""
     processes: str = "1"
     """Processes the nodes are spread over: a number, or "auto" for the machine's cores

@@ -21,7 +21,7 @@ class BrokerCollector(Collector):
     """Reads BrokerStats at scrape time; the hot path never touches prometheus_client."""
 
     def __init__(self, stats: BrokerStats | Callable[[], BrokerStats]) -> None:
-        # A callable gives the accounts as of each scrape: a cluster's controller sums its
+        # A callable gives the accounts as of each scrape: a cluster's supervisor sums its
         # workers' anew each time (nullbroker.workers.processes).
         self._stats = stats if callable(stats) else lambda: stats
 

@@ -1,7 +1,7 @@
 """What a broker offers its operator besides Kafka: the summary's path checked before
 serving, the HTTP services (/metrics with /faults, the Schema Registry) and the console
 line every --report-interval. One piece of code for a lone broker (workers/server.py) and a
-cluster's controller (workers/processes.py), which differ only in where the accounts come
+cluster's supervisor (workers/processes.py), which differ only in where the accounts come
 from (`Accounts`).
 
 Nothing here imports the HTTP layer (h11), prometheus_client or the Schema Registry before
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, slots=True)
 class Accounts:
     """Where the accounts shown come from: `current()` gives them; `refresh`, when set, is
-    awaited before each scrape and console line (a controller asks its workers for theirs)."""
+    awaited before each scrape and console line (a supervisor asks its workers for theirs)."""
 
     current: Callable[[], BrokerStats]
     refresh: Callable[[], Awaitable[None]] | None = None
