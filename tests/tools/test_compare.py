@@ -58,6 +58,7 @@ KFAKE_BUILT = list((REPO / ".cache" / "kfake").glob("*/kfake-host"))
 
 pytestmark = [
     requires_kafka_tools,
+    pytest.mark.slow,
     pytest.mark.skipif(
         not KFAKE_BUILT, reason="kfake is not built; scripts/ensure-kfake (make test) builds it"
     ),

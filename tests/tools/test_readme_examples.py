@@ -55,8 +55,10 @@ from pathlib import Path
 
 import pytest
 
+from perf.java_perf import missing as kafka_tools_missing
 from tests.broker_process import BrokerProcess
-from tests.kafka_tools import _missing as kafka_tools_missing
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 READMES = ("README.md", "perf/README.md")
