@@ -130,7 +130,7 @@ class _Brokers:
         workdir.mkdir()
         # A fixture's setting replaces the default of that name (as the settings' own
         # table normalises names: `group-initial-…` is `group_initial_…`).
-        merged = {
+        merged: dict[str, Any] = {
             setting_name(name): value
             for layer in (self._defaults, settings)
             for name, value in layer.items()

@@ -64,6 +64,7 @@ import pytest
 
 from tests.broker_process import BrokerProcess
 from tests.kafka_tools import _missing as kafka_tools_missing
+from tests.module_command import run_checked
 
 ROOT = Path(__file__).resolve().parents[2]
 READMES = ("README.md", "perf/README.md")
@@ -428,20 +429,7 @@ def test_python_example_runs_in_a_fresh_folder(example: PythonFile, tmp_path: Pa
         command = [sys.executable, example.name]
     # As a user's shell would: nothing of this checkout on the path, only what is installed.
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    result = subprocess.run(
-        command,
-        cwd=tmp_path,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    assert result.returncode == 0, (
-        f"{example.id} exited {result.returncode}\n"
-        f"stdout: {result.stdout[-3000:]}\nstderr: {result.stderr[-3000:]}"
-    )
+    run_checked(command, timeout=TIMEOUT, what=example.id, cwd=tmp_path, env=environment)
     left = {path.name for path in tmp_path.iterdir()} - {example.name, "__pycache__"}
     assert not left, f"{example.id} left {sorted(left)}"
 
