@@ -91,6 +91,7 @@ def test_a_mistaken_setting_is_reported_in_the_brokers_words() -> None:
         nullbroker.start(partitions="many")
 
 
+@pytest.mark.clients
 def test_accounts_reset_and_faults_of_a_running_broker() -> None:
     with nullbroker.start(partitions=2) as broker:
         produce(broker.bootstrap, "orders", {0: 30, 1: 20})
@@ -116,6 +117,7 @@ def test_accounts_reset_and_faults_of_a_running_broker() -> None:
     assert broker.accounts().faults == {"latency": 1}
 
 
+@pytest.mark.clients
 def test_an_assertion_on_counts_says_where_they_differ_and_fails_at_once_when_over() -> None:
     with nullbroker.start(partitions=3) as broker:
         produce(broker.bootstrap, "orders", {0: 1000, 2: 998})
