@@ -6,6 +6,7 @@ Prometheus collector, the console reporter and the summary JSON all read these o
 
 from __future__ import annotations
 
+import copy
 import resource
 import time
 from bisect import bisect_left
@@ -57,6 +58,11 @@ class LatencyHistogram:
 
     def snapshot(self) -> list[int]:
         return list(self.counts)
+
+    def clear(self) -> None:
+        """Back to no observations, in place: the C Produce lane holds this object."""
+        self.counts[:] = [0] * len(self.counts)
+        self.sum_ns = 0
 
 
 def percentile_ns(counts: list[int], fraction: float) -> float:
@@ -110,6 +116,8 @@ class BrokerStats:
     def __init__(self) -> None:
         self.started_at = time.time()
         self._started_monotonic = time.monotonic()
+        self.counts_since = self.started_at
+        """When the counts began: the start, or the last `reset_counts` (time.time())."""
         self.produced: dict[tuple[str, int], PartitionCounters] = {}
         self.fetched: dict[tuple[str, int], FetchCounters] = {}
         self.apis: dict[str, ApiStats] = {}
@@ -247,6 +255,51 @@ class BrokerStats:
         self.connections_idle_closed += other.connections_idle_closed
         self.read_budget_reserved += other.read_budget_reserved
         self.read_budget_waits += other.read_budget_waits
+
+    def reset_counts(self) -> BrokerStats:
+        """Zero every count, in place, and return a copy of the accounts as they stood.
+
+        Counts are what only grows: records, bytes and batches produced and fetched,
+        requests and their latency and hold histograms, errors, connections accepted and
+        closed, faults applied, transactions, rebalances, fetch requests and session
+        events, authentications, refusals, read-budget waits. What describes the broker now
+        stays: open connections, groups by state, fetch sessions kept, retained bytes,
+        bytes reserved of the read budget, RSS (and the peak, which the OS keeps). So do
+        the partitions and APIs already seen, at zero, so that a scrape's series carry on.
+
+        In place because the objects are shared: topics hold their partitions' counters,
+        the C Produce lane the API table and the node counts, the fault registry its
+        counts; a new object would leave them counting where no one reads.
+        """
+        counted = copy.deepcopy(self)
+        for produced in self.produced.values():
+            produced.records = produced.bytes = produced.batches = 0
+        for fetched in self.fetched.values():
+            fetched.records = fetched.bytes = 0
+        for api in self.apis.values():
+            api.requests = 0
+            api.latency.clear()
+            api.held.clear()
+        for counter in (
+            self.errors,
+            self.node_connections,
+            self.transactions,
+            self.transactional_records,
+            self.node_requests,
+            self.faults,
+            self.protocol_errors,
+            self.fetch_requests,
+            self.fetch_sessions,
+            self.authentications,
+            self.connections_refused,
+        ):
+            counter.clear()
+        self.connections_total = 0
+        self.rebalances = 0
+        self.connections_idle_closed = 0
+        self.read_budget_waits = 0
+        self.counts_since = time.time()
+        return counted
 
     def rss_bytes(self) -> int:
         """The resident memory of this process and of the workers whose accounts it holds."""

@@ -1,5 +1,5 @@
-"""A minimal HTTP endpoint on trio, framed by h11: `/metrics`, and the Schema Registry's
-REST paths (nullbroker.ops.schema_registry)."""
+"""A minimal HTTP endpoint on trio, framed by h11: `/metrics`, `/accounts`, and the Schema
+Registry's REST paths (nullbroker.ops.schema_registry)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,45 @@ def metrics_handler(render: Callable[[], bytes]) -> Handler:
         if request.method in (b"GET", b"HEAD") and request.path in ("/metrics", "/"):
             return HttpResponse(200, render(), CONTENT_TYPE)
         return HttpResponse(404, b"not found: try /metrics\n")
+
+    return handle
+
+
+def json_response(status: int, value: object) -> HttpResponse:
+    import json  # here: a broker answers JSON only when asked over HTTP
+
+    return HttpResponse(status, json.dumps(value).encode() + b"\n", b"application/json")
+
+
+ACCOUNTS_PATH = "/accounts"
+RESET_PATH = "/accounts/reset"
+
+
+def accounts_handler(
+    document: Callable[[], object],
+    reset: Callable[[], Awaitable[object]],
+    otherwise: Handler,
+) -> Handler:
+    """The accounts as JSON, `otherwise` for every other path:
+
+    - `GET /accounts`: `document()`, what the broker counted (the summary's document);
+    - `POST /accounts/reset`: the counts zeroed (topics, groups and faults stay), answered
+      with the document as it stood just before, so that nothing counted falls between
+      a read and the reset.
+    """
+
+    async def handle(request: HttpRequest) -> HttpResponse:
+        path = request.path.rstrip("/")
+        if path == ACCOUNTS_PATH:
+            if request.method in (b"GET", b"HEAD"):
+                return json_response(200, document())
+            return HttpResponse(405, f"GET {ACCOUNTS_PATH}\n".encode())
+        if path == RESET_PATH:
+            if request.method == b"POST":
+                return json_response(200, await reset())
+            return HttpResponse(405, f"POST {RESET_PATH}\n".encode())
+        answered = otherwise(request)
+        return await answered if inspect.isawaitable(answered) else answered
 
     return handle
 

@@ -157,9 +157,10 @@ class ReplicatingBroker(Broker):
         for group, offsets in groups.items():
             self.groups.take_over(group, offsets)
 
-    def accounts(self) -> tuple[BrokerStats, int, int]:
-        """This worker's accounts, RSS and peak RSS, for the cluster's reports."""
-        return self.stats, rss_bytes(), peak_rss_bytes()
+    def accounts(self, *, reset: bool = False) -> tuple[BrokerStats, int, int]:
+        """This worker's accounts, RSS and peak RSS, for the cluster's reports; with `reset`,
+        the accounts as they stood, the counts zeroed before anything else is counted."""
+        return self.stats.reset_counts() if reset else self.stats, rss_bytes(), peak_rss_bytes()
 
 
 class ReplicatingDispatch(Dispatch):
@@ -250,6 +251,8 @@ class ReplicatingDispatch(Dispatch):
                 self.broker.take_handoff(message[1], message[2])
             elif kind == "stats":
                 await channel.send("stats", message[1], *self.broker.accounts())
+            elif kind == "reset":
+                await channel.send("stats", message[1], *self.broker.accounts(reset=True))
             elif kind == "owners":
                 self.broker.owners.update(message[1])
             elif kind == "stop":

@@ -6,9 +6,9 @@ and forks P workers: worker k serves the nodes n with n % P == k (node 0, the bo
 worker 0's) on the listeners it inherits, and holds the partitions they lead and the groups
 they coordinate, with no state shared on a request's path. The supervisor answers no Kafka
 request. It puts the workers' changes to the cluster in one order
-(nullbroker.workers.cluster_changes), passes faults on to them, serves /metrics and /faults
-and the Schema Registry, prints the console line and writes the summary from every worker's
-accounts summed.
+(nullbroker.workers.cluster_changes), passes faults on to them, serves /metrics, /accounts
+and /faults and the Schema Registry, prints the console line and writes the summary from
+every worker's accounts summed.
 
 SIGINT or SIGTERM: passed to every worker, each of which drains as a lone broker does, sends
 its last accounts and exits; then the supervisor writes the summary. A worker that exits on
@@ -321,7 +321,7 @@ class Supervisor:
                 nursery.start_soon(self._pass_changes_on)
                 nursery.start_soon(self._bring_nodes_back)
                 nursery.start_soon(self._stop_on_signal, signals)
-                accounts = services.Accounts(lambda: self.stats, self.refresh)
+                accounts = services.Accounts(lambda: self.stats, self.reset_counts, self.refresh)
                 services.serve_http(
                     nursery,
                     services.HttpListeners(
@@ -500,6 +500,22 @@ class Supervisor:
 
     async def refresh(self) -> None:
         """Ask every worker for its accounts; wait for them (bounded)."""
+        await self._ask_workers("stats")
+
+    async def reset_counts(self) -> BrokerStats:
+        """Zero the cluster's counts (each worker's and the supervisor's own) and return
+        them as they stood: each worker answers with its accounts and zeroes them at once,
+        so that no request is counted in neither."""
+        await self._ask_workers("reset")
+        counted = self.stats
+        self._base.reset_counts()
+        for worker_stats, _, _ in self._accounts.values():
+            worker_stats.reset_counts()
+        return counted
+
+    async def _ask_workers(self, kind: str) -> None:
+        """Send `kind` ("stats" or "reset") to every worker and wait (bounded) for the
+        accounts each answers with."""
         request = next(self._stats_requests)
         expected = {worker for worker in range(len(self.channels)) if worker not in self._gone}
         answered = trio.Event()
@@ -507,7 +523,7 @@ class Supervisor:
         try:
             for worker in sorted(expected):
                 try:
-                    await self.channels[worker].send("stats", request)
+                    await self.channels[worker].send(kind, request)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     expected.discard(worker)
             if expected:

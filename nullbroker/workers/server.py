@@ -322,7 +322,7 @@ class BrokerServer:
                             connections,
                             partial(self._serve_kafka, node, listener),
                         )
-                accounts = Accounts(lambda: self.broker.stats)
+                accounts = Accounts.of(lambda: self.broker.stats)
                 serve_http(
                     services,
                     self._http_listeners,
