@@ -41,7 +41,6 @@ from .nodes import Cluster
 if TYPE_CHECKING:
     from kio.schema.errors import ErrorCode
 
-    from ..ops.http_endpoint import Handler, HttpRequest, HttpResponse
     from .fault_specs import Fault
 
 MB = 1 << 20
@@ -202,35 +201,3 @@ class Faults:
                 self.counts["error"] += 1
                 return fault.code
         return None
-
-
-def faults_handler(faults: Faults, otherwise: Handler) -> Handler:
-    """`/faults` on the metrics listener, `otherwise` for every other path:
-
-    - `GET /faults`: the faults in force, as JSON;
-    - `POST /faults` with a SPEC as the body: apply it (201 with the fault as JSON; 400 with
-      the reason for a SPEC that cannot be applied, which changes nothing);
-    - `DELETE /faults`: end them all (nodes come back, moved partitions return).
-    """
-    # The HTTP layer (h11) is loaded with the metrics listener, not by every broker.
-    from ..ops.http_endpoint import HttpResponse, json_response
-
-    def handle(request: HttpRequest) -> HttpResponse:
-        if request.path.rstrip("/") != "/faults":
-            return otherwise(request)
-        if request.method == b"GET":
-            faults.expire()
-            return json_response(200, [active.as_json() for active in faults.active])
-        if request.method == b"POST":
-            from .fault_specs import FaultSpecError
-
-            try:
-                active = faults.add(request.body.decode("utf-8", "replace"))
-            except FaultSpecError as error:
-                return HttpResponse(400, f"{error}\n".encode())
-            return json_response(201, active.as_json())
-        if request.method == b"DELETE":
-            return json_response(200, {"cleared": faults.clear()})
-        return HttpResponse(405, b"GET, POST or DELETE /faults\n")
-
-    return handle

@@ -1,17 +1,24 @@
-"""A minimal HTTP endpoint on trio, framed by h11: `/metrics`, `/accounts`, and the Schema
-Registry's REST paths (nullbroker.ops.schema_registry)."""
+"""A minimal HTTP endpoint on trio, framed by h11: `/metrics`, `/accounts`, `/faults` and
+the Schema Registry's REST paths (nullbroker.ops.schema_registry). Imported with the first
+HTTP listener: a broker without one never loads h11 or json."""
 
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import h11
 import trio
 
+from ..cluster.fault_specs import FaultSpecError
 from ..log_limit import RepeatLimitedLog
+
+if TYPE_CHECKING:
+    from ..cluster.faults import Faults
 
 log = logging.getLogger("nullbroker")
 
@@ -52,8 +59,6 @@ def metrics_handler(render: Callable[[], bytes]) -> Handler:
 
 
 def json_response(status: int, value: object) -> HttpResponse:
-    import json  # here: a broker answers JSON only when asked over HTTP
-
     return HttpResponse(status, json.dumps(value).encode() + b"\n", b"application/json")
 
 
@@ -86,6 +91,34 @@ def accounts_handler(
             return HttpResponse(405, f"POST {RESET_PATH}\n".encode())
         answered = otherwise(request)
         return await answered if inspect.isawaitable(answered) else answered
+
+    return handle
+
+
+def faults_handler(faults: Faults, otherwise: Handler) -> Handler:
+    """`/faults` on the metrics listener, `otherwise` for every other path:
+
+    - `GET /faults`: the faults in force, as JSON;
+    - `POST /faults` with a SPEC as the body: apply it (201 with the fault as JSON; 400 with
+      the reason for a SPEC that cannot be applied, which changes nothing);
+    - `DELETE /faults`: end them all (nodes come back, moved partitions return).
+    """
+
+    def handle(request: HttpRequest) -> HttpResponse:
+        if request.path.rstrip("/") != "/faults":
+            return otherwise(request)
+        if request.method == b"GET":
+            faults.expire()
+            return json_response(200, [active.as_json() for active in faults.active])
+        if request.method == b"POST":
+            try:
+                active = faults.add(request.body.decode("utf-8", "replace"))
+            except FaultSpecError as error:
+                return HttpResponse(400, f"{error}\n".encode())
+            return json_response(201, active.as_json())
+        if request.method == b"DELETE":
+            return json_response(200, {"cleared": faults.clear()})
+        return HttpResponse(405, b"GET, POST or DELETE /faults\n")
 
     return handle
 

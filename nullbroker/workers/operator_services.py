@@ -147,8 +147,7 @@ def serve_http(
 
 def _operator_paths(accounts: Accounts, faults: Faults) -> Handler:
     """/accounts and /faults, and the exposition of `accounts` on every other path."""
-    from ..cluster.faults import faults_handler
-    from ..ops.http_endpoint import accounts_handler, metrics_handler
+    from ..ops.http_endpoint import accounts_handler, faults_handler, metrics_handler
     from ..ops.metrics import exposition, make_registry
     from ..ops.report import summary
 

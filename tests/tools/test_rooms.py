@@ -184,8 +184,6 @@ UPWARD = {
     ("nullbroker.broker", "nullbroker.net.sasl"),
     ("nullbroker.handlers.sasl", "nullbroker.net.sasl"),
     ("nullbroker.handlers.sasl", "nullbroker.net.listeners"),
-    # /faults is served beside the registry it changes.
-    ("nullbroker.cluster.faults", "nullbroker.ops.http_endpoint"),
 }
 """The imports that go up the layers, each with its reason. A new one is added here, with
 its reason, or not written."""
