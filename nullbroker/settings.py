@@ -23,6 +23,7 @@ from .net.listeners import (
 from .net.read_budget import DEFAULT_MAX_BUFFERED_BYTES, SMALL_REQUEST_BYTES
 from .sources.synthetic import SourceSpec, SourceSpecError
 from .state.fetch_sessions import DEFAULT_SLOTS
+from .toml_files import read_document
 from .workers.node_map import NodeMap, NodeMapError
 
 if TYPE_CHECKING:
@@ -544,15 +545,7 @@ def _apply(
 
 def from_toml(path: str | Path) -> tuple[Settings, Origins]:
     """Settings from a TOML file's top-level keys."""
-    import tomllib  # here: most brokers read no file
-
-    try:
-        with open(path, "rb") as file:
-            document = tomllib.load(file)
-    except OSError as error:
-        raise ConfigError(f"config file {path}: {error.strerror}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"config file {path}: {error}") from None
+    document = read_document(path, ConfigError, f"config file {path}")
     return _apply(
         document,
         lambda key: f"{key} in config file {path}",
