@@ -9,7 +9,6 @@ from __future__ import annotations
 import socket
 import struct
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from perf import java_perf
 from perf.compare_brokers import FLOOR_SERVED, FRAMES_DIR, Floor, build_floor
 from tests.kafka_tools import requires_kafka_tools
 from tests.kafka_wire import decode_response, frame_header, recorded_frame, size_prefix
+from tests.orphans import assert_exits_once_orphaned
 from tests.vectors import frame_bytes
 
 RECORDS = 2_000
@@ -213,17 +213,4 @@ def test_its_exit_line_counts_requests_and_bytes(floor: Floor) -> None:
 
 
 def test_it_exits_once_the_process_that_started_it_is_gone(binary: Path) -> None:
-    # A shell starts it in the background and exits a moment later: the floor is orphaned.
-    shell = subprocess.run(
-        ["sh", "-c", f"'{binary}' '{FRAMES_DIR}' >/dev/null 2>&1 & echo $!; sleep 0.5"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=TIMEOUT_S,
-    )
-    stat = Path(f"/proc/{int(shell.stdout.strip())}/stat")
-    deadline = time.monotonic() + 10
-    # Gone, or a zombie (state Z) left for whichever process adopted it to reap.
-    while stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z":
-        assert time.monotonic() < deadline, "the floor outlived its parent by 10 s"
-        time.sleep(0.1)
+    assert_exits_once_orphaned([str(binary), str(FRAMES_DIR)], "the floor", parent_lives_s=0.5)
