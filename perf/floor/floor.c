@@ -356,9 +356,9 @@ static int answer_produce(struct connection *conn, const unsigned char *correlat
     for (; topics > 0 && !c->bad; topics--) {
         const unsigned char *name_at = c->p;
         take(c, compact_length(c));
-        const unsigned char *partitions_at = c->p;
         uint64_t partitions = compact_length(c);
         if (c->bad) break;
+        /* The topic's name and its count of partitions, as the request has them. */
         if (answered) put_bytes(conn, name_at, (size_t)(c->p - name_at));
         for (; partitions > 0 && !c->bad; partitions--) {
             const unsigned char *index = take(c, 4);
@@ -369,7 +369,6 @@ static int answer_produce(struct connection *conn, const unsigned char *correlat
                 put_bytes(conn, partition_tail, PARTITION_TAIL);
             }
         }
-        (void)partitions_at;
         skip_tagged_fields(c);
         if (answered) put_bytes(conn, "", 1); /* the topic's tagged fields */
     }
