@@ -1,9 +1,10 @@
-"""nullbroker against librdkafka's mock cluster and franz-go's kfake, side by side, in one
-command.
+"""nullbroker against librdkafka's mock cluster, franz-go's kfake and the floor, side by side,
+in one command.
 
 Starts the brokers, each in a process of its own on 127.0.0.1 (nullbroker with
 `python -m nullbroker serve`, the mock with `python -m perf.mock_cluster`, kfake with
-perf/kfake_host, built by scripts/ensure-kfake), then runs the same workloads against each,
+perf/kfake_host, built by scripts/ensure-kfake, the floor with perf/floor/floor.c, built by
+scripts/ensure-floor), then runs the same workloads against each,
 a load-generator process per step, the brokers taking turns to go first at each step so
 that noise on the machine hits them all:
 
@@ -26,12 +27,19 @@ that noise on the machine hits them all:
    nullbroker and kfake (the mock does not work with the Java 4 client). Needs Kafka's tools
    (scripts/ensure-kafka-tools, run by make test and make kafka-tools).
 
+The floor answers producers only, from recorded answers and one pre-encoded answer per
+Produce: it takes part in the produce steps at every rate and in kafka-producer-perf-test's,
+each sending to the one topic its recorded Metadata names, and its CPU per GB is the least
+a broker can spend on them (the kernel's part, the wire's). It counts no records: its steps
+count the producer's acknowledged records.
+
 Every step records the broker's CPU time (/proc/PID/stat, user+system) and peak RSS, the
 client's own CPU time, and the CPU that other processes took from the machine meanwhile;
 RSS and CPU of every broker are sampled every --sample-interval seconds for the whole run.
 Every broker's counts are checked against the clients': each step's records against the
-growth of the topic's log-end offsets, the consumers' records against what the brokers
-hold, and nullbroker's shutdown summary against everything it was sent.
+growth of the topic's log-end offsets (on the floor, against the producer's
+acknowledgements), the consumers' records against what the brokers hold, and nullbroker's
+shutdown summary against everything it was sent.
 
 Writes, in --results-dir, NAME.json (settings, machine, command, every step's raw numbers
 and samples, medians), NAME.md (tables like Tansu's), NAME-{throughput,latency,rss,cpu}.png,
@@ -52,6 +60,12 @@ A quick look (about two minutes):
 Two of the brokers, without the Java tools:
 
     .venv/bin/python -m perf.compare --name mock-only --brokers nullbroker mock --java-records 0
+
+nullbroker against the floor alone, unthrottled, librdkafka's producer and Java's, 1 GB a
+step (perf/README's CPU targets):
+
+    .venv/bin/python -m perf.compare --name floor --brokers nullbroker floor --rates -1 \\
+        --records-per-step 1000000 --one-batch-records 0 --consume-topics 0
 """
 
 from __future__ import annotations
@@ -74,15 +88,19 @@ from nullbroker.app.launcher import ServerProcess
 from perf import java_perf, plots, report_md
 from perf.compare_brokers import (
     ALL_BROKERS,
+    FLOOR,
+    INGEST_ONLY,
     JAVA_BROKERS,
     KFAKE,
     MOCK,
     MOCK_PARTITIONS,
     NULLBROKER,
+    Floor,
     KFake,
     MockCluster,
     NullBroker,
     Offsets,
+    build_floor,
     build_kfake,
 )
 from perf.compare_summary import derive, ratio_lines, ratios, summarise
@@ -155,6 +173,12 @@ class Settings:
             return ()
         return tuple(name for name in self.brokers if name in JAVA_BROKERS)
 
+    @property
+    def counting_brokers(self) -> tuple[str, ...]:
+        """The brokers with offsets to count by and records to read back: all but the
+        floor."""
+        return tuple(name for name in self.brokers if name not in INGEST_ONLY)
+
     def records_for(self, target: float) -> int:
         """Records in a produce step: --records-per-step, or fewer when the target rate
         would take longer than --max-step-seconds to send them."""
@@ -171,7 +195,9 @@ class Comparison:
     ) -> None:
         self.settings = settings
         self.brokers = brokers
-        self.offsets = {name: Offsets(broker.bootstrap) for name, broker in brokers.items()}
+        self.offsets = {
+            name: Offsets(brokers[name].bootstrap) for name in settings.counting_brokers
+        }
         self.workdir = workdir
         self.cores = os.cpu_count() or 1
         self.sampler = ProcSampler(settings.sample_interval)
@@ -180,9 +206,12 @@ class Comparison:
         self.steps: list[dict[str, Any]] = []
         rates, repeats = len(settings.rates), settings.repeats
         one_batch = repeats if settings.one_batch_records > 0 else 0
+        consume = settings.consume_topics + repeats if settings.consume_topics > 0 else 0
+        java_consumers = [name for name in settings.java_brokers if name not in INGEST_ONLY]
         self.total_steps = (
-            len(brokers) * (rates * repeats + one_batch + settings.consume_topics + repeats)
-            + len(settings.java_brokers) * 2 * repeats
+            len(brokers) * rates * repeats
+            + len(self.offsets) * (one_batch + consume)
+            + (len(settings.java_brokers) + len(java_consumers)) * repeats
         )
         self.consumed_records = 0
 
@@ -198,10 +227,15 @@ class Comparison:
         shift = turn % len(names)
         return names[shift:] + names[:shift]
 
+    def topic(self, name: str, topic: str) -> str:
+        """The topic broker `name` is sent `topic`'s records in: the floor's own topic."""
+        broker = self.brokers[name]
+        return broker.topic if isinstance(broker, Floor) else topic
+
     def produce_phase(self) -> None:
-        for name in self.brokers:
+        for offsets in self.offsets.values():
             # Created now, by a Metadata request, so no step pays for creating it.
-            self.offsets[name].log_end(PRODUCE_TOPIC)
+            offsets.log_end(PRODUCE_TOPIC)
         turn = 0
         for repeat in range(self.settings.repeats):
             for target in self.settings.rates:
@@ -215,25 +249,27 @@ class Comparison:
         records = self.settings.one_batch_records
         if records <= 0:
             return
-        for name in self.brokers:
-            self.offsets[name].log_end(ONE_BATCH_TOPIC)  # created now, as in produce_phase
+        for offsets in self.offsets.values():
+            offsets.log_end(ONE_BATCH_TOPIC)  # created now, as in produce_phase
         for repeat in range(self.settings.repeats):
-            for name in self.order(repeat):
+            for name in self.order(repeat, self.settings.counting_brokers):
                 self.produce(name, "one-batch", repeat, -1, ONE_BATCH_TOPIC, records)
 
     def consume_phase(self) -> None:
+        if self.settings.consume_topics <= 0:
+            return
         topics = [CONSUME_TOPIC.format(index=i) for i in range(self.settings.consume_topics)]
-        for name in self.order(0):
+        for name in self.order(0, self.settings.counting_brokers):
             for topic in topics:
                 self.offsets[name].log_end(topic)
                 self.produce(name, "fill", 0, -1, topic, self.settings.consume_records_per_topic)
-        held = {name: self.offsets[name].retained(topics) for name in self.brokers}
+        held = {name: offsets.retained(topics) for name, offsets in self.offsets.items()}
         # The same count from each: all the mock still holds (nullbroker holds everything).
         self.consumed_records = min(held.values())
         if self.consumed_records <= 0:
             raise StepFailed(f"nothing to consume: the brokers hold {held} records")
         for repeat in range(self.settings.repeats):
-            for name in self.order(repeat):
+            for name in self.order(repeat, self.settings.counting_brokers):
                 self.consume(name, repeat, topics, held[name])
 
     def java_phase(self) -> None:
@@ -241,7 +277,8 @@ class Comparison:
         producer step adds --java-records to one topic, kept whole, then each consumer step
         reads that many of it from the start."""
         names = self.settings.java_brokers
-        for name in names:
+        consumers = [name for name in names if name in self.offsets]
+        for name in consumers:
             # Kept whole (kfake keeps only the last 10 MiB of other topics' partitions), and
             # created now, so no step pays for creating it.
             self.offsets[name].create_keeping_all(JAVA_TOPIC, self.settings.partitions)
@@ -249,23 +286,45 @@ class Comparison:
             for name in self.order(repeat, names):
                 self.java_produce(name, repeat)
         for repeat in range(self.settings.repeats):
-            for name in self.order(repeat, names):
+            for name in self.order(repeat, consumers):
                 self.java_consume(name, repeat)
 
     def java_produce(self, name: str, repeat: int) -> None:
         records, size = self.settings.java_records, self.settings.record_size
-        before = self.offsets[name].log_end(JAVA_TOPIC)
+        topic = self.topic(name, JAVA_TOPIC)
+        before = self.log_end(name, topic)
         command = java_perf.producer_command(
-            self.brokers[name].bootstrap, JAVA_TOPIC, records, size, PRODUCER_PROPS
+            self.brokers[name].bootstrap, topic, records, size, PRODUCER_PROPS
         )
         step = self.run_client(
-            name, "java-produce", repeat, -1, JAVA_TOPIC, records, command,
+            name, "java-produce", repeat, -1, topic, records, command,
             read=lambda output: java_perf.parse_producer(output, size),
         )  # fmt: skip
-        counted = self.offsets[name].log_end(JAVA_TOPIC) - before
-        step["broker_counted"] = counted
-        step["count_ok"] = counted == records == step["client"]["records"]
+        self.count(step, before, self.log_end(name, topic))
         self.finish(step)
+
+    def log_end(self, name: str, topic: str) -> dict[int, int] | None:
+        """The log-end offset of each of the topic's partitions on broker `name`; None for
+        the floor, which keeps none."""
+        offsets = self.offsets.get(name)
+        return None if offsets is None else offsets.offsets([topic], latest=True)[topic]
+
+    def count(
+        self, step: dict[str, Any], before: dict[int, int] | None, after: dict[int, int] | None
+    ) -> None:
+        """Check a producing step's records: the growth of the topic's log-end offsets over
+        the step against what the client sent; on the floor, which keeps no offsets, what
+        the client had acknowledged (every record, none failed)."""
+        records, client = step["records"], step["client"]
+        if before is None or after is None:
+            step["broker_counted"] = None
+            step["count_ok"] = client["records"] == records and not client.get("failed")
+            return
+        counted = sum(after.values()) - sum(before.values())
+        step["broker_counted"] = counted
+        step["count_ok"] = counted == records == client["records"]
+        grown = {partition: end - before.get(partition, 0) for partition, end in after.items()}
+        step["partition_records"] = {str(p): grown[p] for p in sorted(grown)}
 
     def java_consume(self, name: str, repeat: int) -> None:
         records = self.settings.java_records
@@ -290,7 +349,9 @@ class Comparison:
     ) -> None:
         """Send `records` to `topic` on broker `name`; a fill spreads them over the
         partitions, a one-batch step keeps them on one, and a measured step leaves its
-        warm-up (`warmup_records`) out of its steady state."""
+        warm-up (`warmup_records`) out of its steady state. The floor is sent them in its
+        own topic."""
+        topic = self.topic(name, topic)
         props = PRODUCE_PROPS[phase]
         args = [
             "--topic", topic,
@@ -302,21 +363,17 @@ class Comparison:
         warmup = warmup_records(phase, records, self.settings.record_size)
         if warmup:
             args += ["--warmup-records", str(warmup)]
-        before = self.offsets[name].offsets([topic], latest=True)[topic]
+        before = self.log_end(name, topic)
         step = self.run_client(
             name, phase, repeat, target, topic, records, self.python_tool(name, "producer", args)
         )
-        after = self.offsets[name].offsets([topic], latest=True)[topic]
-        counted = sum(after.values()) - sum(before.values())
-        step["broker_counted"] = counted
-        step["count_ok"] = counted == records == step["client"]["records"]
-        grown = {partition: end - before.get(partition, 0) for partition, end in after.items()}
-        step["partition_records"] = {str(p): grown[p] for p in sorted(grown)}
+        self.count(step, before, self.log_end(name, topic))
         if phase == "one-batch":
             # Records past the warm-up on other partitions went in requests of several
             # batches: the step still counts, and the table says it (a step so short that
             # the producer queued most of it before it knew the partitions, say).
-            step["spread_records"] = counted - max(grown.values(), default=0)
+            grown = step["partition_records"].values()
+            step["spread_records"] = step["broker_counted"] - max(grown, default=0)
             step["one_batch_ok"] = step["spread_records"] <= warmup
         self.finish(step)
         if not step.get("one_batch_ok", True):
@@ -505,11 +562,16 @@ def nullbroker_checks(summary: dict[str, Any], steps: list[dict[str, Any]]) -> d
     }
 
 
-def start_broker(name: str, settings: Settings, workdir: Path, kfake: Path | None) -> ServerProcess:
+def start_broker(
+    name: str, settings: Settings, workdir: Path, kfake: Path | None, floor: Path | None
+) -> ServerProcess:
     if name == NULLBROKER:
         return NullBroker(workdir, settings.record_size)
     if name == MOCK:
         return MockCluster(workdir)
+    if name == FLOOR:
+        assert floor is not None
+        return Floor(workdir, floor)
     assert name == KFAKE and kfake is not None
     return KFake(workdir, kfake)
 
@@ -522,11 +584,17 @@ def describe(broker: ServerProcess) -> dict[str, Any]:
         info["host_rss_kib"] = broker.host_rss_kib
     if isinstance(broker, KFake):
         info["version"] = broker.version
+    if isinstance(broker, Floor):
+        info["topic"] = broker.topic
     return info
 
 
 def run(
-    settings: Settings, results_dir: Path, command: str, kfake: Path | None = None
+    settings: Settings,
+    results_dir: Path,
+    command: str,
+    kfake: Path | None = None,
+    floor: Path | None = None,
 ) -> dict[str, Any]:
     """Start the brokers, run every step, stop them, and write the result files."""
     machine = machine_info()
@@ -535,7 +603,7 @@ def run(
         started: list[ServerProcess] = []
         try:
             for name in settings.brokers:
-                started.append(start_broker(name, settings, workdir, kfake))
+                started.append(start_broker(name, settings, workdir, kfake, floor))
             brokers = {broker.name: broker for broker in started}
             nullbroker = brokers[NULLBROKER]
             assert isinstance(nullbroker, NullBroker)
@@ -561,6 +629,9 @@ def run(
             raise
         for broker in started:
             brokers_info[broker.name]["exit_code"] = broker.end()
+            if isinstance(broker, Floor):
+                brokers_info[broker.name]["served"] = broker.served()
+                brokers_info[broker.name]["unanswered"] = broker.unanswered()
         nullbroker_summary = nullbroker.summary()
     machine["loadavg_end"] = loadavg()
     steps = comparison.steps
@@ -640,8 +711,8 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         default=28,
         metavar="N",
-        help="topics the consumers read (default 28: about 0.5 GB, as the mock holds "
-        "about 20 MiB per topic)",
+        help="topics the consumers read, 0 for no consuming steps (default 28: about 0.5 GB, "
+        "as the mock holds about 20 MiB per topic)",
     )
     command.add_argument(
         "--consume-records-per-topic",
@@ -658,14 +729,16 @@ def parser() -> argparse.ArgumentParser:
         default=list(ALL_BROKERS),
         metavar="BROKER",
         help="which to run, nullbroker always among them: nullbroker, mock (librdkafka's), "
-        "kfake (franz-go's, built by scripts/ensure-kfake on first use with go) "
-        f"(default {' '.join(ALL_BROKERS)})",
+        "kfake (franz-go's, built by scripts/ensure-kfake on first use with go), floor "
+        "(recorded answers and nothing else, producing steps only; built by "
+        f"scripts/ensure-floor on first use with a C compiler) (default {' '.join(ALL_BROKERS)})",
     )
     command.add_argument(
         "--java-records",
         type=int,
         metavar="N",
-        help="records per step of Kafka's Java perf tools, against nullbroker and kfake; 0 "
+        help="records per step of Kafka's Java perf tools, against nullbroker, kfake and the "
+        "floor (its producer only); 0 "
         "runs none (default: --records-per-step; needs scripts/ensure-kafka-tools)",
     )
     command.add_argument(
@@ -716,9 +789,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if any(rate <= 0 and rate != -1 for rate in args.rates):
         command.error("--rates: positive records/s, or -1 for unlimited")
-    positive = ("records_per_step", "max_step_seconds", "repeats", "consume_topics")
-    if any(getattr(args, key) <= 0 for key in (*positive, "consume_records_per_topic")):
+    positive = ("records_per_step", "max_step_seconds", "repeats", "consume_records_per_topic")
+    if any(getattr(args, key) <= 0 for key in positive):
         command.error("counts, seconds and repeats must be positive")
+    if args.consume_topics < 0:
+        command.error("--consume-topics: 0 for none, or a positive count")
     if args.sample_interval <= 0:
         command.error("--sample-interval must be positive")
     brokers = tuple(name for name in ALL_BROKERS if name in args.brokers)
@@ -738,6 +813,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "kfake could not be built (scripts/ensure-kfake said why above); "
             f"--brokers {' '.join(b for b in brokers if b != KFAKE)} runs without it"
         )
+    floor = None
+    if FLOOR in brokers and (floor := build_floor()) is None:
+        command.error(
+            "the floor could not be built (scripts/ensure-floor said why above); "
+            f"--brokers {' '.join(b for b in brokers if b != FLOOR)} runs without it"
+        )
     settings = Settings(
         name=args.name,
         rates=tuple(dict.fromkeys(args.rates)),
@@ -755,7 +836,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     run_command = f"python -m perf.compare {shlex.join(arguments)}"
     try:
-        result = run(settings, args.results_dir, run_command, kfake)
+        result = run(settings, args.results_dir, run_command, kfake, floor)
     except StepFailed as error:
         print(f"compare: {error}", file=sys.stderr)
         return 1

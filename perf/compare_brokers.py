@@ -9,6 +9,14 @@
   `kfake listening on HOST:PORT (kfake VERSION, ...)`. kfake keeps what it is sent in
   memory; it is started keeping about the last 5 MiB of each partition, as the mock does,
   so that gigabytes sent do not stay (topics created with retention.bytes -1 keep all).
+- the floor: perf/floor/floor.c, built by scripts/ensure-floor, ready when it prints
+  `floor listening on HOST:PORT (topic T, N partitions; ...)`. It answers ApiVersions,
+  Metadata and InitProducerId with answers recorded from librdkafka's mock and every
+  Produce with a pre-encoded answer, nothing else: what the kernel and the wire cost a
+  broker, the least a broker can spend. Its one topic is T, that of its recorded Metadata
+  answer; it keeps no count of records (the producers' acknowledgements are the count) and
+  serves no ListOffsets, so it takes part in the producing steps only. At exit it prints
+  the requests and bytes it served.
 
 Topics are created the same way on all of them, by the first client that names them, with
 the same partition count: the mock's CreateTopics cannot be reached (its Metadata names a
@@ -42,15 +50,29 @@ START_TIMEOUT_S = 30.0
 ADMIN_TIMEOUT_S = 10.0
 MOCK_READY = re.compile(r"^mock cluster listening on (?P<servers>\S+:\d+) ")
 KFAKE_READY = re.compile(r"^kfake listening on (?P<servers>\S+:\d+) \(kfake (?P<version>\S+),")
+FLOOR_READY = re.compile(
+    r"^floor listening on (?P<servers>\S+:\d+) \(topic (?P<topic>\S+), (?P<partitions>\d+) "
+)
+FLOOR_SERVED = re.compile(
+    r"^floor served (?P<requests>\d+) requests \((?P<produce>\d+) Produce\) on "
+    r"(?P<connections>\d+) connections: (?P<bytes_read>\d+) bytes read, "
+    r"(?P<bytes_sent>\d+) bytes sent$"
+)
+FRAMES_DIR = REPO_ROOT / "tests" / "vectors" / "frames"
+"""The recorded frames the floor answers with (see its README)."""
 NULLBROKER = "nullbroker"
 MOCK = "mock"
 KFAKE = "kfake"
-ALL_BROKERS = (NULLBROKER, MOCK, KFAKE)
+FLOOR = "floor"
+ALL_BROKERS = (NULLBROKER, MOCK, KFAKE, FLOOR)
 """Every broker perf.compare knows, in the order its tables and plots show them."""
-JAVA_BROKERS = (NULLBROKER, KFAKE)
+JAVA_BROKERS = (NULLBROKER, KFAKE, FLOOR)
 """The brokers Apache Kafka's Java 4 client works with. Against the mock,
 kafka-producer-perf-test 4.1 fails every record with "Topic ... not present in metadata" and
 then hangs."""
+INGEST_ONLY = (FLOOR,)
+"""The brokers that only take records: no ListOffsets to count them by (the producers'
+acknowledgements are the count), nothing to read back, one topic of their own."""
 
 
 class ReadyServer(ServerProcess):
@@ -112,11 +134,44 @@ class KFake(ReadyServer):
         self.version = self.ready_match["version"]
 
 
+class Floor(ReadyServer):
+    def __init__(self, workdir: Path, binary: Path) -> None:
+        super().__init__(
+            FLOOR, [str(binary), str(FRAMES_DIR)], FLOOR_READY, workdir / "floor.stderr"
+        )
+        self.topic = self.ready_match["topic"]
+        self.partitions = int(self.ready_match["partitions"])
+
+    def unanswered(self) -> list[str]:
+        """What it said on stderr of requests it had no answer for (each closed its
+        connection): none, when the clients asked only what a producer asks."""
+        return [line for line in self.stderr_text().splitlines() if "no answer for" in line]
+
+    def served(self) -> dict[str, int] | None:
+        """The requests, connections and bytes it served, from the line it prints at exit
+        (None before it exited, or if it printed none)."""
+        for line in self.stdout_lines:
+            if match := FLOOR_SERVED.match(line):
+                return {key: int(value) for key, value in match.groupdict().items()}
+        return None
+
+
+def build_floor() -> Path | None:
+    """The floor's binary, built by scripts/ensure-floor when it is not yet (a second);
+    None when it cannot be built, with the reason on stderr."""
+    return _built(REPO_ROOT / "scripts" / "ensure-floor")
+
+
 def build_kfake() -> Path | None:
     """kfake's host binary, built by scripts/ensure-kfake when it is not yet (about half a
     minute the first time); None when it cannot be built, with the reason on stderr."""
+    return _built(REPO_ROOT / "scripts" / "ensure-kfake")
+
+
+def _built(script: Path) -> Path | None:
+    """What `script --print-path` built, or None when it could not (it says why on stderr)."""
     built = subprocess.run(
-        [str(REPO_ROOT / "scripts" / "ensure-kfake"), "--print-path"],
+        [str(script), "--print-path"],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         text=True,

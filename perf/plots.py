@@ -24,7 +24,12 @@ from matplotlib.figure import Figure
 from perf.compare_summary import brokers_of, find_row
 from perf.report_md import rate_label
 
-COLOURS = {"nullbroker": "tab:blue", "mock": "tab:orange", "kfake": "tab:green"}
+COLOURS = {
+    "nullbroker": "tab:blue",
+    "mock": "tab:orange",
+    "kfake": "tab:green",
+    "floor": "tab:grey",
+}
 OTHER_COLUMNS = (
     ("one-batch", -1, "one batch"),
     ("consume", None, "consume"),

@@ -11,6 +11,7 @@ from perf.compare_summary import RATIO_LABELS, brokers_of
 PEERS = {
     "mock": "librdkafka's mock cluster",
     "kfake": "franz-go's kfake",
+    "floor": "the floor",
 }
 
 THROUGHPUT_COLUMNS = (("records/s", "records_per_sec", 0), ("MB/s", "mb_per_sec", 2))
@@ -123,16 +124,7 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
         *table(produce, PRODUCE_COLUMNS),
         "",
         *_one_batch_section(result),
-        "## Consuming",
-        "",
-        f"`perf.consumer_perf --assign` reading {settings['consume_topics']} topics of "
-        f"{settings['partitions']} partitions from the start, "
-        f"{_consumed(result):,} records of {settings['record_size']} B from each broker "
-        "(the mock keeps about the last 5 MiB of each partition, so that is all it holds; "
-        "the others serve the same number from offset 0).",
-        "",
-        *table(consume, CONSUME_COLUMNS),
-        "",
+        *_consume_section(result, consume),
         *_java_section(result),
         *_ratio_section(result["ratios"]),
         "## Reading the numbers",
@@ -146,11 +138,46 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
         f"- Idle RSS after start: {_idle(result)}.",
         "- The mock stores what it is sent (about 5 MiB per partition), so its RSS grows with "
         "topics; kfake keeps every record in memory; nullbroker stores nothing.",
+        *_floor_note(result),
         "",
         *[f"![{plot}]({plot})" for plot in plots],
         "",
     ]
     return "\n".join(lines)
+
+
+def _consume_section(result: Mapping[str, Any], consume: list[Mapping[str, Any]]) -> list[str]:
+    """The consumers' rows, when the run had them."""
+    if not consume:
+        return []
+    settings = result["settings"]
+    return [
+        "## Consuming",
+        "",
+        f"`perf.consumer_perf --assign` reading {settings['consume_topics']} topics of "
+        f"{settings['partitions']} partitions from the start, "
+        f"{_consumed(result):,} records of {settings['record_size']} B from each broker "
+        "(the mock keeps about the last 5 MiB of each partition, so that is all it holds; "
+        "the others serve the same number from offset 0).",
+        "",
+        *table(consume, CONSUME_COLUMNS),
+        "",
+    ]
+
+
+def _floor_note(result: Mapping[str, Any]) -> list[str]:
+    floor = result["brokers"].get("floor")
+    if floor is None:
+        return []
+    return [
+        "- The floor (perf/floor/floor.c, C, one epoll loop) answers ApiVersions, Metadata "
+        "and InitProducerId with answers recorded from librdkafka's mock and every Produce "
+        "with a pre-encoded answer, and nothing else: its CPU per GB is what reading the "
+        "requests and sending the answers costs, the least a broker can spend (nullbroker / "
+        "floor: how far above it a broker is). It produces into its one topic, "
+        f"`{floor['topic']}`, takes no part in the other steps, and counts no records: its "
+        "steps count the producer's acknowledgements.",
+    ]
 
 
 def _versions(result: Mapping[str, Any]) -> str:

@@ -1,8 +1,9 @@
 """perf.compare runs end to end as its users run it (`python -m perf.compare`), on tiny
 workloads: nullbroker, librdkafka's mock and franz-go's kfake start, count exactly what the
 load generators (perf's Python twins, and Kafka's own Java perf tools against the brokers
-the Java client works with) send and serve, and the JSON, markdown table and PNG plots come
-out. Asserts structure and counts, never speed.
+the Java client works with) send and serve, the floor acknowledges every record its
+producers send, and the JSON, markdown table and PNG plots come out. Asserts structure and
+counts, never speed.
 
 `make test` builds kfake (scripts/ensure-kfake) and provisions Kafka's tools; without them
 these tests are skipped with the reason.
@@ -30,14 +31,19 @@ RECORDS_PER_TOPIC = 1_000
 RUN_TIMEOUT_S = 300
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PLOTS = ("throughput", "latency", "rss", "cpu")
-BROKERS = ("nullbroker", "mock", "kfake")
-JAVA_BROKERS = ("nullbroker", "kfake")
+BROKERS = ("nullbroker", "mock", "kfake", "floor")
+JAVA_BROKERS = ("nullbroker", "kfake", "floor")
+INGEST_ONLY = ("floor",)
+"""Producing steps only: no offsets to count by, nothing to read back."""
+COUNTING = tuple(broker for broker in BROKERS if broker not in INGEST_ONLY)
+JAVA_CONSUMING = tuple(broker for broker in JAVA_BROKERS if broker not in INGEST_ONLY)
+FLOOR_TOPIC = "ck"
 JAVA_RECORDS = 3_000
 # More than twice what the producer's 32 MiB queue holds: the records it queues before it
 # knows the partitions, and so spreads over them, all fall in the warm-up.
 ONE_BATCH_RECORDS = 100_000
 QUEUED_RECORDS = 32 * 1024 * 1024 // 1024
-PEERS = ("mock", "kfake")
+PEERS = ("mock", "kfake", "floor")
 RATIOS = {
     "produce_unlimited_records_per_sec",
     "produce_unlimited_broker_cpu_s_per_gb",
@@ -45,6 +51,14 @@ RATIOS = {
     "one_batch_broker_cpu_s_per_gb",
     "consume_records_per_sec",
     "consume_broker_cpu_s_per_gb",
+    "produce_peak_rss",
+    "run_peak_rss",
+}
+FLOOR_RATIOS = {
+    "produce_unlimited_records_per_sec",
+    "produce_unlimited_broker_cpu_s_per_gb",
+    "java_produce_records_per_sec",
+    "java_produce_broker_cpu_s_per_gb",
     "produce_peak_rss",
     "run_peak_rss",
 }
@@ -114,12 +128,12 @@ def test_the_json_records_settings_machine_steps_samples_and_medians(
         assert samples and all(s["rss_kib"] > 0 for s in samples)
         assert [s["t"] for s in samples] == sorted(s["t"] for s in samples)
         assert len(steps_of(result, "produce", broker)) == len(RATES)
-        assert len(steps_of(result, "one-batch", broker)) == 1
-        assert len(steps_of(result, "fill", broker)) == CONSUME_TOPICS
-        assert len(steps_of(result, "consume", broker)) == 1
-        java = 1 if broker in JAVA_BROKERS else 0
-        assert len(steps_of(result, "java-produce", broker)) == java
-        assert len(steps_of(result, "java-consume", broker)) == java
+        counting = 1 if broker in COUNTING else 0
+        assert len(steps_of(result, "one-batch", broker)) == counting
+        assert len(steps_of(result, "fill", broker)) == CONSUME_TOPICS * counting
+        assert len(steps_of(result, "consume", broker)) == counting
+        assert len(steps_of(result, "java-produce", broker)) == (broker in JAVA_BROKERS)
+        assert len(steps_of(result, "java-consume", broker)) == (broker in JAVA_CONSUMING)
     for step in result["steps"]:
         assert step["count_ok"], step
         assert step["broker_cpu_s"] >= 0 and step["wall_s"] > 0
@@ -129,23 +143,33 @@ def test_the_json_records_settings_machine_steps_samples_and_medians(
     rows = {(row["phase"], row["broker"], row["target"]): row for row in result["summary"]}
     assert set(rows) == {
         *(("produce", broker, float(rate)) for broker in BROKERS for rate in RATES),
-        *(("one-batch", broker, -1) for broker in BROKERS),
-        *(("consume", broker, None) for broker in BROKERS),
+        *(("one-batch", broker, -1) for broker in COUNTING),
+        *(("consume", broker, None) for broker in COUNTING),
         *(("java-produce", broker, -1) for broker in JAVA_BROKERS),
-        *(("java-consume", broker, None) for broker in JAVA_BROKERS),
+        *(("java-consume", broker, None) for broker in JAVA_CONSUMING),
     }
     for row in rows.values():
         assert row["repeats"] == 1 and row["records_per_sec"] > 0
     assert set(result["ratios"]) == set(PEERS)
     assert set(result["ratios"]["mock"]) == RATIOS
     assert set(result["ratios"]["kfake"]) == RATIOS | JAVA_RATIOS
+    assert set(result["ratios"]["floor"]) == FLOOR_RATIOS
 
 
 def test_every_broker_counts_every_record_sent(
     compared: tuple[Path, str, dict[str, Any]],
 ) -> None:
     _, _, result = compared
-    for broker in BROKERS:
+    for step in steps_of(result, "produce", "floor"):
+        # The floor keeps no offsets: every record the client sent, acknowledged.
+        assert step["records"] == step["client"]["records"] == RECORDS
+        assert step["broker_counted"] is None and step["client"]["failed"] == 0
+        assert step["topic"] == FLOOR_TOPIC
+    floor = result["brokers"]["floor"]
+    assert floor["topic"] == FLOOR_TOPIC and floor["unanswered"] == []
+    assert floor["served"]["produce"] > 0
+    assert floor["served"]["bytes_read"] > (len(RATES) * RECORDS + JAVA_RECORDS) * 1024
+    for broker in COUNTING:
         for step in steps_of(result, "produce", broker):
             # The growth of the topic's log-end offsets over the step, on either broker.
             assert step["records"] == step["client"]["records"] == RECORDS
@@ -175,7 +199,11 @@ def test_kafkas_java_perf_tools_are_counted_exactly_on_nullbroker_and_kfake(
     compared: tuple[Path, str, dict[str, Any]],
 ) -> None:
     _, _, result = compared
-    for broker in JAVA_BROKERS:
+    (floor,) = steps_of(result, "java-produce", "floor")
+    # Every record acknowledged (the tool counts no other), into the floor's one topic.
+    assert floor["client"]["records"] == JAVA_RECORDS and floor["broker_counted"] is None
+    assert f"kafka-producer-perf-test --topic {FLOOR_TOPIC} " in floor["client_command"]
+    for broker in JAVA_CONSUMING:
         (produced,) = steps_of(result, "java-produce", broker)
         assert produced["client"]["tool"] == "kafka-producer-perf-test"
         # Its final line, and the growth of the topic's log-end offsets over the step.
@@ -220,12 +248,16 @@ def test_the_markdown_table_has_a_row_per_broker_and_rate(
             assert f"| {broker} | {rate} | " in page
     one_batch = page.split("### One batch a request")[1].split("## Consuming")[0]
     for broker in BROKERS:
-        assert f"| {broker} | unlimited | " in one_batch
+        assert (f"| {broker} | unlimited | " in one_batch) == (broker in COUNTING)
     assert "Not one batch a request throughout" not in one_batch
     assert "## Consuming" in page and "## nullbroker / mock" in page
     assert "## nullbroker / kfake" in page and "## Kafka's Java perf tools" in page
+    assert "## nullbroker / floor" in page and f"`{FLOOR_TOPIC}`" in page
+    java_producers = page.split("### kafka-producer-perf-test")[1].split("### kafka-consumer")[0]
+    java_consumers = page.split("### kafka-consumer-perf-test")[1].split("## nullbroker /")[0]
     for broker in JAVA_BROKERS:
-        assert f"| {broker} | " in page.split("### kafka-producer-perf-test")[1]
+        assert f"| {broker} | " in java_producers
+        assert (f"| {broker} | " in java_consumers) == (broker in JAVA_CONSUMING)
     assert "| mock | " not in page.split("## Kafka's Java perf tools")[1]
     for kind in PLOTS:
         assert f"]({NAME}-{kind}.png)" in page
@@ -247,6 +279,7 @@ def test_it_prints_the_ratios_and_what_it_wrote(compared: tuple[Path, str, dict[
     assert sum(line.startswith("nullbroker/mock ") for line in lines) == len(RATIOS)
     kfake = len(RATIOS | JAVA_RATIOS)
     assert sum(line.startswith("nullbroker/kfake ") for line in lines) == kfake
+    assert sum(line.startswith("nullbroker/floor ") for line in lines) == len(FLOOR_RATIOS)
     assert any(line.startswith("client-bound rows: ") for line in lines)
     assert f"wrote {results / (NAME + '.md')}" in lines
 
