@@ -165,9 +165,7 @@ def _operator_paths(accounts: Accounts, faults: Faults) -> Handler:
     answer = accounts_handler(
         lambda: summary(accounts.current()),
         reset,
-        faults_handler(
-            faults, status_page_handler(metrics_handler(partial(exposition, registry)))
-        ),
+        faults_handler(faults, status_page_handler(metrics_handler(partial(exposition, registry)))),
     )
     refresh = accounts.refresh
 
