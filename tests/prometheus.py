@@ -9,12 +9,14 @@ test can derive what a query must return from the very samples Prometheus holds.
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
 import shutil
 import subprocess
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
@@ -69,10 +71,11 @@ class Prometheus:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        self.address = self._wait_for_address()
-
-    def _wait_for_address(self) -> str:
         deadline = time.monotonic() + STARTUP_TIMEOUT
+        self.address = self._wait_for_address(deadline)
+        self._wait_until_ready(deadline)
+
+    def _wait_for_address(self, deadline: float) -> str:
         while time.monotonic() < deadline:
             found = LISTENING.search(self.log_path.read_text(errors="replace"))
             if found:
@@ -83,32 +86,46 @@ class Prometheus:
         self.close()
         raise RuntimeError(f"prometheus did not say where it listens:\n{self.log_tail()}")
 
+    def _wait_until_ready(self, deadline: float) -> None:
+        """Until /-/ready says so: it listens before its storage is open, and answers
+        queries 503 until then."""
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://{self.address}/-/ready", timeout=5):
+                    return
+            except urllib.error.HTTPError as error:
+                if error.code != 503:
+                    raise
+            time.sleep(0.05)
+        self.close()
+        raise RuntimeError(f"prometheus was not ready in {STARTUP_TIMEOUT:g} s:\n{self.log_tail()}")
+
     def log_tail(self) -> str:
         return self.log_path.read_text(errors="replace")[-3000:]
 
-    def query(self, expression: str, at: float | None = None) -> tuple[str, list[Any]]:
-        """An instant query's result type and result (at `at`, seconds since the epoch,
-        else now)."""
+    def query(self, expression: str, at_ms: int | None = None) -> tuple[str, list[Any]]:
+        """An instant query's result type and result (at `at_ms`, milliseconds since the
+        epoch, else now)."""
         parameters = {"query": expression}
-        if at is not None:
-            parameters["time"] = str(at)
+        if at_ms is not None:
+            parameters["time"] = rfc3339(at_ms)
         url = f"http://{self.address}/api/v1/query?{urllib.parse.urlencode(parameters)}"
         with urllib.request.urlopen(url, timeout=10) as response:
             answer = json.load(response)
         assert answer["status"] == "success", answer
         return answer["data"]["resultType"], answer["data"]["result"]
 
-    def vector(self, expression: str, at: float | None = None) -> dict[tuple[str, ...], float]:
+    def vector(self, expression: str, at_ms: int | None = None) -> dict[tuple[str, ...], float]:
         """An instant vector's values, keyed by their labels' values in label-name order (the
         target's labels left out)."""
-        kind, result = self.query(expression, at)
+        kind, result = self.query(expression, at_ms)
         assert kind == "vector", (expression, kind)
         return {_key(entry["metric"]): float(entry["value"][1]) for entry in result}
 
-    def matrix(self, expression: str, at: float | None = None) -> dict[tuple[str, ...], Samples]:
+    def matrix(self, expression: str, at_ms: int | None = None) -> dict[tuple[str, ...], Samples]:
         """A range selector's raw samples per series (`name[1m]`), keyed by their labels'
         values in label-name order (the metric's name and the target's labels left out)."""
-        kind, result = self.query(expression, at)
+        kind, result = self.query(expression, at_ms)
         assert kind == "matrix", (expression, kind)
         return {
             _key(entry["metric"]): [
@@ -125,6 +142,14 @@ class Prometheus:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+def rfc3339(at_ms: int) -> str:
+    """A time as the query API reads it to the millisecond: a time in seconds as a decimal
+    number would go through a float, and can come back a millisecond early."""
+    seconds, milliseconds = divmod(at_ms, 1000)
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{milliseconds:03d}Z"
 
 
 TARGET_LABELS = ("__name__", "instance", "job")

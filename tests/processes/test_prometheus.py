@@ -28,6 +28,8 @@ from tests.prometheus import (
     rate,
 )
 
+pytestmark = pytest.mark.clients  # confluent-kafka's producer and consumer
+
 DOCS = Path(__file__).parents[2] / "docs"
 RANGE = "1m"
 RANGE_MS = 60_000
@@ -39,6 +41,8 @@ ORDERS, CLICKS, READ = 1000, 500, 600
 ALL = {"orders": ORDERS, "clicks": CLICKS}
 FIRST = {"orders": 10, "clicks": 10}
 GROUP = "prometheus-readers"
+UP = 'up{job="nullbroker"}'
+"""1 for a scrape of the broker that succeeded, 0 for one that failed."""
 
 
 def summed_rate(metric: str, label: str) -> str:
@@ -81,7 +85,8 @@ def run(
 ) -> Iterator[tuple[Prometheus, RunningBroker, Accounts, int]]:
     """A broker scraped by Prometheus every half second through a run of a producer and a
     consumer group: Prometheus, the broker, its accounts once the clients closed, and the
-    time (whole seconds) to evaluate queries at, after a scrape that came after the run."""
+    time to evaluate queries at (ms since the epoch): that of a scrape after the run, once
+    a later scrape is in."""
     binary = find_prometheus()
     if binary is None:
         pytest.skip("no prometheus: scripts/ensure-test-tools installs Debian's package")
@@ -95,29 +100,35 @@ def run(
                 # The topics' series start before their records: a rate needs two samples
                 # that differ, and the whole run may fit between two scrapes.
                 produce(producer, FIRST)
-                first = wait_for_scrape_after(prometheus, time.time())
+                first = wait_for_scrape_after(prometheus, round(time.time() * 1000))
                 produce(producer, {topic: n - FIRST[topic] for topic, n in ALL.items()})
             consume(broker.bootstrap)
             accounts = quiet_accounts(broker)
-            # Evaluate at a whole second at or after the first scrape after the run, and
-            # only once a later scrape is in: no sample up to then can still arrive.
-            at = math.ceil(wait_for_scrape_after(prometheus, time.time()))
+            # At a successful scrape's time, the last sample of every series is that
+            # scrape's (a failed one after it would mark them stale); and only once a later
+            # scrape is in, so that no sample up to then can still arrive.
+            at = wait_for_scrape_after(prometheus, round(time.time() * 1000))
             wait_for_scrape_after(prometheus, at)
-            assert at - first < RANGE_MS / 1000, "the run outlasts the queries' range"
+            assert at - first < RANGE_MS, "the run outlasts the queries' range"
             yield prometheus, broker, accounts, at
         finally:
             prometheus.close()
 
 
-def wait_for_scrape_after(prometheus: Prometheus, moment: float) -> float:
-    """The time of the broker's first scrape after `moment` (seconds since the epoch)."""
+def wait_for_scrape_after(prometheus: Prometheus, moment_ms: int) -> int:
+    """The time (ms since the epoch) of the broker's last scrape, once it is after
+    `moment_ms` and succeeded."""
     deadline = time.monotonic() + TIMEOUT
     while time.monotonic() < deadline:
-        scraped = prometheus.vector('timestamp(up{job="nullbroker"} == 1)')
-        if scraped and (latest := max(scraped.values())) > moment:
-            return latest
+        # timestamp() of the selector itself: of anything computed (`up == 1`), it would
+        # give the query's time.
+        scraped = prometheus.vector('timestamp(up{job="nullbroker"})')
+        if scraped:
+            latest = round(max(scraped.values()) * 1000)
+            if latest > moment_ms and prometheus.vector(UP, latest) == {(): 1.0}:
+                return latest
         time.sleep(0.1)
-    raise AssertionError(f"no scrape after {moment} in {TIMEOUT} s:\n{prometheus.log_tail()}")
+    raise AssertionError(f"no scrape after {moment_ms} in {TIMEOUT} s:\n{prometheus.log_tail()}")
 
 
 def produce(producer: Producer, records: dict[str, int]) -> None:
@@ -170,7 +181,7 @@ def rates_by(prometheus: Prometheus, metric: str, label_index: int, at: int) -> 
     added up by the label at `label_index` of its (sorted) labels."""
     sums: dict[str, float] = {}
     for key, samples in prometheus.matrix(f"{metric}[{RANGE}]", at).items():
-        series_rate = rate(samples, at * 1000, RANGE_MS)
+        series_rate = rate(samples, at, RANGE_MS)
         if series_rate is not None:
             label = key[label_index]
             sums[label] = sums[label] + series_rate if label in sums else series_rate
@@ -256,7 +267,7 @@ def test_latency_quantiles_are_histogram_quantile_of_the_samples(
             rated = [
                 (bound, series_rate)
                 for bound, samples in series.items()
-                if (series_rate := rate(samples, at * 1000, RANGE_MS)) is not None
+                if (series_rate := rate(samples, at, RANGE_MS)) is not None
             ]
             if rated:
                 derived[api] = bucket_quantile(q, rated)
