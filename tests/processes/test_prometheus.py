@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, Producer
 
 import nullbroker
 from nullbroker import Accounts, RunningBroker
+from tests.broker_process import read_and_commit
 from tests.prometheus import (
     Prometheus,
     Samples,
@@ -150,15 +151,7 @@ def consume(bootstrap: str) -> None:
     )
     try:
         consumer.subscribe(["orders"])
-        read = 0
-        deadline = time.monotonic() + TIMEOUT
-        while read < READ and time.monotonic() < deadline:
-            message = consumer.poll(0.2)
-            if message is not None:
-                assert message.error() is None, message.error()
-                read += 1
-        assert read == READ
-        consumer.commit(asynchronous=False)
+        read_and_commit(consumer, READ, TIMEOUT)
     finally:
         consumer.close()
 
@@ -206,9 +199,7 @@ def same(shown: dict[str, float], derived: dict[str, float]) -> bool:
     )
 
 
-def test_counts_per_topic_are_the_accounts_exactly(
-    run: Run,
-) -> None:
+def test_counts_per_topic_are_the_accounts_exactly(run: Run) -> None:
     prometheus, _, accounts, at = run
     produced = by_first_label(prometheus.vector(QUERIES["produced records by topic"], at))
     fetched = by_first_label(prometheus.vector(QUERIES["fetched records by topic"], at))
@@ -218,9 +209,7 @@ def test_counts_per_topic_are_the_accounts_exactly(
     assert fetched["orders"] >= READ
 
 
-def test_rates_per_topic_are_promqls_rate_of_the_samples_ending_at_the_accounts(
-    run: Run,
-) -> None:
+def test_rates_per_topic_are_promqls_rate_of_the_samples_ending_at_the_accounts(run: Run) -> None:
     prometheus, _, accounts, at = run
     for name, metric, traffic in (
         ("produced records/s by topic", "nullbroker_produced_records_total", accounts.produced),
@@ -237,9 +226,7 @@ def test_rates_per_topic_are_promqls_rate_of_the_samples_ending_at_the_accounts(
     assert bytes_rate == rates_by(prometheus, "nullbroker_produced_bytes_total", 1, at)
 
 
-def test_request_rates_and_counts_are_the_accounts(
-    run: Run,
-) -> None:
+def test_request_rates_and_counts_are_the_accounts(run: Run) -> None:
     prometheus, _, accounts, at = run
     requests = by_first_label(prometheus.vector(QUERIES["requests/s by API"], at))
     assert requests == rates_by(prometheus, "nullbroker_requests_total", 0, at)
@@ -255,9 +242,7 @@ def test_request_rates_and_counts_are_the_accounts(
     assert counts == dict(accounts.requests)
 
 
-def test_latency_quantiles_are_histogram_quantile_of_the_samples(
-    run: Run,
-) -> None:
+def test_latency_quantiles_are_histogram_quantile_of_the_samples(run: Run) -> None:
     prometheus, _, _, at = run
     buckets = histograms(prometheus, at)
     for name, q in (("p50 latency by API", 0.5), ("p99 latency by API", 0.99)):
@@ -275,9 +260,7 @@ def test_latency_quantiles_are_histogram_quantile_of_the_samples(
         assert shown["Produce"] > 0
 
 
-def test_the_p99_since_the_start_is_in_the_bucket_of_the_brokers_own_p99(
-    run: Run,
-) -> None:
+def test_the_p99_since_the_start_is_in_the_bucket_of_the_brokers_own_p99(run: Run) -> None:
     """The broker reads its p99 from finer buckets than it exposes (10 a decade, against 3):
     each exposed bucket is a union of its own, so both quantiles lie in the exposed bucket
     where the 99th percentile's rank falls. Closer than that, a histogram cannot tell."""
@@ -291,9 +274,7 @@ def test_the_p99_since_the_start_is_in_the_bucket_of_the_brokers_own_p99(
         assert lower <= shown[api] <= upper, api
 
 
-def test_groups_connections_and_memory_are_the_brokers(
-    run: Run,
-) -> None:
+def test_groups_connections_and_memory_are_the_brokers(run: Run) -> None:
     prometheus, broker, accounts, at = run
     lag = by_first_label(prometheus.vector(QUERIES["lag by group"], at))
     members = by_first_label(prometheus.vector(QUERIES["members by group"], at))

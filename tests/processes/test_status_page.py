@@ -28,6 +28,7 @@ from nullbroker.ops.http_endpoint import (
     metrics_handler,
     status_page_handler,
 )
+from tests.broker_process import read_and_commit
 from tests.chromium import Chromium, Page, find_chromium
 
 POLL_SECONDS = 0.25
@@ -229,20 +230,6 @@ def produce(producer: Producer, topic: str, records: int) -> None:
     assert producer.flush(TIMEOUT) == 0
 
 
-def consume(consumer: Consumer, records: int) -> None:
-    """Read exactly `records` records (the consumer fetches ahead; it is told how many to
-    hand out), then commit where it stands."""
-    read = 0
-    deadline = time.monotonic() + TIMEOUT
-    while read < records and time.monotonic() < deadline:
-        message = consumer.poll(0.2)
-        if message is not None:
-            assert message.error() is None, message.error()
-            read += 1
-    assert read == records
-    consumer.commit(asynchronous=False)
-
-
 def assert_page_shows_the_accounts(shown: dict[str, Any], broker: RunningBroker) -> None:
     """What stays put while the clients idle, as the page shows it, is the broker's."""
     accounts = broker.accounts()
@@ -306,7 +293,7 @@ def test_the_status_page_shows_the_accounts_while_a_run_goes_on(tmp_path: Path) 
             produce(producer, "orders", 600)
             produce(producer, "clicks", 300)
             consumer.subscribe(["orders"])
-            consume(consumer, 400)
+            read_and_commit(consumer, 400, TIMEOUT)
             broker.faults.inject(FAULT)
             page = StatusPage(
                 browser.open(f"http://{broker.http_address}/?interval={POLL_SECONDS}"), broker
@@ -332,7 +319,7 @@ def test_the_status_page_shows_the_accounts_while_a_run_goes_on(tmp_path: Path) 
 
             # The group reads the rest: no lag left.
             produced = broker.accounts().produced.topic("orders").records
-            consume(consumer, produced - 400)
+            read_and_commit(consumer, produced - 400, TIMEOUT)
             shown, _ = page.wait_until(group_lag_is(0))
             assert_page_shows_the_accounts(shown, broker)
 
