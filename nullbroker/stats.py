@@ -101,6 +101,27 @@ class FetchCounters:
     bytes: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class GroupMember:
+    """A member of a consumer group, as DescribeGroups names it."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSnapshot:
+    """One consumer group as it stood when the accounts were read: its protocol (`classic`,
+    or `consumer` for KIP-848's), state, members and committed offsets."""
+
+    protocol: str
+    state: str
+    members: tuple[GroupMember, ...]
+    committed: dict[tuple[str, int], int]
+    """The offset committed for each topic and partition."""
+
+
 @dataclass(slots=True)
 class ApiStats:
     requests: int = 0
@@ -157,6 +178,11 @@ class BrokerStats:
         """Bytes large requests being read hold of --max-buffered-bytes (a gauge)."""
         self.read_budget_waits = 0
         """Times a connection stopped reading for want of room in that budget."""
+        self.group_snapshots: dict[str, GroupSnapshot] = {}
+        """Each consumer group's members and committed offsets, by group id, and
+        `log_end_offsets` each partition's log end: read from the broker's state when its
+        accounts are read (Broker.current_accounts), for the groups' lag (`group_lags`)."""
+        self.log_end_offsets: dict[tuple[str, int], int] = {}
         self.other_processes_rss = 0
         self.other_processes_peak_rss = 0
         """RSS and peak RSS, in bytes, of the worker processes whose accounts were added
@@ -219,6 +245,20 @@ class BrokerStats:
         """Bucket counts of all APIs' hold times together."""
         return _merged(stats.held for stats in self.apis.values())
 
+    def group_lags(self) -> dict[str, dict[tuple[str, int], tuple[int, int]]]:
+        """Each group's committed offset and lag (records from it to the log end, as
+        kafka-consumer-groups computes LAG) per partition it committed to, by group id;
+        a partition whose log end is unknown (its topic deleted) has none."""
+        ends = self.log_end_offsets
+        return {
+            group: {
+                key: (offset, ends[key] - offset)
+                for key, offset in sorted(snapshot.committed.items())
+                if key in ends
+            }
+            for group, snapshot in sorted(self.group_snapshots.items())
+        }
+
     def add(self, other: BrokerStats) -> None:
         """Add another process's accounts to these (a cluster of processes reports once)."""
         for key, produced in other.produced.items():
@@ -255,6 +295,12 @@ class BrokerStats:
         self.connections_idle_closed += other.connections_idle_closed
         self.read_budget_reserved += other.read_budget_reserved
         self.read_budget_waits += other.read_budget_waits
+        # A group is coordinated by one process. Every process keeps every partition, but
+        # only its leader's log grows: the other copies lag behind it (a log end never
+        # goes back), so the largest is the partition's.
+        self.group_snapshots.update(other.group_snapshots)
+        for key, end in other.log_end_offsets.items():
+            self.log_end_offsets[key] = max(end, self.log_end_offsets.get(key, 0))
 
     def reset_counts(self) -> BrokerStats:
         """Zero every count, in place, and return a copy of the accounts as they stood.
@@ -263,9 +309,10 @@ class BrokerStats:
         requests and their latency and hold histograms, errors, connections accepted and
         closed, faults applied, transactions, rebalances, fetch requests and session
         events, authentications, refusals, read-budget waits. What describes the broker now
-        stays: open connections, groups by state, fetch sessions kept, retained bytes,
-        bytes reserved of the read budget, RSS (and the peak, which the OS keeps). So do
-        the partitions and APIs already seen, at zero, so that a scrape's series carry on.
+        stays: open connections, groups by state, their members and offsets, log ends,
+        fetch sessions kept, retained bytes, bytes reserved of the read budget, RSS (and
+        the peak, which the OS keeps). So do the partitions and APIs already seen, at zero,
+        so that a scrape's series carry on.
 
         In place because the objects are shared: topics hold their partitions' counters,
         the C Produce lane the API table and the node counts, the fault registry its

@@ -76,12 +76,44 @@ class Latency:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GroupMember:
+    """A member of a consumer group, as DescribeGroups and kafka-consumer-groups name it."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionLag:
+    """Where a group stands in one partition: its committed offset, the log end, and the
+    records between them (kafka-consumer-groups' LAG)."""
+
+    committed: int
+    log_end: int
+    lag: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Group:
+    """One consumer group now: its protocol (`classic`, or KIP-848's `consumer`), state,
+    members and lag, in all and per topic and partition it committed offsets to."""
+
+    protocol: str
+    state: str
+    members: tuple[GroupMember, ...]
+    lag: int
+    partitions: Mapping[str, Mapping[int, PartitionLag]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Groups:
-    """Consumer groups by state (a gauge: how many are in each now) and the rebalances
-    completed."""
+    """Consumer groups by state (a gauge: how many are in each now), the rebalances
+    completed, and each group with its members and lag (`by_group`, by group id)."""
 
     by_state: Mapping[str, int]
     rebalances: int
+    by_group: Mapping[str, Group] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,10 +168,7 @@ class Accounts:
             connections_closed_on_error=dict(document["connections_closed_on_error"]),
             connections=int(document["connections"]),
             connections_total=int(document["connections_total"]),
-            groups=Groups(
-                by_state=dict(document["groups"]["by_state"]),
-                rebalances=int(document["groups"]["rebalances"]),
-            ),
+            groups=_groups(document["groups"]),
             fetch_requests=dict(document["fetch_requests"]),
             transactions=dict(document["transactions"]),
             transactional_records=dict(document["transactional_records"]),
@@ -176,6 +205,29 @@ def _traffic(entry: Mapping[str, Any]) -> Traffic:
                 },
             )
             for name, topic in entry["topics"].items()
+        },
+    )
+
+
+def _groups(entry: Mapping[str, Any]) -> Groups:
+    return Groups(
+        by_state=dict(entry["by_state"]),
+        rebalances=int(entry["rebalances"]),
+        by_group={
+            name: Group(
+                protocol=group["protocol"],
+                state=group["state"],
+                members=tuple(GroupMember(**member) for member in group["members"]),
+                lag=int(group["lag"]),
+                partitions={
+                    topic: {
+                        int(index): PartitionLag(**partition)
+                        for index, partition in partitions.items()
+                    }
+                    for topic, partitions in group["partitions"].items()
+                },
+            )
+            for name, group in entry["by_group"].items()
         },
     )
 

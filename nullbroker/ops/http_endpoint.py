@@ -1,6 +1,6 @@
-"""A minimal HTTP endpoint on trio, framed by h11: `/metrics`, `/accounts`, `/faults` and
-the Schema Registry's REST paths (nullbroker.ops.schema_registry). Imported with the first
-HTTP listener: a broker without one never loads h11 or json."""
+"""A minimal HTTP endpoint on trio, framed by h11: the status page at `/`, `/metrics`,
+`/accounts`, `/faults` and the Schema Registry's REST paths (nullbroker.ops.schema_registry).
+Imported with the first HTTP listener: a broker without one never loads h11 or json."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import h11
@@ -48,12 +49,31 @@ Handler = Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]
 
 
 def metrics_handler(render: Callable[[], bytes]) -> Handler:
-    """GET /metrics (or /) with the exposition; 404 for anything else."""
+    """GET /metrics with the exposition; 404 for anything else."""
 
     def handle(request: HttpRequest) -> HttpResponse:
-        if request.method in (b"GET", b"HEAD") and request.path in ("/metrics", "/"):
+        if request.method in (b"GET", b"HEAD") and request.path == "/metrics":
             return HttpResponse(200, render(), CONTENT_TYPE)
-        return HttpResponse(404, b"not found: try /metrics\n")
+        return HttpResponse(404, b"not found: try / (the status page) or /metrics\n")
+
+    return handle
+
+
+STATUS_PAGE = Path(__file__).with_name("status_page.html")
+"""The status page: plain HTML whose inline script polls /accounts and /faults (no build
+step, nothing loaded from elsewhere)."""
+
+
+def status_page_handler(otherwise: Handler) -> Handler:
+    """GET / with the status page (read once, here), `otherwise` for every other path."""
+    page = STATUS_PAGE.read_bytes()
+
+    def handle(request: HttpRequest) -> HttpResponse | Awaitable[HttpResponse]:
+        if request.path not in ("/", "/index.html"):
+            return otherwise(request)
+        if request.method in (b"GET", b"HEAD"):
+            return HttpResponse(200, page, b"text/html; charset=utf-8")
+        return HttpResponse(405, b"GET /\n")
 
     return handle
 

@@ -137,6 +137,7 @@ def summary(stats: BrokerStats) -> dict[str, Any]:
         "groups": {
             "by_state": dict(sorted(stats.groups.items())),
             "rebalances": stats.rebalances,
+            "by_group": _groups(stats),
         },
         "fetch_requests": dict(sorted(stats.fetch_requests.items())),
         "transactions": dict(sorted(stats.transactions.items())),
@@ -145,6 +146,36 @@ def summary(stats: BrokerStats) -> dict[str, Any]:
         "rss_bytes": stats.rss_bytes(),
         "peak_rss_bytes": stats.peak_rss_bytes(),
     }
+
+
+def _groups(stats: BrokerStats) -> dict[str, Any]:
+    """Each consumer group's state, members and lag, in all and per partition committed to
+    (the numbers of /metrics' nullbroker_group_members and nullbroker_group_lag)."""
+    groups = {}
+    for group, lags in stats.group_lags().items():
+        snapshot = stats.group_snapshots[group]
+        partitions: dict[str, dict[str, Any]] = {}
+        for (topic, index), (committed, lag) in lags.items():
+            partitions.setdefault(topic, {})[str(index)] = {
+                "committed": committed,
+                "log_end": committed + lag,
+                "lag": lag,
+            }
+        groups[group] = {
+            "protocol": snapshot.protocol,
+            "state": snapshot.state,
+            "members": [
+                {
+                    "member_id": member.member_id,
+                    "client_id": member.client_id,
+                    "client_host": member.client_host,
+                }
+                for member in snapshot.members
+            ],
+            "lag": sum(lag for _, lag in lags.values()),
+            "partitions": partitions,
+        }
+    return groups
 
 
 def _iso(timestamp: float) -> str:

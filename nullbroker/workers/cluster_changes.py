@@ -160,7 +160,8 @@ class ReplicatingBroker(Broker):
     def accounts(self, *, reset: bool = False) -> tuple[BrokerStats, int, int]:
         """This worker's accounts, RSS and peak RSS, for the cluster's reports; with `reset`,
         the accounts as they stood, the counts zeroed before anything else is counted."""
-        return self.stats.reset_counts() if reset else self.stats, rss_bytes(), peak_rss_bytes()
+        stats = self.current_accounts()
+        return stats.reset_counts() if reset else stats, rss_bytes(), peak_rss_bytes()
 
 
 class ReplicatingDispatch(Dispatch):

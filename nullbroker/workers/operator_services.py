@@ -112,8 +112,9 @@ def serve_http(
     schema_registry: SchemaRegistry | None,
     warnings: RepeatLimitedLog,
 ) -> None:
-    """Serve /metrics, /accounts and /faults on the metrics listeners and the Schema Registry
-    on its own, in tasks of `services`; each connection's failure is logged to `warnings`."""
+    """Serve the status page, /metrics, /accounts and /faults on the metrics listeners and
+    the Schema Registry on its own, in tasks of `services`; each connection's failure is
+    logged to `warnings`."""
     if listeners.metrics:
         # Imported only when asked for: the HTTP endpoint (h11), and prometheus_client,
         # which brings http.server, urllib and email with it: megabytes a broker without
@@ -146,8 +147,14 @@ def serve_http(
 
 
 def _operator_paths(accounts: Accounts, faults: Faults) -> Handler:
-    """/accounts and /faults, and the exposition of `accounts` on every other path."""
-    from ..ops.http_endpoint import accounts_handler, faults_handler, metrics_handler
+    """/accounts, /faults, the status page at / and the exposition of `accounts` at
+    /metrics."""
+    from ..ops.http_endpoint import (
+        accounts_handler,
+        faults_handler,
+        metrics_handler,
+        status_page_handler,
+    )
     from ..ops.metrics import exposition, make_registry
     from ..ops.report import summary
 
@@ -158,7 +165,7 @@ def _operator_paths(accounts: Accounts, faults: Faults) -> Handler:
     answer = accounts_handler(
         lambda: summary(accounts.current()),
         reset,
-        faults_handler(faults, metrics_handler(partial(exposition, registry))),
+        faults_handler(faults, status_page_handler(metrics_handler(partial(exposition, registry)))),
     )
     refresh = accounts.refresh
 

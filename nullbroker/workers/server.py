@@ -322,7 +322,7 @@ class BrokerServer:
                             connections,
                             partial(self._serve_kafka, node, listener),
                         )
-                accounts = Accounts.of(lambda: self.broker.stats)
+                accounts = Accounts.of(self.broker.current_accounts)
                 serve_http(
                     services,
                     self._http_listeners,
@@ -351,7 +351,7 @@ class BrokerServer:
             connections.cancel_scope.deadline = trio.current_time() + DRAIN_SECONDS
         self.shared.warnings.flush(everything=True)
         if self.config.summary_json:
-            write_summary(self.broker.stats, self.config.summary_json)
+            write_summary(self.broker.current_accounts(), self.config.summary_json)
             log.info("summary written to %s", self.config.summary_json)
         if self.role is not None:
             # The supervisor writes the cluster's summary from every worker's last accounts.

@@ -12,12 +12,19 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 from prometheus_client.metrics_core import Metric
 
-from nullbroker.app.accounts import Accounts
+from nullbroker.app.accounts import Accounts, Group, PartitionLag
+from nullbroker.app.accounts import GroupMember as Member
 from nullbroker.broker import Broker
 from nullbroker.ops.http_endpoint import HttpRequest, accounts_handler, metrics_handler
-from nullbroker.ops.report import ConsoleReporter
+from nullbroker.ops.report import ConsoleReporter, summary
 from nullbroker.settings import Config
-from nullbroker.stats import BrokerStats, FetchCounters, PartitionCounters
+from nullbroker.stats import (
+    BrokerStats,
+    FetchCounters,
+    GroupMember,
+    GroupSnapshot,
+    PartitionCounters,
+)
 from tests.broker_process import (
     PROCESSES,
     BrokerProcess,
@@ -44,6 +51,8 @@ KEPT = {
     "read_budget_reserved",
     "other_processes_rss",
     "other_processes_peak_rss",
+    "group_snapshots",
+    "log_end_offsets",
 }
 
 
@@ -57,6 +66,8 @@ def every_count_set(stats: BrokerStats) -> None:
     api.requests = 2
     api.latency.observe(1_000)
     api.held.observe(2_000_000)
+    stats.group_snapshots["g"] = GroupSnapshot("classic", "Stable", (), {("t", 0): 2})
+    stats.log_end_offsets[("t", 0)] = 5
     for name, value in vars(stats).items():
         if isinstance(value, Counter):
             value["x"] += 1
@@ -99,6 +110,36 @@ def test_a_reset_zeroes_every_count_in_place_and_keeps_what_describes_the_broker
         elif isinstance(value, int):
             assert value == 0, name
     assert stats.counts_since > counted.counts_since
+
+
+def test_a_groups_lag_runs_from_its_offsets_to_the_log_ends_of_the_partitions_leaders() -> None:
+    # With --processes, the group's coordinator is one worker and a partition's leader
+    # may be another: each keeps a copy of every partition, and only the leader's grows.
+    coordinator, leader = BrokerStats(), BrokerStats()
+    member = GroupMember("m-1", "reader", "/127.0.0.1")
+    committed = {("t", 0): 3, ("t", 1): 5, ("deleted", 0): 1}
+    coordinator.group_snapshots["g"] = GroupSnapshot("classic", "Stable", (member,), committed)
+    coordinator.log_end_offsets = {("t", 0): 0, ("t", 1): 0}
+    leader.log_end_offsets = {("t", 0): 10, ("t", 1): 5}
+    cluster = BrokerStats()
+    cluster.add(coordinator)
+    cluster.add(leader)
+
+    assert cluster.group_lags() == {"g": {("t", 0): (3, 7), ("t", 1): (5, 0)}}
+    assert Accounts.from_json(summary(cluster)).groups.by_group == {
+        "g": Group(
+            protocol="classic",
+            state="Stable",
+            members=(Member(member_id="m-1", client_id="reader", client_host="/127.0.0.1"),),
+            lag=7,
+            partitions={
+                "t": {
+                    0: PartitionLag(committed=3, log_end=10, lag=7),
+                    1: PartitionLag(committed=5, log_end=5, lag=0),
+                }
+            },
+        )
+    }
 
 
 def test_the_console_line_after_a_reset_counts_from_zero() -> None:
@@ -213,6 +254,15 @@ def as_metrics_show(accounts: Accounts) -> dict[str, Any]:
         "held": {api: (h.count, h.sum) for api, h in accounts.request_held.items()},
         "errors": dict(accounts.errors),
         "groups": dict(accounts.groups.by_state),
+        "group_members": {
+            name: len(group.members) for name, group in accounts.groups.by_group.items()
+        },
+        "group_lag": {
+            (name, topic, str(index)): lag.lag
+            for name, group in accounts.groups.by_group.items()
+            for topic, partitions in group.partitions.items()
+            for index, lag in partitions.items()
+        },
         "rebalances": accounts.groups.rebalances,
         "connections": accounts.connections,
         "connections_total": accounts.connections_total,
@@ -242,6 +292,11 @@ def from_metrics(families: list[Metric]) -> dict[str, Any]:
         "held": histogram("nullbroker_request_held_seconds"),
         "errors": counted("nullbroker_errors_total", "error"),
         "groups": counted("nullbroker_groups", "state"),
+        "group_members": counted("nullbroker_group_members", "group"),
+        "group_lag": {
+            tuple(dict(labels)[name] for name in ("group", "topic", "partition")): int(value)
+            for labels, value in samples(families, "nullbroker_group_lag").items()
+        },
         "rebalances": int(metric_total(families, "nullbroker_rebalances_total")),
         "connections": int(metric_total(families, "nullbroker_connections")),
         "connections_total": int(metric_total(families, "nullbroker_node_connections_total")),
@@ -288,7 +343,18 @@ def test_the_accounts_are_the_metrics_numbers_and_a_reset_zeroes_both(
     # the first thousand.
     offsets = produce_and_consume(broker.bootstrap, "agree", 10)
     assert min(offsets) >= RECORDS // PARTITIONS
-    assert quiet_accounts(broker).produced.topic("orders").records == 10
+    final = quiet_accounts(broker)
+    assert final.produced.topic("orders").records == 10
+    # The group read every record: no lag, though with two processes its coordinator
+    # and a partition's leader are in different workers (each keeps a copy of every
+    # partition; only the leader's log grows).
+    end = (RECORDS + 10) // PARTITIONS
+    group = final.groups.by_group["agree"]
+    assert (group.state, group.members, group.lag) == ("Empty", (), 0)
+    assert group.partitions == {
+        "orders": {index: PartitionLag(committed=end, log_end=end, lag=0) for index in (0, 1)}
+    }
+    assert as_metrics_show(final) == from_metrics(broker.scrape())
     summary = broker.stop()
     assert summary["produced"]["records"] == 10
     assert Accounts.from_json(summary).produced.topic("orders").records == 10
