@@ -14,17 +14,14 @@ from pathlib import Path
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
-from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from nullbroker.sources.synthetic import RecordShape
 from spark_tests import batch_reads
-from spark_tests.batch_reads import every_offset, positions
 from spark_tests.conftest import (
     ADMIN_TIMEOUT_S,
     StartBroker,
-    delete_records,
     log_offsets,
     produced_records,
 )
@@ -39,7 +36,6 @@ KEY_SIZE = 6
 SHAPE = RecordShape(size=VALUE_SIZE, key_size=KEY_SIZE, headers=2)
 STREAM_RECORDS = 1_000
 MAX_OFFSETS = 200
-TRIMMED_RECORDS = 1_000
 WRITE_ROWS = 20_000
 
 
@@ -60,8 +56,6 @@ def broker(start_module_broker: StartBroker) -> BrokerProcess:
         "other:partitions=1,records=10,size=8",
         "--source",
         f"stream:partitions=2,records={STREAM_RECORDS},size=16",
-        "--source",
-        f"trimmed:partitions=1,records={TRIMMED_RECORDS},size=8",
         "--source",
         f"grouped:partitions=2,records={RECORDS},size=8",
     )
@@ -183,24 +177,6 @@ def test_a_streaming_write_copies_every_record_to_its_partition(
     run_until_done(query)
 
     assert produced_records(broker, "copied") == dict.fromkeys(range(PARTITIONS), RECORDS)
-
-
-def test_records_deleted_before_a_read_fail_it_or_are_skipped(
-    spark: SparkSession, broker: BrokerProcess
-) -> None:
-    assert delete_records(broker.bootstrap, "trimmed", 0, 100) == 100
-    starting = json.dumps({"trimmed": {"0": 10}})
-
-    # The connector's KafkaIllegalStateException reaches Python as py4j's error, unconverted.
-    with pytest.raises(Py4JJavaError, match=r"(?s)failOnDataLoss.*offset \[10, 1000\) .*trimmed-0"):
-        read(spark, broker, subscribe="trimmed", startingOffsets=starting).collect()
-
-    rows = read(
-        spark, broker, subscribe="trimmed", startingOffsets=starting, failOnDataLoss="false"
-    ).collect()
-    assert positions(rows) == every_offset("trimmed", {0: range(100, TRIMMED_RECORDS)})
-    earliest = read(spark, broker, subscribe="trimmed").collect()
-    assert positions(earliest) == every_offset("trimmed", {0: range(100, TRIMMED_RECORDS)})
 
 
 @pytest.fixture
