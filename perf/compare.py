@@ -1,9 +1,12 @@
-"""nullbroker against librdkafka's mock cluster and franz-go's kfake, side by side, in one
-command.
+"""nullbroker against Apache Kafka 4.1.1, librdkafka's mock cluster and franz-go's kfake, side
+by side, in one command.
 
 Starts the brokers, each in a process of its own on 127.0.0.1 (nullbroker with
 `python -m nullbroker serve`, the mock with `python -m perf.mock_cluster`, kfake with
-perf/kfake_host, built by scripts/ensure-kfake), then runs the same workloads against each,
+perf/kfake_host, built by scripts/ensure-kfake, and Kafka with perf.kafka_broker: one KRaft
+node, broker and controller in one JVM with `-Xmx1g`, its log folder in the run's
+temporary folder on local disk, 4 partitions per auto-created topic, Kafka's defaults
+otherwise: no fsync per message, every record kept), then runs the same workloads against each,
 a load-generator process per step, the brokers taking turns to go first at each step so
 that noise on the machine hits them all:
 
@@ -23,8 +26,9 @@ that noise on the machine hits them all:
 3. java-produce and java-consume: Apache Kafka's own kafka-producer-perf-test (unthrottled,
    the same properties as step 1) and kafka-consumer-perf-test (in a group, from the start
    of what the producer sent), --java-records records a step, --repeats times, against
-   nullbroker and kfake (the mock does not work with the Java 4 client). Needs Kafka's tools
-   (scripts/ensure-kafka-tools, run by make test and make kafka-tools).
+   nullbroker, kfake and Kafka (the mock does not work with the Java 4 client). Needs Kafka's
+   tools (scripts/ensure-kafka-tools, run by make test and make kafka-tools), which Kafka's
+   broker needs too.
 
 Every step records the broker's CPU time (/proc/PID/stat, user+system) and peak RSS, the
 client's own CPU time, and the CPU that other processes took from the machine meanwhile;
@@ -70,19 +74,21 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from nullbroker.app.launcher import ServerProcess
-from perf import java_perf, plots, report_md
+from perf import java_perf, kafka_broker, plots, report_md
 from perf.compare_brokers import (
     ALL_BROKERS,
     JAVA_BROKERS,
+    KAFKA,
     KFAKE,
     MOCK,
     MOCK_PARTITIONS,
     NULLBROKER,
+    ApacheKafka,
     KFake,
     MockCluster,
     NullBroker,
     Offsets,
+    Peer,
     build_kfake,
 )
 from perf.compare_summary import derive, ratio_lines, ratios, summarise
@@ -166,9 +172,7 @@ class Settings:
 class Comparison:
     """The run: the brokers, the sampler, and every step's record."""
 
-    def __init__(
-        self, settings: Settings, brokers: dict[str, ServerProcess], workdir: Path
-    ) -> None:
+    def __init__(self, settings: Settings, brokers: dict[str, Peer], workdir: Path) -> None:
         self.settings = settings
         self.brokers = brokers
         self.offsets = {name: Offsets(broker.bootstrap) for name, broker in brokers.items()}
@@ -505,23 +509,31 @@ def nullbroker_checks(summary: dict[str, Any], steps: list[dict[str, Any]]) -> d
     }
 
 
-def start_broker(name: str, settings: Settings, workdir: Path, kfake: Path | None) -> ServerProcess:
+def start_broker(name: str, settings: Settings, workdir: Path, kfake: Path | None) -> Peer:
     if name == NULLBROKER:
         return NullBroker(workdir, settings.record_size)
     if name == MOCK:
         return MockCluster(workdir)
+    if name == KAFKA:
+        return ApacheKafka(workdir)
     assert name == KFAKE and kfake is not None
     return KFake(workdir, kfake)
 
 
-def describe(broker: ServerProcess) -> dict[str, Any]:
+def describe(broker: Peer) -> dict[str, Any]:
     """What the result records of a broker as it starts: where, how big idle, and for the
-    peers what they are (the size of the mock's Python host, kfake's version)."""
+    peers what they are (the size of the mock's Python host, kfake's version, Kafka's
+    version, heap and settings)."""
     info: dict[str, Any] = {"bootstrap": broker.bootstrap, "idle_rss_kib": rss_kib(broker.pid)}
     if isinstance(broker, MockCluster):
         info["host_rss_kib"] = broker.host_rss_kib
     if isinstance(broker, KFake):
         info["version"] = broker.version
+    if isinstance(broker, ApacheKafka):
+        info["version"] = broker.version
+        info["heap"] = broker.heap
+        info["child_processes"] = broker.child_processes()
+        info["server_properties"] = broker.server_properties
     return info
 
 
@@ -532,7 +544,7 @@ def run(
     machine = machine_info()
     with tempfile.TemporaryDirectory(prefix="perf-compare-") as work:
         workdir = Path(work)
-        started: list[ServerProcess] = []
+        started: list[Peer] = []
         try:
             for name in settings.brokers:
                 started.append(start_broker(name, settings, workdir, kfake))
@@ -658,14 +670,17 @@ def parser() -> argparse.ArgumentParser:
         default=list(ALL_BROKERS),
         metavar="BROKER",
         help="which to run, nullbroker always among them: nullbroker, mock (librdkafka's), "
-        "kfake (franz-go's, built by scripts/ensure-kfake on first use with go) "
+        "kfake (franz-go's, built by scripts/ensure-kfake on first use with go), kafka "
+        "(Apache Kafka 4.1.1 from scripts/ensure-kafka-tools' jars: one KRaft node, -Xmx1g, "
+        "its log on local disk) "
         f"(default {' '.join(ALL_BROKERS)})",
     )
     command.add_argument(
         "--java-records",
         type=int,
         metavar="N",
-        help="records per step of Kafka's Java perf tools, against nullbroker and kfake; 0 "
+        help="records per step of Kafka's Java perf tools, against nullbroker, kfake and "
+        "kafka; 0 "
         "runs none (default: --records-per-step; needs scripts/ensure-kafka-tools)",
     )
     command.add_argument(
@@ -732,6 +747,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     one_batch = args.records_per_step if args.one_batch_records is None else args.one_batch_records
     if one_batch < 0:
         command.error("--one-batch-records: 0 for none, or a positive count")
+    if KAFKA in brokers and (reason := kafka_broker.missing()):
+        command.error(
+            f"Kafka cannot be started: {reason}; "
+            f"--brokers {' '.join(b for b in brokers if b != KAFKA)} runs without it"
+        )
     kfake = None
     if KFAKE in brokers and (kfake := build_kfake()) is None:
         command.error(

@@ -11,6 +11,7 @@ from perf.compare_summary import RATIO_LABELS, brokers_of
 PEERS = {
     "mock": "librdkafka's mock cluster",
     "kfake": "franz-go's kfake",
+    "kafka": "Apache Kafka",
 }
 
 THROUGHPUT_COLUMNS = (("records/s", "records_per_sec", 0), ("MB/s", "mb_per_sec", 2))
@@ -93,7 +94,7 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
     produce = [row for row in rows if row["phase"] == "produce"]
     consume = [row for row in rows if row["phase"] == "consume"]
     lines = [
-        f"# nullbroker vs {' and '.join(PEERS[peer] for peer in peers)}: {result['name']}",
+        f"# nullbroker vs {_listed(PEERS[peer] for peer in peers)}: {result['name']}",
         "",
         f"{machine['date']} on {machine['cpu_model']} ({machine['cores']} cores, "
         f"{machine['kernel']}), Python {machine['python']}, {machine['client']}, "
@@ -145,7 +146,9 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
         f"{settings['sample_interval']:g} s during the step.",
         f"- Idle RSS after start: {_idle(result)}.",
         "- The mock stores what it is sent (about 5 MiB per partition), so its RSS grows with "
-        "topics; kfake keeps every record in memory; nullbroker stores nothing.",
+        "topics; kfake keeps every record in memory; Kafka writes every record to its log "
+        "files (the page cache, which the kernel writes back: no process's CPU); nullbroker "
+        "stores nothing.",
         "",
         *[f"![{plot}]({plot})" for plot in plots],
         "",
@@ -153,9 +156,24 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def _listed(names: Iterable[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    *others, last = names
+    return f"{', '.join(others)} and {last}" if others else last
+
+
 def _versions(result: Mapping[str, Any]) -> str:
-    kfake = result["brokers"].get("kfake")
-    return f" kfake is version {kfake['version']}." if kfake else ""
+    text = ""
+    if kfake := result["brokers"].get("kfake"):
+        text += f" kfake is version {kfake['version']}."
+    if kafka := result["brokers"].get("kafka"):
+        text += (
+            f" Kafka is Apache Kafka {kafka['version']}, one KRaft node (broker and "
+            f"controller in one JVM, `java {kafka['heap']}`, started directly: its pid is the "
+            "whole broker), its log folder on local disk, 4 partitions per auto-created "
+            "topic, Kafka's defaults otherwise (no fsync per message, every record kept)."
+        )
+    return text
 
 
 def _one_batch_section(result: Mapping[str, Any]) -> list[str]:

@@ -1,11 +1,11 @@
 """perf.compare runs end to end as its users run it (`python -m perf.compare`), on tiny
-workloads: nullbroker, librdkafka's mock and franz-go's kfake start, count exactly what the
-load generators (perf's Python twins, and Kafka's own Java perf tools against the brokers
-the Java client works with) send and serve, and the JSON, markdown table and PNG plots come
-out. Asserts structure and counts, never speed.
+workloads: nullbroker, librdkafka's mock, franz-go's kfake and Apache Kafka start, count
+exactly what the load generators (perf's Python twins, and Kafka's own Java perf tools
+against the brokers the Java client works with) send and serve, and the JSON, markdown table
+and PNG plots come out. Asserts structure and counts, never speed.
 
-`make test` builds kfake (scripts/ensure-kfake) and provisions Kafka's tools; without them
-these tests are skipped with the reason.
+`make test` builds kfake (scripts/ensure-kfake) and provisions Kafka's tools and broker;
+without them these tests are skipped with the reason.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from perf.kafka_broker import missing as kafka_missing
 from tests.kafka_tools import requires_kafka_tools
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,14 +31,16 @@ RECORDS_PER_TOPIC = 1_000
 RUN_TIMEOUT_S = 300
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PLOTS = ("throughput", "latency", "rss", "cpu")
-BROKERS = ("nullbroker", "mock", "kfake")
-JAVA_BROKERS = ("nullbroker", "kfake")
+BROKERS = ("nullbroker", "mock", "kfake", "kafka")
+JAVA_BROKERS = ("nullbroker", "kfake", "kafka")
+EXIT_CODES = {"nullbroker": 0, "mock": 0, "kfake": 0, "kafka": 143}
+"""As each exits on SIGTERM: Kafka's JVM, after its clean shutdown, with 128 + 15."""
 JAVA_RECORDS = 3_000
 # More than twice what the producer's 32 MiB queue holds: the records it queues before it
 # knows the partitions, and so spreads over them, all fall in the warm-up.
 ONE_BATCH_RECORDS = 100_000
 QUEUED_RECORDS = 32 * 1024 * 1024 // 1024
-PEERS = ("mock", "kfake")
+PEERS = ("mock", "kfake", "kafka")
 RATIOS = {
     "produce_unlimited_records_per_sec",
     "produce_unlimited_broker_cpu_s_per_gb",
@@ -61,6 +64,7 @@ pytestmark = [
     pytest.mark.skipif(
         not KFAKE_BUILT, reason="kfake is not built; scripts/ensure-kfake (make test) builds it"
     ),
+    pytest.mark.skipif(kafka_missing() is not None, reason=str(kafka_missing())),
 ]
 
 
@@ -102,8 +106,12 @@ def test_the_json_records_settings_machine_steps_samples_and_medians(
     assert "librdkafka" in result["machine"]["client"]
     assert result["settings"]["brokers"] == list(BROKERS)
     assert result["brokers"]["kfake"]["version"].startswith("v")
+    kafka = result["brokers"]["kafka"]
+    assert (kafka["version"], kafka["heap"], kafka["child_processes"]) == ("4.1.1", "-Xmx1g", 0)
+    assert "process.roles=broker,controller" in kafka["server_properties"]
+    assert "num.partitions=4" in kafka["server_properties"]
     for broker in BROKERS:
-        assert result["brokers"][broker]["exit_code"] == 0
+        assert result["brokers"][broker]["exit_code"] == EXIT_CODES[broker]
         assert (
             result["brokers"][broker]["peak_rss_kib"]
             >= result["brokers"][broker]["idle_rss_kib"]
@@ -138,6 +146,7 @@ def test_the_json_records_settings_machine_steps_samples_and_medians(
     assert set(result["ratios"]) == set(PEERS)
     assert set(result["ratios"]["mock"]) == RATIOS
     assert set(result["ratios"]["kfake"]) == RATIOS | JAVA_RATIOS
+    assert set(result["ratios"]["kafka"]) == RATIOS | JAVA_RATIOS
 
 
 def test_every_broker_counts_every_record_sent(
@@ -170,7 +179,7 @@ def test_every_broker_counts_every_record_sent(
     assert result["checks"]["nullbroker"]["produced_ok"]
 
 
-def test_kafkas_java_perf_tools_are_counted_exactly_on_nullbroker_and_kfake(
+def test_kafkas_java_perf_tools_are_counted_exactly_on_nullbroker_kfake_and_kafka(
     compared: tuple[Path, str, dict[str, Any]],
 ) -> None:
     _, _, result = compared
@@ -190,7 +199,7 @@ def test_kafkas_java_perf_tools_are_counted_exactly_on_nullbroker_and_kfake(
         assert consumed["figures"]["client_cores"] > 0
 
 
-def test_consumers_read_back_what_the_mock_stored_and_nullbroker_served(
+def test_consumers_read_back_what_the_mock_kfake_and_kafka_stored_and_nullbroker_served(
     compared: tuple[Path, str, dict[str, Any]],
 ) -> None:
     _, _, result = compared
@@ -199,8 +208,9 @@ def test_consumers_read_back_what_the_mock_stored_and_nullbroker_served(
     assert mock["broker_counted"] == stored  # the mock still holds every record filled
     assert mock["client"]["records"] == stored
     assert not mock["client"]["timed_out"]
-    (kfake,) = steps_of(result, "consume", "kfake")
-    assert kfake["broker_counted"] == kfake["client"]["records"] == stored  # it keeps all
+    for keeps_all in ("kfake", "kafka"):
+        (step,) = steps_of(result, "consume", keeps_all)
+        assert step["broker_counted"] == step["client"]["records"] == stored
     (ours,) = steps_of(result, "consume", "nullbroker")
     assert ours["client"]["records"] == stored
     checks = result["checks"]["nullbroker"]
@@ -223,6 +233,7 @@ def test_the_markdown_table_has_a_row_per_broker_and_rate(
     assert "Not one batch a request throughout" not in one_batch
     assert "## Consuming" in page and "## nullbroker / mock" in page
     assert "## nullbroker / kfake" in page and "## Kafka's Java perf tools" in page
+    assert "## nullbroker / kafka" in page and "Kafka is Apache Kafka 4.1.1, one KRaft node" in page
     for broker in JAVA_BROKERS:
         assert f"| {broker} | " in page.split("### kafka-producer-perf-test")[1]
     assert "| mock | " not in page.split("## Kafka's Java perf tools")[1]
@@ -244,8 +255,9 @@ def test_it_prints_the_ratios_and_what_it_wrote(compared: tuple[Path, str, dict[
     results, stdout, _ = compared
     lines = stdout.splitlines()
     assert sum(line.startswith("nullbroker/mock ") for line in lines) == len(RATIOS)
-    kfake = len(RATIOS | JAVA_RATIOS)
-    assert sum(line.startswith("nullbroker/kfake ") for line in lines) == kfake
+    java_peer = len(RATIOS | JAVA_RATIOS)
+    assert sum(line.startswith("nullbroker/kfake ") for line in lines) == java_peer
+    assert sum(line.startswith("nullbroker/kafka ") for line in lines) == java_peer
     assert any(line.startswith("client-bound rows: ") for line in lines)
     assert f"wrote {results / (NAME + '.md')}" in lines
 
