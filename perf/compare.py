@@ -10,6 +10,9 @@ otherwise: no fsync per message, every record kept), then runs the same workload
 a load-generator process per step, the brokers taking turns to go first at each step so
 that noise on the machine hits them all:
 
+0. broker-warmup: --broker-warmup-records sent to each broker, unthrottled, into a topic of
+   its own, and not measured: a JVM (Kafka's) compiles its hot paths in its first seconds
+   of traffic, and the first steps would otherwise pay for that;
 1. produce: perf.producer_perf (kafka-producer-perf-test's twin) at each --rates target
    (records/s; -1 is unlimited), 1 KiB records, acks=all, idempotent, batch.size=16384 and
    linger.ms=5 (the Java producer's defaults), into one topic per broker, --repeats times.
@@ -43,15 +46,17 @@ and prints the ratios of nullbroker to each other broker. A `limit` column tells
 were bound by the client rather than the broker: on a 2-core machine the load generator and
 the brokers share the cores.
 
-The full comparison (about 7 minutes on 2 cores; other load on the machine shows in the
-`other cores` column):
+The comparison committed as perf/results/2026-11-26-kafka (the four brokers, four rates;
+about 8 minutes on 2 cores; other load on the machine shows in the `other cores` column);
+every default (seven rates, 28 consumed topics) takes longer:
 
-    .venv/bin/python -m perf.compare --name 2026-11-25-loopback
+    .venv/bin/python -m perf.compare --name 2026-11-26-kafka --rates 10000 50000 100000 -1 \\
+        --repeats 3 --consume-topics 8
 
-A quick look (about two minutes):
+A quick look, against Kafka alone (about a minute):
 
-    .venv/bin/python -m perf.compare --name quick --rates 10000 100000 -1 \\
-        --records-per-step 50000 --repeats 1 --consume-topics 4
+    .venv/bin/python -m perf.compare --name quick --brokers nullbroker kafka \\
+        --rates 10000 100000 -1 --records-per-step 50000 --repeats 1 --consume-topics 4
 
 Two of the brokers, without the Java tools:
 
@@ -98,6 +103,7 @@ from perf.producer_perf import JAVA_PRODUCER_DEFAULTS
 
 DEFAULT_RATES = (10_000, 20_000, 50_000, 100_000, 200_000, 400_000, -1)
 PRODUCE_TOPIC = "compare-produce"
+BROKER_WARMUP_TOPIC = "compare-broker-warmup"
 ONE_BATCH_TOPIC = "compare-one-batch"
 JAVA_TOPIC = "compare-java"
 CONSUME_PHASES = ("consume", "java-consume")
@@ -115,6 +121,7 @@ PRODUCE_PROPS = {
     "produce": PRODUCER_PROPS,
     "one-batch": (*PRODUCER_PROPS, *ONE_BATCH_PROPS),
     "fill": (*PRODUCER_PROPS, *FILL_PROPS),
+    "broker-warmup": PRODUCER_PROPS,
 }
 """The producer's properties in each phase that produces."""
 MEASURED_PRODUCE_PHASES = ("produce", "one-batch")
@@ -154,6 +161,8 @@ class Settings:
     """Records per Java perf-tool step; 0: no Java steps."""
     one_batch_records: int = 0
     """Records per one-batch-a-request step; 0: no such steps."""
+    broker_warmup_records: int = 0
+    """Records each broker is sent before the measured steps; 0: none."""
 
     @property
     def java_brokers(self) -> tuple[str, ...]:
@@ -184,10 +193,9 @@ class Comparison:
         self.steps: list[dict[str, Any]] = []
         rates, repeats = len(settings.rates), settings.repeats
         one_batch = repeats if settings.one_batch_records > 0 else 0
-        self.total_steps = (
-            len(brokers) * (rates * repeats + one_batch + settings.consume_topics + repeats)
-            + len(settings.java_brokers) * 2 * repeats
-        )
+        warmup = 1 if settings.broker_warmup_records > 0 else 0
+        per_broker = warmup + rates * repeats + one_batch + settings.consume_topics + repeats
+        self.total_steps = len(brokers) * per_broker + len(settings.java_brokers) * 2 * repeats
         self.consumed_records = 0
 
     def close(self) -> None:
@@ -201,6 +209,15 @@ class Comparison:
             return []
         shift = turn % len(names)
         return names[shift:] + names[:shift]
+
+    def broker_warmup_phase(self) -> None:
+        """--broker-warmup-records to each broker, unmeasured (left out of every table)."""
+        records = self.settings.broker_warmup_records
+        if records <= 0:
+            return
+        for name in self.order(0):
+            self.offsets[name].log_end(BROKER_WARMUP_TOPIC)  # created now, as below
+            self.produce(name, "broker-warmup", 0, -1, BROKER_WARMUP_TOPIC, records)
 
     def produce_phase(self) -> None:
         for name in self.brokers:
@@ -557,6 +574,7 @@ def run(
             comparison = Comparison(settings, brokers, workdir)
             comparison.sampler.start()
             try:
+                comparison.broker_warmup_phase()
                 comparison.produce_phase()
                 comparison.one_batch_phase()
                 comparison.consume_phase()
@@ -692,6 +710,14 @@ def parser() -> argparse.ArgumentParser:
         "--records-per-step)",
     )
     command.add_argument(
+        "--broker-warmup-records",
+        type=int,
+        metavar="N",
+        help="records each broker is sent, unthrottled and unmeasured, before the first step "
+        "(Kafka's JVM compiles its hot paths meanwhile); 0 sends none (default: "
+        "--records-per-step)",
+    )
+    command.add_argument(
         "--sample-interval",
         type=float,
         default=0.1,
@@ -747,6 +773,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     one_batch = args.records_per_step if args.one_batch_records is None else args.one_batch_records
     if one_batch < 0:
         command.error("--one-batch-records: 0 for none, or a positive count")
+    broker_warmup = (
+        args.records_per_step if args.broker_warmup_records is None else args.broker_warmup_records
+    )
+    if broker_warmup < 0:
+        command.error("--broker-warmup-records: 0 for none, or a positive count")
     if KAFKA in brokers and (reason := kafka_broker.missing()):
         command.error(
             f"Kafka cannot be started: {reason}; "
@@ -772,6 +803,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         brokers=brokers,
         java_records=java_records,
         one_batch_records=one_batch,
+        broker_warmup_records=broker_warmup,
     )
     run_command = f"python -m perf.compare {shlex.join(arguments)}"
     try:

@@ -165,7 +165,6 @@ class ApacheKafka:
         folder.mkdir()
         self.node = KafkaBroker(folder, properties=KAFKA_PROPERTIES).start()
         self.bootstrap = self.node.bootstrap
-        self.log_dir = folder / "logs"
         self.server_properties = (folder / "server.properties").read_text()
 
     @property

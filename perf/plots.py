@@ -154,6 +154,7 @@ def rss(result: Mapping[str, Any], path: Path) -> str:
             linewidth=1,
         )
     shades = (
+        ("broker-warmup", "#f0e0c0"),
         ("fill", "0.85"),
         ("consume", "0.7"),
         ("java-produce", "#d8e8d8"),
@@ -164,7 +165,8 @@ def rss(result: Mapping[str, Any], path: Path) -> str:
         for span in spans:
             axes.axvspan(span["start_s"], span["end_s"], color=colour, alpha=0.5, linewidth=0)
     axes.set_xlabel(
-        "seconds since the run started (grey: filling, then consuming; green: Java tools)"
+        "seconds since the run started (sand: warming the brokers up; grey: filling, then "
+        "consuming; green: Java tools)"
     )
     samples = [series for series in result["samples"].values() if series]
     peaks = [max(sample["rss_kib"] for sample in series) for series in samples]

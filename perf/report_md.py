@@ -107,6 +107,7 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
         "(`perf.producer_perf` / `perf.consumer_perf`, a process per step) shares the "
         f"machine's {machine['cores']} cores with them. Each number is the median of "
         f"{settings['repeats']} run(s); the brokers take turns to go first at each step."
+        + _warmup(settings)
         + _versions(result),
         "",
         "## Producing",
@@ -154,6 +155,17 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _warmup(settings: Mapping[str, Any]) -> str:
+    records = settings.get("broker_warmup_records", 0)
+    if not records:
+        return ""
+    return (
+        f" Before the first step each broker was sent {records:,} records, unthrottled and "
+        "not measured (a JVM, Kafka's, compiles its hot paths in its first seconds of "
+        "traffic)."
+    )
 
 
 def _listed(names: Iterable[str]) -> str:

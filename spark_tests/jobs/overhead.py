@@ -213,12 +213,10 @@ def shares_table(shares: Sequence[BrokerShare]) -> str:
         "run | CPU s, Kafka run |",
         "|---|---:|---:|---|---|---|---|",
     ]
-    for share in shares:
-        row = share.summary()
-        each = ", ".join(f"{ratio:.2f}" for ratio in row["ratios"])
+    for row in (share.summary() for share in shares):
         lines.append(
             f"| {row['job']} [{row['format']}] | {row['nullbroker_rows_per_s']:,.0f} | "
-            f"{row['kafka_rows_per_s']:,.0f} | **{row['ratio']:.2f}** ({each}) | "
+            f"{row['kafka_rows_per_s']:,.0f} | {_ratio_text(row)} | "
             f"**{row['nullbroker_broker_share']:.0%} / {row['kafka_broker_share']:.0%}** | "
             f"{_cpu_text(row['nullbroker_cpu_s'])} | {_cpu_text(row['kafka_cpu_s'])} |"
         )
@@ -232,13 +230,10 @@ def markdown_table(overheads: Sequence[Overhead]) -> str:
         "CPU s, Kafka run | CPU s, twin run |",
         "|---|---:|---:|---|---|---|",
     ]
-    for overhead in overheads:
-        row = overhead.summary()
-        each = ", ".join(f"{ratio:.2f}" for ratio in row["ratios"])
+    for row in (overhead.summary() for overhead in overheads):
         lines.append(
             f"| {row['job']} [{row['kafka_format']}] | {row['kafka_rows_per_s']:,.0f} | "
-            f"{row['twin_rows_per_s']:,.0f} [{row['twin_format']}] | "
-            f"**{row['ratio']:.2f}** ({each}) | "
+            f"{row['twin_rows_per_s']:,.0f} [{row['twin_format']}] | {_ratio_text(row)} | "
             f"{_cpu_text(row['kafka_cpu_s'])} | {_cpu_text(row['twin_cpu_s'])} |"
         )
     return "\n".join(lines)
@@ -300,6 +295,12 @@ def _median_cpu(results: Sequence[JobResult]) -> dict[str, float]:
             if seconds is not None:
                 per_role.setdefault(role, []).append(seconds)
     return {role: round(statistics.median(seconds), 2) for role, seconds in per_role.items()}
+
+
+def _ratio_text(row: Mapping[str, Any]) -> str:
+    """`**0.62** (0.48, 0.62, 0.80)`: the median ratio, then each round's."""
+    each = ", ".join(f"{ratio:.2f}" for ratio in row["ratios"])
+    return f"**{row['ratio']:.2f}** ({each})"
 
 
 def _cpu_text(seconds: Mapping[str, float]) -> str:

@@ -36,6 +36,7 @@ JAVA_BROKERS = ("nullbroker", "kfake", "kafka")
 EXIT_CODES = {"nullbroker": 0, "mock": 0, "kfake": 0, "kafka": 143}
 """As each exits on SIGTERM: Kafka's JVM, after its clean shutdown, with 128 + 15."""
 JAVA_RECORDS = 3_000
+BROKER_WARMUP_RECORDS = 1_000
 # More than twice what the producer's 32 MiB queue holds: the records it queues before it
 # knows the partitions, and so spreads over them, all fall in the warm-up.
 ONE_BATCH_RECORDS = 100_000
@@ -82,6 +83,7 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[
         "--consume-records-per-topic", str(RECORDS_PER_TOPIC),
         "--java-records", str(JAVA_RECORDS),
         "--one-batch-records", str(ONE_BATCH_RECORDS),
+        "--broker-warmup-records", str(BROKER_WARMUP_RECORDS),
         "--results-dir", str(results),
     ]  # fmt: skip
     run = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
@@ -143,6 +145,8 @@ def test_the_json_records_settings_machine_steps_samples_and_medians(
     }
     for row in rows.values():
         assert row["repeats"] == 1 and row["records_per_sec"] > 0
+    # The brokers' warm-up, before the first step, is in no row.
+    assert result["steps"][0]["phase"] == "broker-warmup"
     assert set(result["ratios"]) == set(PEERS)
     assert set(result["ratios"]["mock"]) == RATIOS
     assert set(result["ratios"]["kfake"]) == RATIOS | JAVA_RATIOS
@@ -161,6 +165,8 @@ def test_every_broker_counts_every_record_sent(
             assert step["client"]["failed"] == 0
         for step in steps_of(result, "fill", broker):
             assert step["broker_counted"] == RECORDS_PER_TOPIC
+        (warmup,) = steps_of(result, "broker-warmup", broker)
+        assert warmup["client"]["records"] == warmup["broker_counted"] == BROKER_WARMUP_RECORDS
         (one_batch,) = steps_of(result, "one-batch", broker)
         assert one_batch["client"]["records"] == one_batch["broker_counted"] == ONE_BATCH_RECORDS
         # The step's records on one partition, but for those queued before the producer knew
@@ -176,6 +182,7 @@ def test_every_broker_counts_every_record_sent(
     for index in range(CONSUME_TOPICS):
         assert summary[f"compare-consume-{index}"]["records"] == RECORDS_PER_TOPIC
     assert summary["compare-java"]["records"] == JAVA_RECORDS
+    assert summary["compare-broker-warmup"]["records"] == BROKER_WARMUP_RECORDS
     assert result["checks"]["nullbroker"]["produced_ok"]
 
 
