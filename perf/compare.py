@@ -47,8 +47,8 @@ were bound by the client rather than the broker: on a 2-core machine the load ge
 the brokers share the cores.
 
 The comparison committed as perf/results/2026-11-26-kafka (the four brokers, four rates;
-about 8 minutes on 2 cores; other load on the machine shows in the `other cores` column);
-every default (seven rates, 28 consumed topics) takes longer:
+7-12 minutes on 2 cores in four runs; other load on the machine shows in the `other cores`
+column); every default (seven rates, 28 consumed topics) takes longer:
 
     .venv/bin/python -m perf.compare --name 2026-11-26-kafka --rates 10000 50000 100000 -1 \\
         --repeats 3 --consume-topics 8
