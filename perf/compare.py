@@ -1,13 +1,19 @@
-"""nullbroker against librdkafka's mock cluster, franz-go's kfake and the floor, side by side,
-in one command.
+"""nullbroker against Apache Kafka 4.1.1, librdkafka's mock cluster, franz-go's kfake and the
+floor, side by side, in one command.
 
 Starts the brokers, each in a process of its own on 127.0.0.1 (nullbroker with
 `python -m nullbroker serve`, the mock with `python -m perf.mock_cluster`, kfake with
-perf/kfake_host, built by scripts/ensure-kfake, the floor with perf/floor/floor.c, built by
-scripts/ensure-floor), then runs the same workloads against each,
+perf/kfake_host, built by scripts/ensure-kfake, Kafka with perf.kafka_broker: one KRaft
+node, broker and controller in one JVM with `-Xmx1g`, its log folder in the run's
+temporary folder on local disk, 4 partitions per auto-created topic, Kafka's defaults
+otherwise: no fsync per message, every record kept; and the floor with perf/floor/floor.c,
+built by scripts/ensure-floor), then runs the same workloads against each,
 a load-generator process per step, the brokers taking turns to go first at each step so
 that noise on the machine hits them all:
 
+0. broker-warmup: --broker-warmup-records sent to each broker, unthrottled, into a topic of
+   its own, and not measured: a JVM (Kafka's) compiles its hot paths in its first seconds
+   of traffic, and the first steps would otherwise pay for that;
 1. produce: perf.producer_perf (kafka-producer-perf-test's twin) at each --rates target
    (records/s; -1 is unlimited), 1 KiB records, acks=all, idempotent, batch.size=16384 and
    linger.ms=5 (the Java producer's defaults), into one topic per broker, --repeats times.
@@ -24,8 +30,9 @@ that noise on the machine hits them all:
 3. java-produce and java-consume: Apache Kafka's own kafka-producer-perf-test (unthrottled,
    the same properties as step 1) and kafka-consumer-perf-test (in a group, from the start
    of what the producer sent), --java-records records a step, --repeats times, against
-   nullbroker and kfake (the mock does not work with the Java 4 client). Needs Kafka's tools
-   (scripts/ensure-kafka-tools, run by make test and make kafka-tools).
+   nullbroker, kfake and Kafka (the mock does not work with the Java 4 client). Needs Kafka's
+   tools (scripts/ensure-kafka-tools, run by make test and make kafka-tools), which Kafka's
+   broker needs too.
 
 The floor answers producers only, from recorded answers and one pre-encoded answer per
 Produce: it takes part in the produce steps at every rate and in kafka-producer-perf-test's,
@@ -47,15 +54,17 @@ and prints the ratios of nullbroker to each other broker. A `limit` column tells
 were bound by the client rather than the broker: on a 2-core machine the load generator and
 the brokers share the cores.
 
-The full comparison (about 7 minutes on 2 cores; other load on the machine shows in the
-`other cores` column):
+The comparison committed as perf/results/2026-11-26-kafka (the four brokers, four rates;
+7-12 minutes on 2 cores in four runs; other load on the machine shows in the `other cores`
+column); every default (seven rates, 28 consumed topics) takes longer:
 
-    .venv/bin/python -m perf.compare --name 2026-11-25-loopback
+    .venv/bin/python -m perf.compare --name 2026-11-26-kafka --rates 10000 50000 100000 -1 \\
+        --repeats 3 --consume-topics 8
 
-A quick look (about two minutes):
+A quick look, against Kafka alone (about a minute):
 
-    .venv/bin/python -m perf.compare --name quick --rates 10000 100000 -1 \\
-        --records-per-step 50000 --repeats 1 --consume-topics 4
+    .venv/bin/python -m perf.compare --name quick --brokers nullbroker kafka \\
+        --rates 10000 100000 -1 --records-per-step 50000 --repeats 1 --consume-topics 4
 
 Two of the brokers, without the Java tools:
 
@@ -84,22 +93,24 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from nullbroker.app.launcher import ServerProcess
-from perf import java_perf, plots, report_md
+from perf import java_perf, kafka_broker, plots, report_md
 from perf.compare_brokers import (
     ALL_BROKERS,
     FLOOR,
     INGEST_ONLY,
     JAVA_BROKERS,
+    KAFKA,
     KFAKE,
     MOCK,
     MOCK_PARTITIONS,
     NULLBROKER,
+    ApacheKafka,
     Floor,
     KFake,
     MockCluster,
     NullBroker,
     Offsets,
+    Peer,
     build_floor,
     build_kfake,
 )
@@ -110,6 +121,7 @@ from perf.producer_perf import JAVA_PRODUCER_DEFAULTS
 
 DEFAULT_RATES = (10_000, 20_000, 50_000, 100_000, 200_000, 400_000, -1)
 PRODUCE_TOPIC = "compare-produce"
+BROKER_WARMUP_TOPIC = "compare-broker-warmup"
 ONE_BATCH_TOPIC = "compare-one-batch"
 JAVA_TOPIC = "compare-java"
 CONSUME_PHASES = ("consume", "java-consume")
@@ -127,6 +139,7 @@ PRODUCE_PROPS = {
     "produce": PRODUCER_PROPS,
     "one-batch": (*PRODUCER_PROPS, *ONE_BATCH_PROPS),
     "fill": (*PRODUCER_PROPS, *FILL_PROPS),
+    "broker-warmup": PRODUCER_PROPS,
 }
 """The producer's properties in each phase that produces."""
 MEASURED_PRODUCE_PHASES = ("produce", "one-batch")
@@ -166,6 +179,8 @@ class Settings:
     """Records per Java perf-tool step; 0: no Java steps."""
     one_batch_records: int = 0
     """Records per one-batch-a-request step; 0: no such steps."""
+    broker_warmup_records: int = 0
+    """Records each broker is sent before the measured steps; 0: none."""
 
     @property
     def java_brokers(self) -> tuple[str, ...]:
@@ -190,9 +205,7 @@ class Settings:
 class Comparison:
     """The run: the brokers, the sampler, and every step's record."""
 
-    def __init__(
-        self, settings: Settings, brokers: dict[str, ServerProcess], workdir: Path
-    ) -> None:
+    def __init__(self, settings: Settings, brokers: dict[str, Peer], workdir: Path) -> None:
         self.settings = settings
         self.brokers = brokers
         self.offsets = {
@@ -207,10 +220,11 @@ class Comparison:
         rates, repeats = len(settings.rates), settings.repeats
         one_batch = repeats if settings.one_batch_records > 0 else 0
         consume = settings.consume_topics + repeats if settings.consume_topics > 0 else 0
+        warmup = 1 if settings.broker_warmup_records > 0 else 0
         java_consumers = [name for name in settings.java_brokers if name not in INGEST_ONLY]
         self.total_steps = (
             len(brokers) * rates * repeats
-            + len(self.offsets) * (one_batch + consume)
+            + len(self.offsets) * (warmup + one_batch + consume)
             + (len(settings.java_brokers) + len(java_consumers)) * repeats
         )
         self.consumed_records = 0
@@ -231,6 +245,17 @@ class Comparison:
         """The topic broker `name` is sent `topic`'s records in: the floor's own topic."""
         broker = self.brokers[name]
         return broker.topic if isinstance(broker, Floor) else topic
+
+    def broker_warmup_phase(self) -> None:
+        """--broker-warmup-records to each broker, unmeasured (left out of every table)."""
+        records = self.settings.broker_warmup_records
+        if records <= 0:
+            return
+        for name in self.order(0):
+            if name not in self.offsets:
+                continue  # the floor: nothing in it to warm up, and no topic but its own
+            self.offsets[name].log_end(BROKER_WARMUP_TOPIC)  # created now, as below
+            self.produce(name, "broker-warmup", 0, -1, BROKER_WARMUP_TOPIC, records)
 
     def produce_phase(self) -> None:
         for offsets in self.offsets.values():
@@ -564,7 +589,7 @@ def nullbroker_checks(summary: dict[str, Any], steps: list[dict[str, Any]]) -> d
 
 def start_broker(
     name: str, settings: Settings, workdir: Path, kfake: Path | None, floor: Path | None
-) -> ServerProcess:
+) -> Peer:
     if name == NULLBROKER:
         return NullBroker(workdir, settings.record_size)
     if name == MOCK:
@@ -572,13 +597,16 @@ def start_broker(
     if name == FLOOR:
         assert floor is not None
         return Floor(workdir, floor)
+    if name == KAFKA:
+        return ApacheKafka(workdir)
     assert name == KFAKE and kfake is not None
     return KFake(workdir, kfake)
 
 
-def describe(broker: ServerProcess) -> dict[str, Any]:
+def describe(broker: Peer) -> dict[str, Any]:
     """What the result records of a broker as it starts: where, how big idle, and for the
-    peers what they are (the size of the mock's Python host, kfake's version)."""
+    peers what they are (the size of the mock's Python host, kfake's version, Kafka's
+    version, heap and settings)."""
     info: dict[str, Any] = {"bootstrap": broker.bootstrap, "idle_rss_kib": rss_kib(broker.pid)}
     if isinstance(broker, MockCluster):
         info["host_rss_kib"] = broker.host_rss_kib
@@ -586,6 +614,11 @@ def describe(broker: ServerProcess) -> dict[str, Any]:
         info["version"] = broker.version
     if isinstance(broker, Floor):
         info["topic"] = broker.topic
+    if isinstance(broker, ApacheKafka):
+        info["version"] = broker.version
+        info["heap"] = broker.heap
+        info["child_processes"] = broker.child_processes()
+        info["server_properties"] = broker.server_properties
     return info
 
 
@@ -600,7 +633,7 @@ def run(
     machine = machine_info()
     with tempfile.TemporaryDirectory(prefix="perf-compare-") as work:
         workdir = Path(work)
-        started: list[ServerProcess] = []
+        started: list[Peer] = []
         try:
             for name in settings.brokers:
                 started.append(start_broker(name, settings, workdir, kfake, floor))
@@ -613,6 +646,7 @@ def run(
             comparison = Comparison(settings, brokers, workdir)
             comparison.sampler.start()
             try:
+                comparison.broker_warmup_phase()
                 comparison.produce_phase()
                 comparison.one_batch_phase()
                 comparison.consume_phase()
@@ -729,16 +763,18 @@ def parser() -> argparse.ArgumentParser:
         default=list(ALL_BROKERS),
         metavar="BROKER",
         help="which to run, nullbroker always among them: nullbroker, mock (librdkafka's), "
-        "kfake (franz-go's, built by scripts/ensure-kfake on first use with go), floor "
-        "(recorded answers and nothing else, producing steps only; built by "
-        f"scripts/ensure-floor on first use with a C compiler) (default {' '.join(ALL_BROKERS)})",
+        "kfake (franz-go's, built by scripts/ensure-kfake on first use with go), kafka "
+        "(Apache Kafka 4.1.1 from scripts/ensure-kafka-tools' jars: one KRaft node, -Xmx1g, "
+        "its log on local disk), floor (recorded answers and nothing else, producing steps "
+        "only; built by scripts/ensure-floor on first use with a C compiler) "
+        f"(default {' '.join(ALL_BROKERS)})",
     )
     command.add_argument(
         "--java-records",
         type=int,
         metavar="N",
-        help="records per step of Kafka's Java perf tools, against nullbroker, kfake and the "
-        "floor (its producer only); 0 "
+        help="records per step of Kafka's Java perf tools, against nullbroker, kfake, kafka "
+        "and the floor (its producer only); 0 "
         "runs none (default: --records-per-step; needs scripts/ensure-kafka-tools)",
     )
     command.add_argument(
@@ -747,6 +783,14 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help="records per step producing one batch a request (every record of a step to "
         "one partition), unthrottled, --repeats times; 0 runs none (default: "
+        "--records-per-step)",
+    )
+    command.add_argument(
+        "--broker-warmup-records",
+        type=int,
+        metavar="N",
+        help="records each broker is sent, unthrottled and unmeasured, before the first step "
+        "(Kafka's JVM compiles its hot paths meanwhile); 0 sends none (default: "
         "--records-per-step)",
     )
     command.add_argument(
@@ -807,6 +851,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     one_batch = args.records_per_step if args.one_batch_records is None else args.one_batch_records
     if one_batch < 0:
         command.error("--one-batch-records: 0 for none, or a positive count")
+    broker_warmup = (
+        args.records_per_step if args.broker_warmup_records is None else args.broker_warmup_records
+    )
+    if broker_warmup < 0:
+        command.error("--broker-warmup-records: 0 for none, or a positive count")
+    if KAFKA in brokers and (reason := kafka_broker.missing()):
+        command.error(
+            f"Kafka cannot be started: {reason}; "
+            f"--brokers {' '.join(b for b in brokers if b != KAFKA)} runs without it"
+        )
     kfake = None
     if KFAKE in brokers and (kfake := build_kfake()) is None:
         command.error(
@@ -833,6 +887,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         brokers=brokers,
         java_records=java_records,
         one_batch_records=one_batch,
+        broker_warmup_records=broker_warmup,
     )
     run_command = f"python -m perf.compare {shlex.join(arguments)}"
     try:

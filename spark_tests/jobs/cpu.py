@@ -1,6 +1,7 @@
 """CPU seconds spent by this process and its descendants during a run, by role: the Spark
-JVM, its Python workers, a broker started with --start-broker, and the driver itself. On a
-machine whose cores the whole pipeline shares, this says where a run's time went."""
+JVM, its Python workers, a broker started with --start-broker (nullbroker) or --against
+kafka (Apache Kafka's JVM), and the driver itself. On a machine whose cores the whole
+pipeline shares, this says where a run's time went."""
 
 from __future__ import annotations
 
@@ -11,10 +12,15 @@ from pathlib import Path
 from perf.proc_sampler import cpu_seconds
 
 ROLES = ("jvm", "python_workers", "broker", "driver")
+IDLE_BROKER = "idle_broker"
+"""A started broker the run did not use (with --against kafka both run the whole time)."""
+BROKERS = ("nullbroker", "kafka")
+"""The brokers a job command starts, told apart by their command lines."""
 
 
 def snapshot() -> dict[int, tuple[str, float]]:
-    """Every live descendant of this process (and itself): pid → (role, CPU seconds)."""
+    """Every live descendant of this process (and itself): pid → (role, CPU seconds), a
+    broker's role being which broker it is (see BROKERS)."""
     parents: dict[int, int] = {}
     stats: dict[int, tuple[str, float]] = {}
     for entry in Path("/proc").iterdir():
@@ -31,16 +37,24 @@ def snapshot() -> dict[int, tuple[str, float]]:
     return {pid: stats[pid] for pid in ours}
 
 
-def used(before: Mapping[int, tuple[str, float]]) -> dict[str, float | None]:
+def used(
+    before: Mapping[int, tuple[str, float]], broker: str | None = None
+) -> dict[str, float | None]:
     """CPU seconds by role since `before` (processes started since count from zero; ones
     that exited since are lost, which the long-lived JVM, workers and broker are not).
+    `broker` names the broker the run used (one of BROKERS): another one started is
+    counted apart, as IDLE_BROKER; None counts every broker as the run's.
 
     The broker's is None, not measured, when no broker is among this process's
     descendants (one reached with --bootstrap runs elsewhere): a 0.00 would read as a
     broker that cost nothing."""
     totals = dict.fromkeys(ROLES, 0.0)
     roles_seen = set()
-    for pid, (role, seconds) in snapshot().items():
+    for pid, (kind, seconds) in snapshot().items():
+        role = kind
+        if kind in BROKERS:
+            role = "broker" if broker in (None, kind) else IDLE_BROKER
+            totals.setdefault(role, 0.0)
         previous = before.get(pid)
         totals[role] += seconds - (previous[1] if previous else 0.0)
         roles_seen.add(role)
@@ -63,10 +77,12 @@ def cpu_text(seconds: Mapping[str, float | None]) -> str:
 def _role(pid: int, command: str) -> str:
     if pid == os.getpid():
         return "driver"
+    if "nullbroker" in command and " serve" in command:
+        return "nullbroker"
+    if " kafka.Kafka " in command:  # Kafka's JVM (perf.kafka_broker), before Spark's
+        return "kafka"
     if "java" in command.split(" ", 1)[0]:
         return "jvm"
-    if "nullbroker" in command and " serve" in command:
-        return "broker"
     return "python_workers"
 
 
