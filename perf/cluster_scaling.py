@@ -1,16 +1,31 @@
-"""Ingest into a three-node cluster with its nodes in one process and spread over several,
-against librdkafka's mock with three brokers: the same client, the same topic layout, rounds
-alternating which broker goes first.
+"""Ingest into a cluster with its nodes in one process and spread over several
+(`--processes`), the same load against each, rounds alternating which goes first: the
+records/s, the broker's CPU per GB and its memory as PSS, per process count.
 
-    python -m perf.cluster_scaling --processes 1,2 --records 150000 --rounds 3
+    python -m perf.cluster_scaling --processes 1,2,4 --brokers 8 --partitions 16 \\
+        --load replay --clients 4 --requests 3000 --rounds 3
+    python -m perf.cluster_scaling --processes 1,2,4 --brokers 8 --partitions 16 \\
+        --load producers --clients 4 --records 200000 --rounds 3
 
-Each round starts every broker afresh (`nullbroker serve --brokers 3 --partitions 4
---processes P` for each P asked for, and `perf.mock_cluster --brokers 3`, which auto-creates 4
-partitions), runs `perf.producer_perf` (1 KiB records, acks=all, idempotent, batch.size 16 KiB,
-linger 5 ms) against it, and reads from /proc the CPU time the broker used while the
-producer ran: every process of it (the supervisor and its workers). nullbroker's summary
-must count exactly the records sent, or the run fails. Prints a table of medians with
-ranges; --json writes every run.
+Each round starts every broker afresh (`nullbroker serve --brokers N --partitions P
+--processes K` for each K asked for; with `--mock`, `perf.mock_cluster --brokers N` too,
+which auto-creates 4 partitions whatever `--partitions` says) and runs the load against it:
+
+- `--load replay`: `perf.replay produce --clients C`, C processes each with a connection to
+  every leader, sending pre-encoded Produce requests (one batch of 15 x 1 KiB records for
+  each partition the node leads) `--requests` times per connection, 5 in flight: a load
+  that costs the client little, so what bounds it is the broker (and the cores it shares);
+- `--load producers`: C `perf.producer_perf` processes at once (librdkafka, `--records`
+  1 KiB records each, acks=all, idempotent, batch.size 16 KiB, linger 5 ms), as users load
+  a cluster; records/s is the sum of theirs.
+
+The broker's CPU time is every process of its tree (the supervisor and its workers), read
+from /proc just before the load and just after; CPU per GB divides it by the records' values
+(records x 1 KiB). PSS (/proc/PID/smaps_rollup, each shared page counted once over the
+processes that share it) is summed over the tree after the start and after the load.
+`other CPU` is what the rest of the machine used meanwhile (its busy time less the broker's
+and the clients'): how noisy the run was. nullbroker's summary must count exactly the records
+sent, or the run fails. Prints a table of medians with ranges; --json writes every run.
 """
 
 from __future__ import annotations
@@ -18,90 +33,177 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from nullbroker.app.launcher import ServerProcess, start_broker
 from perf.compare_brokers import MOCK_READY, REPO_ROOT, ReadyServer
-from perf.proc_sampler import cpu_seconds
+from perf.machine import machine_info
+from perf.proc_sampler import machine_busy_seconds, process_tree, pss_kib, tree_cpu_seconds
 
 PRODUCER_PROPS = ("acks=all", "enable.idempotence=true", "batch.size=16384", "linger.ms=5")
-PARTITIONS = 4
-NODES = 3
-MOCK = "mock, 3 brokers"
-WORKER_PIDS = re.compile(r"\(pid (\d+)\)")
+RECORD_SIZE = 1024
+RECORDS_PER_BATCH = 15
+LOAD_TIMEOUT_S = 600
+SETTLE_S = 1.0
+"""How long a fresh broker is left alone before its PSS is read: its workers' start-up done."""
+REPLAY = "replay"
+PRODUCERS = "producers"
+MOCK = "mock"
 WORKERS_LINE = re.compile(r"^processes: ")
 
 
-def nullbroker_name(processes: int) -> str:
-    return f"nullbroker, 3 nodes, {processes} process" + ("es" if processes > 1 else "")
+def broker_name(processes: int, brokers: int) -> str:
+    if processes == 0:
+        return f"mock, {brokers} brokers"
+    return f"nullbroker, {brokers} nodes, {processes} process" + ("es" if processes > 1 else "")
 
 
-def start(name: str, processes: int, workdir: Path) -> tuple[ServerProcess, list[int]]:
-    """A broker and the pids of every process it runs in."""
-    if name == MOCK:
-        mock = ReadyServer(
-            name,
-            [sys.executable, "-m", "perf.mock_cluster", "--brokers", str(NODES)],
+def start(processes: int, args: argparse.Namespace, workdir: Path) -> ServerProcess:
+    """A broker (processes 0: librdkafka's mock), listening."""
+    if processes == 0:
+        return ReadyServer(
+            MOCK,
+            [sys.executable, "-m", "perf.mock_cluster", "--brokers", str(args.brokers)],
             MOCK_READY,
             workdir / "mock.stderr",
         )
-        return mock, [mock.pid]
     broker = start_broker(
-        "--brokers", str(NODES), "--processes", str(processes),
-        "--partitions", str(PARTITIONS),
+        "--brokers", str(args.brokers), "--processes", str(processes),
+        "--partitions", str(args.partitions),
         workdir=workdir, cwd=REPO_ROOT,
     )  # fmt: skip
-    pids = [broker.pid]
     if processes > 1:
-        try:
-            line = broker.wait_for_line(WORKERS_LINE, 15.0)
+        try:  # its workers run once it has said so
+            broker.wait_for_line(WORKERS_LINE, 15.0, "its workers")
         except BaseException:
             broker.end()
             raise
-        pids += [int(pid) for pid in WORKER_PIDS.findall(line)]
-    return broker, pids
+    return broker
 
 
-def run_once(name: str, processes: int, records: int, workdir: Path) -> dict[str, Any]:
+def tree_pss_kib(pids: list[int]) -> int:
+    return sum(pss_kib(pid) for pid in pids)
+
+
+def replay(bootstrap: str, pid: int, args: argparse.Namespace) -> dict[str, Any]:
+    """`perf.replay produce` with `--clients` processes: its numbers, with the broker's and the
+    rest of the machine's CPU over its replay (its start-up and Metadata left out)."""
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "perf.replay", "produce", "--topic", "scaling",
+            "--bootstrap-server", bootstrap, "--clients", str(args.clients),
+            "--requests", str(args.requests), "--records-per-batch", str(RECORDS_PER_BATCH),
+            "--record-size", str(RECORD_SIZE), "--broker-pid", str(pid), "--json",
+        ],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=LOAD_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"perf.replay failed: {done.stderr[-2000:]}")
+    result = json.loads(done.stdout)
+    return {
+        "records": result["records"],
+        "records_per_s": result["records_per_second"],
+        "broker_cpu_s": result["broker_cpu_seconds"],
+        "client_cpu_s": result["client_cpu_seconds"],
+        "other_cpu_s": result["other_cpu_seconds"],
+        "requests": result["requests"],
+        "connections": result["connections"],
+    }
+
+
+def producer_command(bootstrap: str, records: int, report: Path) -> list[str]:
+    return [
+        sys.executable, "-m", "perf.producer_perf", "--topic", "scaling",
+        "--num-records", str(records), "--record-size", str(RECORD_SIZE),
+        "--throughput", "-1", "--bootstrap-server", bootstrap,
+        "--producer-props", *PRODUCER_PROPS, "--json", str(report),
+    ]  # fmt: skip
+
+
+def producers(
+    bootstrap: str, pids: list[int], args: argparse.Namespace, workdir: Path
+) -> dict[str, Any]:
+    """`--clients` `perf.producer_perf` processes at once: their records/s summed, and the
+    broker's and the rest of the machine's CPU from their start to the last one's end."""
+    reports = [workdir / f"producer-{index}.json" for index in range(args.clients)]
+    children_before = _children_cpu_seconds()
+    busy_before, before = machine_busy_seconds(), tree_cpu_seconds(pids)
+    running = [
+        subprocess.Popen(
+            producer_command(bootstrap, args.records, report),
+            cwd=REPO_ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for report in reports
+    ]
+    failures = []
+    for process in running:
+        _, stderr = process.communicate(timeout=LOAD_TIMEOUT_S)
+        if process.returncode != 0:
+            failures.append(stderr[-2000:])
+    broker_cpu = tree_cpu_seconds(pids) - before
+    busy = machine_busy_seconds() - busy_before
+    # The producers' whole CPU, start-up included, is theirs, not other work's.
+    clients_cpu = _children_cpu_seconds() - children_before
+    if failures:
+        raise RuntimeError(f"perf.producer_perf failed: {failures[0]}")
+    results = [json.loads(report.read_text()) for report in reports]
+    return {
+        "records": sum(result["records"] for result in results),
+        "records_per_s": round(sum(result["records_per_sec"] for result in results)),
+        "broker_cpu_s": broker_cpu,
+        "client_cpu_s": round(sum(result["process_cpu_s"] for result in results), 3),
+        "other_cpu_s": max(busy - broker_cpu - clients_cpu, 0.0),
+        "p50_ms": statistics.median(result["p50_ms"] for result in results),
+        "p99_ms": max(result["p99_ms"] for result in results),
+    }
+
+
+def _children_cpu_seconds() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def run_once(processes: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     workdir.mkdir(parents=True)
-    server, pids = start(name, processes, workdir)
+    name = broker_name(processes, args.brokers)
+    server = start(processes, args, workdir)
     try:
-        report = workdir / "producer.json"
-        before = sum(cpu_seconds(pid) for pid in pids)
-        done = subprocess.run(
-            [
-                sys.executable, "-m", "perf.producer_perf", "--topic", "scaling",
-                "--num-records", str(records), "--record-size", "1024", "--throughput", "-1",
-                "--bootstrap-server", server.bootstrap,
-                "--producer-props", *PRODUCER_PROPS, "--json", str(report),
-            ],
-            cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False,
-        )  # fmt: skip
-        broker_cpu = sum(cpu_seconds(pid) for pid in pids) - before
+        time.sleep(SETTLE_S)
+        pids = process_tree(server.pid)
+        pss_started = tree_pss_kib(pids)
+        if args.load == REPLAY:
+            load = replay(server.bootstrap, server.pid, args)
+        else:
+            load = producers(server.bootstrap, pids, args, workdir)
+        pss_loaded = tree_pss_kib(pids)
     finally:
         server.end()
-    if done.returncode != 0:
-        raise RuntimeError(f"perf.producer_perf against {name} failed: {done.stderr[-2000:]}")
-    result = json.loads(report.read_text())
+    gigabytes = load["records"] * RECORD_SIZE / 1e9
     run = {
         "broker": name,
-        "records": result["records"],
-        "records_per_s": result["records_per_sec"],
-        "broker_cpu_s": round(broker_cpu, 3),
-        "client_cpu_s": result.get("process_cpu_s"),
-        "p50_ms": result["p50_ms"],
-        "p99_ms": result["p99_ms"],
+        "processes": len(pids),
+        **load,
+        "broker_cpu_s": round(load["broker_cpu_s"], 3),
+        "broker_cpu_s_per_gb": round(load["broker_cpu_s"] / gigabytes, 3),
+        "other_cpu_s": round(load["other_cpu_s"], 2),
+        "pss_started_mib": round(pss_started / 1024, 1),
+        "pss_loaded_mib": round(pss_loaded / 1024, 1),
     }
-    if name != MOCK:
+    if processes:
         counted = json.loads((workdir / "summary.json").read_text())["produced"]["records"]
-        if counted != records:
-            raise RuntimeError(f"{name} counted {counted} records of {records}")
+        if counted != load["records"]:
+            raise RuntimeError(f"{name} counted {counted} records of {load['records']}")
         run["counted"] = counted
     return run
 
@@ -113,18 +215,25 @@ def table(runs: list[dict[str, Any]], names: list[str]) -> str:
         return f"{middle:,.{digits}f} ({low:,.{digits}f} to {high:,.{digits}f})"
 
     rows = [
-        "| broker | records/s | broker CPU s | client CPU s | p50 / p99 ms |",
-        "|---|---:|---:|---:|---:|",
+        "| broker | records/s | broker CPU s/GB | PSS after start / load, MiB "
+        "| client CPU s | other CPU s | p50 / p99 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name in names:
         mine = [run for run in runs if run["broker"] == name]
-        client = [run["client_cpu_s"] for run in mine if run["client_cpu_s"] is not None]
+        latency = (
+            f"{statistics.median(r['p50_ms'] for r in mine):.0f} / "
+            f"{statistics.median(r['p99_ms'] for r in mine):.0f}"
+            if all("p50_ms" in r for r in mine)
+            else "—"
+        )
         rows.append(
             f"| {name} ({len(mine)} runs) | {cell([r['records_per_s'] for r in mine])} "
-            f"| {cell([r['broker_cpu_s'] for r in mine], 2)} "
-            f"| {cell(client, 2) if client else '—'} "
-            f"| {statistics.median(r['p50_ms'] for r in mine):.0f} / "
-            f"{statistics.median(r['p99_ms'] for r in mine):.0f} |"
+            f"| {cell([r['broker_cpu_s_per_gb'] for r in mine], 2)} "
+            f"| {statistics.median(r['pss_started_mib'] for r in mine):.1f} / "
+            f"{cell([r['pss_loaded_mib'] for r in mine], 1)} "
+            f"| {cell([r['client_cpu_s'] for r in mine], 2)} "
+            f"| {cell([r['other_cpu_s'] for r in mine], 2)} | {latency} |"
         )
     return "\n".join(rows)
 
@@ -140,9 +249,22 @@ def parser() -> argparse.ArgumentParser:
         default="1,2",
         help="nullbroker's --processes values to run, comma-separated (default 1,2)",
     )
-    command.add_argument("--records", type=int, default=150_000, help="records a run")
+    command.add_argument("--brokers", type=int, default=3, help="nodes (default 3)")
+    command.add_argument("--partitions", type=int, default=4, help="of the topic (default 4)")
+    command.add_argument(
+        "--load", choices=(REPLAY, PRODUCERS), default=PRODUCERS, help="default producers"
+    )
+    command.add_argument("--clients", type=int, default=1, help="client processes at once")
+    command.add_argument(
+        "--records", type=int, default=150_000, help="records per producer (--load producers)"
+    )
+    command.add_argument(
+        "--requests", type=int, default=2_000, help="requests per connection (--load replay)"
+    )
     command.add_argument("--rounds", type=int, default=3, help="runs of each broker")
-    command.add_argument("--no-mock", action="store_true", help="leave librdkafka's mock out")
+    command.add_argument(
+        "--mock", action="store_true", help="librdkafka's mock too (4 partitions a topic)"
+    )
     command.add_argument("--json", type=Path, help="write every run here")
     return command
 
@@ -150,27 +272,33 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     counts = [int(value) for value in args.processes.split(",") if value.strip()]
-    configurations = [(nullbroker_name(count), count) for count in counts]
-    if not args.no_mock:
-        configurations.append((MOCK, 0))
+    if args.mock:
+        counts.append(0)
+    names = [broker_name(count, args.brokers) for count in counts]
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="cluster-scaling-") as scratch:
         for round_number in range(args.rounds):
             # Rotate who goes first, so no broker always meets the machine warmer.
-            shift = round_number % len(configurations)
-            for name, processes in configurations[shift:] + configurations[:shift]:
+            shift = round_number % len(counts)
+            for processes in counts[shift:] + counts[:shift]:
                 workdir = Path(scratch) / f"{round_number}-{len(runs)}"
-                run = run_once(name, processes, args.records, workdir)
+                run = run_once(processes, args, workdir)
+                run["round"] = round_number + 1
                 runs.append(run)
                 print(
-                    f"round {round_number + 1}: {name}: {run['records_per_s']:,.0f} records/s, "
-                    f"broker CPU {run['broker_cpu_s']:.2f} s",
+                    f"round {round_number + 1}: {run['broker']}: "
+                    f"{run['records_per_s']:,.0f} records/s, "
+                    f"broker CPU {run['broker_cpu_s']:.2f} s "
+                    f"({run['broker_cpu_s_per_gb']:.2f} s/GB), PSS {run['pss_loaded_mib']} MiB, "
+                    f"other CPU {run['other_cpu_s']:.2f} s",
                     flush=True,
                 )
     print()
-    print(table(runs, [name for name, _ in configurations]))
+    print(table(runs, names))
     if args.json is not None:
-        args.json.write_text(json.dumps({"records": args.records, "runs": runs}, indent=2) + "\n")
+        settings = {key: value for key, value in vars(args).items() if key != "json"}
+        document = {"settings": settings, "machine": machine_info(), "runs": runs}
+        args.json.write_text(json.dumps(document, indent=2, default=str) + "\n")
     return 0
 
 

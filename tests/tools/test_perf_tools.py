@@ -23,7 +23,7 @@ from codec.apis import request_schema
 from perf import codec_bench, consumer_perf, producer_perf
 from perf.frames import fixed_set
 from perf.kafka_tools import ToolError, load_properties, parse_key_values
-from tests.broker_process import BrokerProcess, metric_total, samples
+from tests.broker_process import BrokerProcess, metric_total, per_partition, samples
 from tests.conftest import StartBroker
 from tests.module_command import run_module
 from tests.vectors import by_file, frame_bytes
@@ -619,6 +619,39 @@ def test_replay_produce_counts_every_request_and_reports_the_brokers_cpu(
     assert sorted(produced.values()) == [1500, 1500]
 
 
+def test_replay_produce_from_several_processes_writes_through_every_leader_of_a_cluster(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--brokers", "3", "--partitions", "5", "--processes", "2")
+    result = run_tool(
+        "replay", "produce",
+        "--bootstrap-server", broker.bootstrap,
+        "--topic", "spread",
+        "--clients", "2",
+        "--requests", "40",
+        "--records-per-batch", "3",
+        "--record-size", "50",
+        "--broker-pid", str(broker.process.pid),
+        "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    # Every node leads some of the 5 partitions: a connection from each client to each.
+    assert (document["clients"], document["connections"], document["broker_processes"]) == (
+        2,
+        6,
+        3,
+    )
+    assert (document["requests"], document["records"]) == (2 * 3 * 40, 2 * 40 * 5 * 3)
+    assert document["client_cpu_seconds"] > 0 and document["broker_cpu_seconds"] >= 0
+    # Each Produce went to its partitions' leader: none refused, every record counted once.
+    assert per_partition(broker.scrape(), "nullbroker_produced_records_total") == {
+        ("spread", partition): 2 * 40 * 3 for partition in range(5)
+    }
+    produce_requests = samples(broker.scrape(), "nullbroker_node_requests_total")
+    assert len(produce_requests) == 3 and sum(produce_requests.values()) >= 2 * 3 * 40
+
+
 def test_replay_fetch_reads_every_partition_to_the_requested_offset(
     start_broker: StartBroker,
 ) -> None:
@@ -676,19 +709,19 @@ def test_idle_connections_cost_kilobytes_not_a_receive_buffer_each() -> None:
 
 
 @pytest.mark.clients
-def test_cluster_scaling_runs_each_broker_and_checks_the_count(tmp_path: Path) -> None:
+def test_cluster_scaling_runs_each_process_count_and_checks_the_count(tmp_path: Path) -> None:
     out = tmp_path / "scaling.json"
     done = run_tool(
-        "cluster_scaling", "--processes", "1,2", "--records", "3000", "--rounds", "1",
-        "--json", str(out),
+        "cluster_scaling", "--processes", "1,2", "--load", "producers", "--clients", "2",
+        "--records", "2000", "--rounds", "1", "--json", str(out),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     runs = json.loads(out.read_text())["runs"]
-    assert [run["broker"] for run in runs] == [
-        "nullbroker, 3 nodes, 1 process", "nullbroker, 3 nodes, 2 processes", "mock, 3 brokers",
+    assert [(run["broker"], run["processes"]) for run in runs] == [
+        ("nullbroker, 3 nodes, 1 process", 1), ("nullbroker, 3 nodes, 2 processes", 3),
     ]  # fmt: skip
-    assert all(run["records"] == 3000 and run["broker_cpu_s"] >= 0 for run in runs)
-    assert [run.get("counted") for run in runs[:2]] == [3000, 3000]
+    assert all(run["records"] == run["counted"] == 4000 for run in runs)
+    assert all(run["broker_cpu_s"] >= 0 and run["pss_loaded_mib"] > 0 for run in runs)
     assert "| nullbroker, 3 nodes, 2 processes (1 runs) |" in done.stdout
 
 
