@@ -1,9 +1,11 @@
-"""The supervisor of a cluster over processes wakes only when something asks it to: it costs
-the machine nothing between requests, so that `--processes` adds no CPU of its own.
+"""A broker's processes wake only when something asks them to: a cluster's supervisor, and
+each process's timers (transactions' timeouts, repeated warnings), cost the machine nothing
+while there is nothing to do, so that `--processes` adds no CPU of its own (every wake-up
+of a host loop's process is a round of handoffs with its trio thread).
 
 Time is trio's MockClock with autojump (and time.monotonic, which the faults keep their ends
-by, follows it), so an hour passes at once and the supervisor's wake-ups are counted as the
-steps its task takes, never timed.
+by, follows it), so an hour passes at once and wake-ups are counted as the steps a task
+takes, never timed.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import trio.testing
 
 from nullbroker.settings import Config
 from nullbroker.workers.processes import Supervisor, _Bound
+from nullbroker.workers.server import TRANSACTION_CHECK_SECONDS, BrokerServer
 
 HOUR = 3600.0
 
@@ -31,6 +34,12 @@ class StepsOf(trio.abc.Instrument):
     def before_task_step(self, task: trio.lowlevel.Task) -> None:
         if task.name.endswith(self.name):
             self.steps += 1
+
+
+def counting(name: str) -> StepsOf:
+    steps = StepsOf(name)
+    trio.lowlevel.add_instrument(steps)
+    return steps
 
 
 def supervisor(*faults: str) -> Supervisor:
@@ -62,8 +71,7 @@ def clock(
 
 async def test_a_supervisor_without_faults_to_time_never_wakes(clock: trio.abc.Clock) -> None:
     chief = supervisor()
-    steps = StepsOf("_bring_nodes_back")
-    trio.lowlevel.add_instrument(steps)
+    steps = counting("_bring_nodes_back")
     async with trio.open_nursery() as nursery:
         nursery.start_soon(chief._bring_nodes_back)
         await trio.sleep(HOUR)
@@ -77,8 +85,7 @@ async def test_the_supervisor_wakes_for_a_down_nodes_end_and_says_it_is_back(
     clock: trio.abc.Clock,
 ) -> None:
     chief = supervisor()
-    steps = StepsOf("_bring_nodes_back")
-    trio.lowlevel.add_instrument(steps)
+    steps = counting("_bring_nodes_back")
     async with trio.open_nursery() as nursery:
         nursery.start_soon(chief._bring_nodes_back)
         await trio.sleep(10)
@@ -106,3 +113,23 @@ async def test_a_down_node_given_at_start_is_brought_back_at_its_time(
         await trio.sleep(2)
         assert queued(chief) == [("node_up", 2)]
         nursery.cancel_scope.cancel()
+
+
+async def test_a_lone_broker_with_nothing_to_do_leaves_its_timers_asleep(
+    clock: trio.abc.Clock,
+) -> None:
+    server = BrokerServer(Config(listen="127.0.0.1:0", report_interval=HOUR))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve)
+        await trio.sleep(1)  # every task started and asleep
+        transactions = counting("_abort_expired_transactions")
+        warnings = counting("_summarise_repeated_warnings")
+        await trio.sleep(HOUR)
+        assert (transactions.steps, warnings.steps) == (0, 0)
+        # A warning opens a window to summarise; a transactional producer's first request
+        # makes the coordinator, whose transactions' timeouts are then checked every second.
+        server.shared.warnings.warning("127.0.0.1", "Test", "a warning")
+        assert server.broker.transactions is not None
+        await trio.sleep(60)
+        assert warnings.steps >= 1 and transactions.steps >= 60 / TRANSACTION_CHECK_SECONDS
+        server.stop()
