@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import resource
 import statistics
@@ -40,6 +41,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,14 +62,25 @@ MOCK = "mock"
 WORKERS_LINE = re.compile(r"^processes: ")
 
 
-def broker_name(processes: int, brokers: int) -> str:
-    if processes == 0:
-        return f"mock, {brokers} brokers"
-    return f"nullbroker, {brokers} nodes, {processes} process" + ("es" if processes > 1 else "")
+@dataclass(frozen=True, slots=True)
+class Broker:
+    """One broker to run: nullbroker with `processes` processes, from this tree or from the
+    source tree at `tree` (a baseline); librdkafka's mock with processes 0."""
+
+    processes: int
+    label: str = "nullbroker"
+    tree: Path | None = None
+
+    def name(self, brokers: int) -> str:
+        if self.processes == 0:
+            return f"mock, {brokers} brokers"
+        plural = "es" if self.processes > 1 else ""
+        return f"{self.label}, {brokers} nodes, {self.processes} process{plural}"
 
 
-def start(processes: int, args: argparse.Namespace, workdir: Path) -> ServerProcess:
+def start(broker: Broker, args: argparse.Namespace, workdir: Path) -> ServerProcess:
     """A broker (processes 0: librdkafka's mock), listening."""
+    processes = broker.processes
     if processes == 0:
         return ReadyServer(
             MOCK,
@@ -75,18 +88,20 @@ def start(processes: int, args: argparse.Namespace, workdir: Path) -> ServerProc
             MOCK_READY,
             workdir / "mock.stderr",
         )
-    broker = start_broker(
+    # A baseline tree's packages come first on the path of the broker it runs.
+    env = None if broker.tree is None else {**os.environ, "PYTHONPATH": str(broker.tree)}
+    server = start_broker(
         "--brokers", str(args.brokers), "--processes", str(processes),
         "--partitions", str(args.partitions),
-        workdir=workdir, cwd=REPO_ROOT,
+        workdir=workdir, cwd=REPO_ROOT, env=env,
     )  # fmt: skip
     if processes > 1:
         try:  # its workers run once it has said so
-            broker.wait_for_line(WORKERS_LINE, 15.0, "its workers")
+            server.wait_for_line(WORKERS_LINE, 15.0, "its workers")
         except BaseException:
-            broker.end()
+            server.end()
             raise
-    return broker
+    return server
 
 
 def tree_pss_kib(pids: list[int]) -> int:
@@ -174,10 +189,10 @@ def _children_cpu_seconds() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def run_once(processes: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+def run_once(broker: Broker, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     workdir.mkdir(parents=True)
-    name = broker_name(processes, args.brokers)
-    server = start(processes, args, workdir)
+    name = broker.name(args.brokers)
+    server = start(broker, args, workdir)
     try:
         time.sleep(SETTLE_S)
         pids = process_tree(server.pid)
@@ -200,7 +215,7 @@ def run_once(processes: int, args: argparse.Namespace, workdir: Path) -> dict[st
         "pss_started_mib": round(pss_started / 1024, 1),
         "pss_loaded_mib": round(pss_loaded / 1024, 1),
     }
-    if processes:
+    if broker.processes:
         counted = json.loads((workdir / "summary.json").read_text())["produced"]["records"]
         if counted != load["records"]:
             raise RuntimeError(f"{name} counted {counted} records of {load['records']}")
@@ -265,6 +280,14 @@ def parser() -> argparse.ArgumentParser:
     command.add_argument(
         "--mock", action="store_true", help="librdkafka's mock too (4 partitions a topic)"
     )
+    command.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        metavar="LABEL=PATH",
+        help="also run each process count with the broker of the source tree at PATH (its C "
+        "extensions built in place), named LABEL: before and after, side by side",
+    )
     command.add_argument("--json", type=Path, help="write every run here")
     return command
 
@@ -272,17 +295,20 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     counts = [int(value) for value in args.processes.split(",") if value.strip()]
-    if args.mock:
-        counts.append(0)
-    names = [broker_name(count, args.brokers) for count in counts]
+    trees = [Broker(count) for count in counts]
+    for baseline in args.tree:
+        label, _, path = baseline.partition("=")
+        trees += [Broker(count, label, Path(path).resolve()) for count in counts]
+    brokers = [*trees, Broker(0)] if args.mock else trees
+    names = [broker.name(args.brokers) for broker in brokers]
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="cluster-scaling-") as scratch:
         for round_number in range(args.rounds):
             # Rotate who goes first, so no broker always meets the machine warmer.
-            shift = round_number % len(counts)
-            for processes in counts[shift:] + counts[:shift]:
+            shift = round_number % len(brokers)
+            for broker in brokers[shift:] + brokers[:shift]:
                 workdir = Path(scratch) / f"{round_number}-{len(runs)}"
-                run = run_once(processes, args, workdir)
+                run = run_once(broker, args, workdir)
                 run["round"] = round_number + 1
                 runs.append(run)
                 print(
