@@ -15,6 +15,8 @@ which auto-creates 4 partitions whatever `--partitions` says) and runs the load 
   every leader, sending pre-encoded Produce requests (one batch of 15 x 1 KiB records for
   each partition the node leads) `--requests` times per connection, 5 in flight: a load
   that costs the client little, so what bounds it is the broker (and the cores it shares);
+  with `--rate R`, R requests a second per connection at most, the connections' requests
+  spread evenly in time: the same load for every broker, whatever it could take;
 - `--load producers`: C `perf.producer_perf` processes at once (librdkafka, `--records`
   1 KiB records each, acks=all, idempotent, batch.size 16 KiB, linger 5 ms), as users load
   a cluster; records/s is the sum of theirs.
@@ -116,7 +118,8 @@ def replay(bootstrap: str, pid: int, args: argparse.Namespace) -> dict[str, Any]
             sys.executable, "-m", "perf.replay", "produce", "--topic", "scaling",
             "--bootstrap-server", bootstrap, "--clients", str(args.clients),
             "--requests", str(args.requests), "--records-per-batch", str(RECORDS_PER_BATCH),
-            "--record-size", str(RECORD_SIZE), "--broker-pid", str(pid), "--json",
+            "--record-size", str(RECORD_SIZE), "--rate", str(args.rate),
+            "--broker-pid", str(pid), "--json",
         ],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=LOAD_TIMEOUT_S, check=False,
     )  # fmt: skip
@@ -275,6 +278,13 @@ def parser() -> argparse.ArgumentParser:
     )
     command.add_argument(
         "--requests", type=int, default=2_000, help="requests per connection (--load replay)"
+    )
+    command.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="--load replay: requests a second per connection at most, the connections' "
+        "requests spread evenly in time (default: as fast as answered)",
     )
     command.add_argument("--rounds", type=int, default=3, help="runs of each broker")
     command.add_argument(

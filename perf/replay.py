@@ -305,8 +305,10 @@ class _Replaying:
         self.sent = self.answered = 0
         self.checked = False
 
-    def send_more(self) -> None:
-        window = min(self.in_flight - (self.sent - self.answered), self.requests - self.sent)
+    def send_more(self, due: int | None = None) -> None:
+        """Send what the in-flight window allows (and no more than `due` in all)."""
+        limit = self.requests if due is None else min(due, self.requests)
+        window = min(self.in_flight - (self.sent - self.answered), limit - self.sent)
         if window > 0:
             self.connection.sock.sendall(self.frame * window)
             self.sent += window
@@ -339,34 +341,78 @@ def _check_produce_answer(frame: memoryview) -> None:
 
 
 def replay_produce(
-    connections: Sequence[Connection], frames: Sequence[bytes], requests: int, in_flight: int
+    connections: Sequence[Connection],
+    frames: Sequence[bytes],
+    requests: int,
+    in_flight: int,
+    rate: float = 0.0,
+    phase: float = 0.0,
 ) -> int:
     """Send each connection its frame `requests` times, at most `in_flight` unanswered on
-    each; the requests sent."""
+    each, and with a `rate` at most that many a second on each (0: as fast as answered;
+    `phase`: this client's place, from 0 to 1, among several paced alike); the requests
+    sent."""
     replays = [
         _Replaying(connection, frame, requests, in_flight)
         for connection, frame in zip(connections, frames, strict=True)
     ]
-    if len(replays) == 1:  # one connection: block in its recv, no selector's wait beside it
+    if rate > 0:
+        _replay_paced(replays, rate, phase)
+    elif len(replays) == 1:  # one connection: block in its recv, no selector's wait beside it
         replay = replays[0]
         replay.send_more()
         while not replay.read():
             replay.send_more()
-        return requests
+    else:
+        with selectors.DefaultSelector() as selector:
+            for replay in replays:
+                selector.register(replay.connection.sock, selectors.EVENT_READ, replay)
+                replay.send_more()
+            waiting = len(replays)
+            while waiting:
+                for key, _ in selector.select():
+                    replay = key.data
+                    if replay.read():
+                        selector.unregister(replay.connection.sock)
+                        waiting -= 1
+                    else:
+                        replay.send_more()
+    return requests * len(replays)
+
+
+def _replay_paced(replays: list[_Replaying], rate: float, phase: float = 0.0) -> None:
+    """Send each connection's request n no sooner than (n + its phase) / `rate` seconds
+    after the start, nor with more than its in-flight unanswered: every broker measured
+    this way is given the same load, whatever it could take. The connections' phases are
+    spread evenly over a period, from `phase` (this client's among several) on, so that
+    their requests arrive one by one, as independent producers' do, not all at once."""
+    count = len(replays)
+    # The schedule in order: request k of connection i is the (k * count + i)-th due.
+    scheduled = replays[0].requests * count
+    step = 1 / (rate * count)
+    started = time.monotonic() + phase / rate
+    allowed = [0] * count
+    due = 0
     with selectors.DefaultSelector() as selector:
-        for replay in replays:
-            selector.register(replay.connection.sock, selectors.EVENT_READ, replay)
-            replay.send_more()
-        waiting = len(replays)
-        while waiting:
-            for key, _ in selector.select():
-                replay = key.data
+        for index, replay in enumerate(replays):
+            selector.register(replay.connection.sock, selectors.EVENT_READ, index)
+        going = count
+        while going:
+            now = time.monotonic()
+            while due < scheduled and started + due * step <= now:
+                index = due % count
+                allowed[index] += 1
+                replays[index].send_more(allowed[index])
+                due += 1
+            timeout = max(started + due * step - now, 0.0) if due < scheduled else None
+            for key, _ in selector.select(timeout):
+                index = key.data
+                replay = replays[index]
                 if replay.read():
                     selector.unregister(replay.connection.sock)
-                    waiting -= 1
-                else:
-                    replay.send_more()
-    return requests * len(replays)
+                    going -= 1
+                else:  # an answer frees the window for what fell due meanwhile
+                    replay.send_more(allowed[index])
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,6 +424,8 @@ class ProducePlan:
     requests: int
     """Per connection."""
     in_flight: int
+    rate: float = 0.0
+    """Requests a second per connection at most (0: as fast as the broker answers)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,6 +441,7 @@ class ClientRun:
 
 def _produce_client(
     plan: ProducePlan,
+    phase: float,
     connected: threading.Barrier,
     go: threading.Barrier,
     results: Pipe,
@@ -403,7 +452,9 @@ def _produce_client(
         connected.wait()
         go.wait()
         cpu, started = time.process_time(), time.monotonic()
-        requests = replay_produce(connections, plan.frames, plan.requests, plan.in_flight)
+        requests = replay_produce(
+            connections, plan.frames, plan.requests, plan.in_flight, plan.rate, phase
+        )
         run = ClientRun(started, time.monotonic(), time.process_time() - cpu, requests)
         for connection in connections:
             connection.close()
@@ -424,9 +475,13 @@ def run_clients(plan: ProducePlan, clients: int, broker_pid: int | None) -> dict
     connected = context.Barrier(clients + 1, timeout=CLIENTS_READY_SECONDS)
     go = context.Barrier(clients + 1, timeout=CLIENTS_READY_SECONDS)
     processes, pipes = [], []
-    for _ in range(clients):
+    for client in range(clients):
         receiving, sending = context.Pipe(duplex=False)
-        process = context.Process(target=_produce_client, args=(plan, connected, go, sending))
+        # Paced clients take turns within each period, their connections spread between.
+        phase = client / clients / len(plan.leaders)
+        process = context.Process(
+            target=_produce_client, args=(plan, phase, connected, go, sending)
+        )
         process.start()
         sending.close()
         processes.append(process)
@@ -513,6 +568,13 @@ def main(argv: list[str] | None = None) -> int:
     produce.add_argument("--records-per-batch", type=int, default=15)
     produce.add_argument("--record-size", type=int, default=1024)
     produce.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="requests a second per connection at most (default: as fast as answered), so "
+        "that brokers compared are given the same load",
+    )
+    produce.add_argument(
         "--clients",
         type=int,
         default=1,
@@ -554,7 +616,7 @@ def _produce(args: argparse.Namespace, bootstrap: Connection) -> dict[str, Any]:
         produce_frame(args.topic, leader.partitions, args.records_per_batch, args.record_size)
         for leader in found
     ]
-    plan = ProducePlan(found, frames, args.requests, args.in_flight)
+    plan = ProducePlan(found, frames, args.requests, args.in_flight, args.rate)
     run = run_clients(plan, args.clients, args.broker_pid)
     batches = sum(len(leader.partitions) for leader in found)
     return _result(

@@ -650,6 +650,18 @@ def test_replay_produce_from_several_processes_writes_through_every_leader_of_a_
     }
     produce_requests = samples(broker.scrape(), "nullbroker_node_requests_total")
     assert len(produce_requests) == 3 and sum(produce_requests.values()) >= 2 * 3 * 40
+    # Paced: request n of a connection is not sent before n / rate seconds have passed.
+    paced = run_tool(
+        "replay", "produce", "--bootstrap-server", broker.bootstrap, "--topic", "spread",
+        "--clients", "2", "--requests", "20", "--rate", "200", "--records-per-batch", "3",
+        "--record-size", "50", "--json",
+    )  # fmt: skip
+    assert paced.returncode == 0, paced.stderr
+    document = json.loads(paced.stdout)
+    assert document["requests"] == 2 * 3 * 20 and document["seconds"] >= 19 / 200
+    assert per_partition(broker.scrape(), "nullbroker_produced_records_total") == {
+        ("spread", partition): 2 * 40 * 3 + 2 * 20 * 3 for partition in range(5)
+    }
 
 
 def test_replay_fetch_reads_every_partition_to_the_requested_offset(
