@@ -694,6 +694,14 @@ def test_replay_flag_errors() -> None:
     assert result.returncode == 2 and "produce" in result.stderr
 
 
+def test_wakeup_cost_times_round_trips_on_one_cpu_and_on_two() -> None:
+    result = run_tool("wakeup_cost", "--round-trips", "200", "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert set(document) <= {"one CPU", "two CPUs"} and "one CPU" in document
+    assert all(numbers["wall_us"] > 0 for numbers in document.values())
+
+
 def test_soak_samples_the_brokers_memory_under_load_and_stops_by_itself(tmp_path: Path) -> None:
     out = tmp_path / "soak.json"
     result = run_tool(
