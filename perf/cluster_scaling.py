@@ -24,7 +24,10 @@ which auto-creates 4 partitions whatever `--partitions` says) and runs the load 
 The broker's CPU time is every process of its tree (the supervisor and its workers), read
 from /proc just before the load and just after; CPU per GB divides it by the records' values
 (records x 1 KiB). PSS (/proc/PID/smaps_rollup, each shared page counted once over the
-processes that share it) is summed over the tree after the start and after the load.
+processes that share it) is summed over the tree after the start and after the load, with
+its anonymous part (Pss_Anon: the heaps, shared only within the tree; the rest, libpython
+and the other mapped files, is split with every process on the machine that maps them, so
+it reads smaller on a machine running other Python processes).
 `other CPU` is what the rest of the machine used meanwhile (its busy time less the broker's
 and the clients'): how noisy the run was. nullbroker's summary must count exactly the records
 sent, or the run fails. Prints a table of medians with ranges; --json writes every run.
@@ -50,7 +53,12 @@ from typing import Any
 from nullbroker.app.launcher import ServerProcess, start_broker
 from perf.compare_brokers import MOCK_READY, REPO_ROOT, ReadyServer
 from perf.machine import machine_info
-from perf.proc_sampler import machine_busy_seconds, process_tree, pss_kib, tree_cpu_seconds
+from perf.proc_sampler import (
+    machine_busy_seconds,
+    process_tree,
+    smaps_rollup_kib,
+    tree_cpu_seconds,
+)
 
 PRODUCER_PROPS = ("acks=all", "enable.idempotence=true", "batch.size=16384", "linger.ms=5")
 RECORD_SIZE = 1024
@@ -106,8 +114,11 @@ def start(broker: Broker, args: argparse.Namespace, workdir: Path) -> ServerProc
     return server
 
 
-def tree_pss_kib(pids: list[int]) -> int:
-    return sum(pss_kib(pid) for pid in pids)
+def tree_pss_kib(pids: list[int]) -> tuple[int, int]:
+    """The tree's PSS, and the anonymous part of it (its heaps: the part that does not
+    depend on which other processes on the machine map the same libraries), in KiB."""
+    rollups = [smaps_rollup_kib(pid) for pid in pids]
+    return sum(r["Pss"] for r in rollups), sum(r["Pss_Anon"] for r in rollups)
 
 
 def replay(bootstrap: str, pid: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -215,8 +226,9 @@ def run_once(broker: Broker, args: argparse.Namespace, workdir: Path) -> dict[st
         "broker_cpu_s": round(load["broker_cpu_s"], 3),
         "broker_cpu_s_per_gb": round(load["broker_cpu_s"] / gigabytes, 3),
         "other_cpu_s": round(load["other_cpu_s"], 2),
-        "pss_started_mib": round(pss_started / 1024, 1),
-        "pss_loaded_mib": round(pss_loaded / 1024, 1),
+        "pss_started_mib": round(pss_started[0] / 1024, 1),
+        "pss_loaded_mib": round(pss_loaded[0] / 1024, 1),
+        "pss_anon_loaded_mib": round(pss_loaded[1] / 1024, 1),
     }
     if broker.processes:
         counted = json.loads((workdir / "summary.json").read_text())["produced"]["records"]
@@ -234,8 +246,8 @@ def table(runs: list[dict[str, Any]], names: list[str]) -> str:
 
     rows = [
         "| broker | records/s | broker CPU s/GB | PSS after start / load, MiB "
-        "| client CPU s | other CPU s | p50 / p99 ms |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| of which anonymous | client CPU s | other CPU s | p50 / p99 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name in names:
         mine = [run for run in runs if run["broker"] == name]
@@ -250,6 +262,7 @@ def table(runs: list[dict[str, Any]], names: list[str]) -> str:
             f"| {cell([r['broker_cpu_s_per_gb'] for r in mine], 2)} "
             f"| {statistics.median(r['pss_started_mib'] for r in mine):.1f} / "
             f"{cell([r['pss_loaded_mib'] for r in mine], 1)} "
+            f"| {statistics.median(r['pss_anon_loaded_mib'] for r in mine):.1f} "
             f"| {cell([r['client_cpu_s'] for r in mine], 2)} "
             f"| {cell([r['other_cpu_s'] for r in mine], 2)} | {latency} |"
         )

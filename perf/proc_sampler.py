@@ -88,15 +88,19 @@ def tree_cpu_seconds(pids: list[int]) -> float:
     return total
 
 
-def pss_kib(pid: int | str = "self") -> int:
-    """The proportional set size of a process in KiB (/proc/PID/smaps_rollup): each page
-    it shares with N processes counted 1/N, so that a process tree's PSS sums to the memory
-    it really takes, where its RSS counts shared pages in every process."""
+def smaps_rollup_kib(pid: int | str = "self") -> dict[str, int]:
+    """Every size in /proc/PID/smaps_rollup, in KiB: Rss; Pss, the proportional set size,
+    each page shared with N processes counted 1/N (a process tree's PSS sums to the memory
+    it really takes, where its RSS counts shared pages in every process); Pss_Anon, the
+    process's own memory, shared only with its forked relatives; Pss_File, shared
+    libraries and the like, split with every process on the machine that maps them; ..."""
+    sizes = {}
     with open(f"/proc/{pid}/smaps_rollup") as rollup:
         for line in rollup:
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    return 0
+            name, _, value = line.partition(":")
+            if value.rstrip().endswith(" kB"):
+                sizes[name] = int(value.split()[0])
+    return sizes
 
 
 def machine_busy_seconds() -> float:
