@@ -28,9 +28,11 @@ processes that share it) is summed over the tree after the start and after the l
 its anonymous part (Pss_Anon: the heaps, shared only within the tree; the rest, libpython
 and the other mapped files, is split with every process on the machine that maps them, so
 it reads smaller on a machine running other Python processes).
-`other CPU` is what the rest of the machine used meanwhile (its busy time less the broker's
-and the clients'): how noisy the run was. nullbroker's summary must count exactly the records
-sent, or the run fails. Prints a table of medians with ranges; --json writes every run.
+With `--wakeups`, `perf stat` counts nullbroker's epoll_wait calls (its wake-ups) and reads
+per Produce request over the load. `other CPU` is what the rest of the machine used
+meanwhile (its busy time less the broker's and the clients'): how noisy the run was.
+nullbroker's summary must count exactly the records sent, or the run fails. Prints a table
+of medians with ranges; --json writes every run.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import json
 import os
 import re
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -64,6 +67,8 @@ PRODUCER_PROPS = ("acks=all", "enable.idempotence=true", "batch.size=16384", "li
 RECORD_SIZE = 1024
 RECORDS_PER_BATCH = 15
 LOAD_TIMEOUT_S = 600
+PERF_START_S = 0.3
+"""How long `perf stat` is given to attach to the broker's processes."""
 SETTLE_S = 1.0
 """How long a fresh broker is left alone before its PSS is read: its workers' start-up done."""
 REPLAY = "replay"
@@ -203,6 +208,43 @@ def _children_cpu_seconds() -> float:
     return used.ru_utime + used.ru_stime
 
 
+class WakeUps:
+    """`perf stat` counting the broker's wake-ups (epoll_wait calls) and reads over the
+    load, every process of its tree: how many requests each wake-up finds."""
+
+    EVENTS = ("syscalls:sys_enter_epoll_wait", "syscalls:sys_enter_read")
+
+    def __init__(self, pids: list[int]) -> None:
+        processes = ",".join(map(str, pids))
+        self._perf = subprocess.Popen(
+            ["perf", "stat", "-x", ",", "-e", ",".join(self.EVENTS), "-p", processes],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(PERF_START_S)  # attached before the load begins
+
+    def counts(self) -> dict[str, int]:
+        """Stop counting: the wake-ups and reads counted."""
+        self._perf.send_signal(signal.SIGINT)
+        _, report = self._perf.communicate(timeout=30)
+        counted = syscalls_counted(report)
+        if set(counted) != {"epoll_wait", "read"}:
+            raise RuntimeError(f"perf stat counted no syscalls (root, tracepoints?): {report}")
+        return counted
+
+
+def syscalls_counted(report: str) -> dict[str, int]:
+    """The counts of `perf stat -x ,` by syscall name: `1234,,syscalls:sys_enter_read,...`
+    gives {"read": 1234}."""
+    counted = {}
+    for line in report.splitlines():
+        fields = line.split(",")
+        if len(fields) > 2 and fields[0].strip().isdigit() and "sys_enter_" in fields[2]:
+            counted[fields[2].rpartition("sys_enter_")[2]] = int(fields[0])
+    return counted
+
+
 def run_once(broker: Broker, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     workdir.mkdir(parents=True)
     name = broker.name(args.brokers)
@@ -211,10 +253,12 @@ def run_once(broker: Broker, args: argparse.Namespace, workdir: Path) -> dict[st
         time.sleep(SETTLE_S)
         pids = process_tree(server.pid)
         pss_started = tree_pss_kib(pids)
+        wake_ups = WakeUps(pids) if args.wakeups and broker.processes else None
         if args.load == REPLAY:
             load = replay(server.bootstrap, server.pid, args)
         else:
             load = producers(server.bootstrap, pids, args, workdir)
+        counted_calls = wake_ups.counts() if wake_ups is not None else None
         pss_loaded = tree_pss_kib(pids)
     finally:
         server.end()
@@ -231,10 +275,15 @@ def run_once(broker: Broker, args: argparse.Namespace, workdir: Path) -> dict[st
         "pss_anon_loaded_mib": round(pss_loaded[1] / 1024, 1),
     }
     if broker.processes:
-        counted = json.loads((workdir / "summary.json").read_text())["produced"]["records"]
+        summary = json.loads((workdir / "summary.json").read_text())
+        counted = summary["produced"]["records"]
         if counted != load["records"]:
             raise RuntimeError(f"{name} counted {counted} records of {load['records']}")
         run["counted"] = counted
+        if counted_calls is not None:
+            produce_requests = summary["requests"]["Produce"]
+            run["wake_ups_per_request"] = round(counted_calls["epoll_wait"] / produce_requests, 3)
+            run["reads_per_request"] = round(counted_calls["read"] / produce_requests, 3)
     return run
 
 
@@ -249,6 +298,7 @@ def table(runs: list[dict[str, Any]], names: list[str]) -> str:
         "| of which anonymous | client CPU s | other CPU s | p50 / p99 ms |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    counted_wake_ups = any("wake_ups_per_request" in run for run in runs)
     for name in names:
         mine = [run for run in runs if run["broker"] == name]
         latency = (
@@ -265,8 +315,21 @@ def table(runs: list[dict[str, Any]], names: list[str]) -> str:
             f"| {statistics.median(r['pss_anon_loaded_mib'] for r in mine):.1f} "
             f"| {cell([r['client_cpu_s'] for r in mine], 2)} "
             f"| {cell([r['other_cpu_s'] for r in mine], 2)} | {latency} |"
+            + (_wake_ups_cell(mine) if counted_wake_ups else "")
         )
+    if counted_wake_ups:
+        rows[0] += " wake-ups / reads per request |"
+        rows[1] += "---:|"
     return "\n".join(rows)
+
+
+def _wake_ups_cell(runs: list[dict[str, Any]]) -> str:
+    counted = [run for run in runs if "wake_ups_per_request" in run]
+    if not counted:
+        return " — |"
+    wake_ups = statistics.median(run["wake_ups_per_request"] for run in counted)
+    reads = statistics.median(run["reads_per_request"] for run in counted)
+    return f" {wake_ups:.2f} / {reads:.2f} |"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -310,6 +373,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="LABEL=PATH",
         help="also run each process count with the broker of the source tree at PATH (its C "
         "extensions built in place), named LABEL: before and after, side by side",
+    )
+    command.add_argument(
+        "--wakeups",
+        action="store_true",
+        help="count nullbroker's wake-ups (epoll_wait) and reads per Produce request with "
+        "`perf stat` (root, or perf_event_paranoid allowing tracepoints)",
     )
     command.add_argument("--json", type=Path, help="write every run here")
     return command

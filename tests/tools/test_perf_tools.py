@@ -20,7 +20,7 @@ import pytest
 from kio.serial import entity_reader
 
 from codec.apis import request_schema
-from perf import codec_bench, consumer_perf, producer_perf
+from perf import cluster_scaling, codec_bench, consumer_perf, producer_perf
 from perf.frames import fixed_set
 from perf.kafka_tools import ToolError, load_properties, parse_key_values
 from tests.broker_process import BrokerProcess, metric_total, per_partition, samples
@@ -726,6 +726,14 @@ def test_idle_connections_cost_kilobytes_not_a_receive_buffer_each() -> None:
     assert result["rss_with_connections_kib"] > result["rss_before_kib"]
     # A 256 KiB receive buffer each would be 50 MiB; a memory bound, not a time.
     assert result["kib_per_connection"] < 64
+
+
+def test_cluster_scaling_reads_the_syscalls_perf_stat_counted() -> None:
+    report = (
+        "\n 3030,,syscalls:sys_enter_epoll_wait,4005017,100.00,,\n"
+        "6021,,syscalls:sys_enter_read,4005017,100.00,,\n<not counted>,,cycles,0,0.00,,\n"
+    )
+    assert cluster_scaling.syscalls_counted(report) == {"epoll_wait": 3030, "read": 6021}
 
 
 @pytest.mark.clients
