@@ -17,6 +17,8 @@ which auto-creates 4 partitions whatever `--partitions` says) and runs the load 
   that costs the client little, so what bounds it is the broker (and the cores it shares);
   with `--rate R`, R requests a second per connection at most, the connections' requests
   spread evenly in time: the same load for every broker, whatever it could take;
+- `--load idle`: none; the CPU each process uses in `--idle-seconds` (its supervisor's
+  apart), what a cluster costs the machine between loads;
 - `--load producers`: C `perf.producer_perf` processes at once (librdkafka, `--records`
   1 KiB records each, acks=all, idempotent, batch.size 16 KiB, linger 5 ms), as users load
   a cluster; records/s is the sum of theirs.
@@ -57,6 +59,7 @@ from nullbroker.app.launcher import ServerProcess, start_broker
 from perf.compare_brokers import MOCK_READY, REPO_ROOT, ReadyServer
 from perf.machine import machine_info
 from perf.proc_sampler import (
+    exact_cpu_seconds,
     machine_busy_seconds,
     process_tree,
     smaps_rollup_kib,
@@ -73,6 +76,7 @@ SETTLE_S = 1.0
 """How long a fresh broker is left alone before its PSS is read: its workers' start-up done."""
 REPLAY = "replay"
 PRODUCERS = "producers"
+IDLE = "idle"
 MOCK = "mock"
 WORKERS_LINE = re.compile(r"^processes: ")
 
@@ -287,6 +291,58 @@ def run_once(broker: Broker, args: argparse.Namespace, workdir: Path) -> dict[st
     return run
 
 
+def idle_once(broker: Broker, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    """A broker left alone for `--idle-seconds`: the CPU each of its processes used."""
+    workdir.mkdir(parents=True)
+    server = start(broker, args, workdir)
+    try:
+        time.sleep(SETTLE_S)
+        pids = process_tree(server.pid)
+        before = {pid: exact_cpu_seconds(pid) for pid in pids}
+        time.sleep(args.idle_seconds)
+        used = {
+            pid: (exact_cpu_seconds(pid) - before[pid]) / args.idle_seconds * 1e3 for pid in pids
+        }
+    finally:
+        server.end()
+    workers = [used[pid] for pid in pids if pid != server.pid or len(pids) == 1]
+    return {
+        "broker": broker.name(args.brokers),
+        "processes": len(pids),
+        "cpu_ms_per_s": round(sum(used.values()), 3),
+        "supervisor_cpu_ms_per_s": round(used[server.pid], 3) if len(pids) > 1 else None,
+        "workers_cpu_ms_per_s": [round(value, 3) for value in workers],
+    }
+
+
+def idle_table(runs: list[dict[str, Any]], names: list[str]) -> str:
+    rows = [
+        "| broker | CPU ms a second, every process | the supervisor's | each worker's |",
+        "|---|---:|---:|---:|",
+    ]
+    for name in names:
+        mine = [run for run in runs if run["broker"] == name]
+        supervisor = [run["supervisor_cpu_ms_per_s"] for run in mine]
+        workers = [value for run in mine for value in run["workers_cpu_ms_per_s"]]
+        every_process = statistics.median(run["cpu_ms_per_s"] for run in mine)
+        rows.append(
+            f"| {name} ({len(mine)} runs) | {every_process:.2f} "
+            f"| {'—' if None in supervisor else f'{statistics.median(supervisor):.2f}'} "
+            f"| {statistics.median(workers):.2f} |"
+        )
+    return "\n".join(rows)
+
+
+def describe(run: dict[str, Any]) -> str:
+    if "cpu_ms_per_s" in run:
+        return f"{run['broker']}: {run['cpu_ms_per_s']:.2f} ms of CPU a second, idle"
+    return (
+        f"{run['broker']}: {run['records_per_s']:,.0f} records/s, "
+        f"broker CPU {run['broker_cpu_s']:.2f} s ({run['broker_cpu_s_per_gb']:.2f} s/GB), "
+        f"PSS {run['pss_loaded_mib']} MiB, other CPU {run['other_cpu_s']:.2f} s"
+    )
+
+
 def table(runs: list[dict[str, Any]], names: list[str]) -> str:
     def cell(values: list[float], digits: int = 0) -> str:
         middle = statistics.median(values)
@@ -346,8 +402,12 @@ def parser() -> argparse.ArgumentParser:
     command.add_argument("--brokers", type=int, default=3, help="nodes (default 3)")
     command.add_argument("--partitions", type=int, default=4, help="of the topic (default 4)")
     command.add_argument(
-        "--load", choices=(REPLAY, PRODUCERS), default=PRODUCERS, help="default producers"
+        "--load",
+        choices=(REPLAY, PRODUCERS, IDLE),
+        default=PRODUCERS,
+        help="default producers; idle: no load, the CPU each process uses for --idle-seconds",
     )
+    command.add_argument("--idle-seconds", type=float, default=30.0, help="--load idle")
     command.add_argument("--clients", type=int, default=1, help="client processes at once")
     command.add_argument(
         "--records", type=int, default=150_000, help="records per producer (--load producers)"
@@ -400,19 +460,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             shift = round_number % len(brokers)
             for broker in brokers[shift:] + brokers[:shift]:
                 workdir = Path(scratch) / f"{round_number}-{len(runs)}"
-                run = run_once(broker, args, workdir)
+                measure = idle_once if args.load == IDLE else run_once
+                run = measure(broker, args, workdir)
                 run["round"] = round_number + 1
                 runs.append(run)
-                print(
-                    f"round {round_number + 1}: {run['broker']}: "
-                    f"{run['records_per_s']:,.0f} records/s, "
-                    f"broker CPU {run['broker_cpu_s']:.2f} s "
-                    f"({run['broker_cpu_s_per_gb']:.2f} s/GB), PSS {run['pss_loaded_mib']} MiB, "
-                    f"other CPU {run['other_cpu_s']:.2f} s",
-                    flush=True,
-                )
+                print(f"round {round_number + 1}: {describe(run)}", flush=True)
     print()
-    print(table(runs, names))
+    print((idle_table if args.load == IDLE else table)(runs, names))
     if args.json is not None:
         settings = {key: value for key, value in vars(args).items() if key != "json"}
         document = {"settings": settings, "machine": machine_info(), "runs": runs}
