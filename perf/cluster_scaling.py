@@ -136,7 +136,8 @@ def replay(bootstrap: str, pid: int, args: argparse.Namespace) -> dict[str, Any]
     done = subprocess.run(
         [
             sys.executable, "-m", "perf.replay", "produce", "--topic", "scaling",
-            "--bootstrap-server", bootstrap, "--clients", str(args.clients),
+            "--bootstrap-server", bootstrap, "--partitions", str(args.partitions),
+            "--clients", str(args.clients),
             "--requests", str(args.requests), "--records-per-batch", str(RECORDS_PER_BATCH),
             "--record-size", str(RECORD_SIZE), "--rate", str(args.rate),
             "--broker-pid", str(pid), "--json",

@@ -6,15 +6,16 @@ broker. These load generators encode their requests once and then only send them
 the answers, without looking at a record:
 
 - `produce`: reads the topic's Metadata (which creates it where the broker auto-creates
-  topics), then opens one connection to each node that leads some of its partitions, as a
-  producer does, and sends each one Produce request (N records of S bytes per batch, one
-  batch for each partition that node leads, acks=all, not idempotent, so every replay is
-  appended and counted) `--requests` times, `--in-flight` requests outstanding on each, the
-  way a producer pipelines. With `--clients N`, N processes each do all of that at once, so
-  that the load is not bounded by one Python process: it is how a cluster's ceiling
-  (`--brokers`, `--processes`) is measured apart from the client's cost. Only each
-  connection's first answer is decoded (an error in it stops the run); the others are
-  counted by their size prefixes.
+  topics), then opens one connection to each node that leads some of its first
+  `--partitions` partitions, as a producer does, and sends each one Produce request (N
+  records of S bytes per batch, one batch for each of those partitions that node leads,
+  acks=all, not idempotent, so every replay is appended and counted) `--requests` times,
+  `--in-flight` requests outstanding on each, the way a producer pipelines. With
+  `--clients N`, N processes each do all of that at once, so that the load is not bounded
+  by one Python process: it is how a cluster's ceiling (`--brokers`, `--processes`) is
+  measured apart from the client's cost; `--rate` paces each connection instead, so that
+  brokers compared are given the same load. Only each connection's first answer is decoded
+  (an error in it stops the run); the others are counted by their size prefixes.
 - `fetch`: Fetch requests for every partition of a topic from offset 0, one at a time like a
   consumer, each from where the last answer ended (found by walking batch headers, never
   records), until `--records` records per partition were served.
@@ -33,7 +34,7 @@ it, none.
     .venv/bin/nullbroker serve --brokers 8 --partitions 16 --processes 2 &
     broker=$!
     .venv/bin/python -m perf.replay produce --bootstrap-server 127.0.0.1:9092 \\
-        --clients 4 --requests 5000 --broker-pid "$broker"
+        --partitions 16 --clients 4 --requests 5000 --broker-pid "$broker"
     kill "$broker"
 """
 
@@ -174,7 +175,7 @@ class Leader:
 
 
 def leaders(connection: Connection, topic: str, partitions: int | None) -> list[Leader]:
-    """The nodes that lead `topic`'s first `partitions` partitions (all of them by default),
+    """The nodes that lead `topic`'s first `partitions` partitions (all of them with None),
     from its Metadata, asked again until every one has a leader (a new topic's may not yet)."""
     read = entity_reader(response_schema(ApiKey.METADATA, METADATA_VERSION))
     problem = "no answer"
@@ -562,8 +563,9 @@ def main(argv: list[str] | None = None) -> int:
     produce.add_argument(
         "--partitions",
         type=int,
-        help="write the topic's first N partitions (default: all of them); each request "
-        "carries a batch for each of them its node leads",
+        default=1,
+        help="write the topic's first N partitions (default 1); each request carries a batch "
+        "for each of them its node leads",
     )
     produce.add_argument("--records-per-batch", type=int, default=15)
     produce.add_argument("--record-size", type=int, default=1024)

@@ -627,6 +627,7 @@ def test_replay_produce_from_several_processes_writes_through_every_leader_of_a_
         "replay", "produce",
         "--bootstrap-server", broker.bootstrap,
         "--topic", "spread",
+        "--partitions", "5",
         "--clients", "2",
         "--requests", "40",
         "--records-per-batch", "3",
@@ -653,8 +654,8 @@ def test_replay_produce_from_several_processes_writes_through_every_leader_of_a_
     # Paced: request n of a connection is not sent before n / rate seconds have passed.
     paced = run_tool(
         "replay", "produce", "--bootstrap-server", broker.bootstrap, "--topic", "spread",
-        "--clients", "2", "--requests", "20", "--rate", "200", "--records-per-batch", "3",
-        "--record-size", "50", "--json",
+        "--partitions", "5", "--clients", "2", "--requests", "20", "--rate", "200",
+        "--records-per-batch", "3", "--record-size", "50", "--json",
     )  # fmt: skip
     assert paced.returncode == 0, paced.stderr
     document = json.loads(paced.stdout)
