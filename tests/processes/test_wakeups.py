@@ -11,6 +11,8 @@ takes, never timed.
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -49,6 +51,15 @@ def supervisor(*faults: str) -> Supervisor:
     return Supervisor(config, [], [], {0: 0, 1: 1, 2: 0}, bound)
 
 
+@asynccontextmanager
+async def keeping_time(chief: Supervisor) -> AsyncIterator[None]:
+    """The supervisor's task that keeps the faults' time, running for the block."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(chief._bring_nodes_back)
+        yield
+        nursery.cancel_scope.cancel()
+
+
 def queued(chief: Supervisor) -> list[tuple[Any, ...]]:
     """The messages the supervisor has queued for its workers."""
     messages = []
@@ -72,10 +83,8 @@ def clock(
 async def test_a_supervisor_without_faults_to_time_never_wakes(clock: trio.abc.Clock) -> None:
     chief = supervisor()
     steps = counting("_bring_nodes_back")
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(chief._bring_nodes_back)
+    async with keeping_time(chief):
         await trio.sleep(HOUR)
-        nursery.cancel_scope.cancel()
     # Its first step, which goes to sleep, and the cancellation's: none in the hour between.
     assert steps.steps == 2
     assert queued(chief) == []
@@ -86,8 +95,7 @@ async def test_the_supervisor_wakes_for_a_down_nodes_end_and_says_it_is_back(
 ) -> None:
     chief = supervisor()
     steps = counting("_bring_nodes_back")
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(chief._bring_nodes_back)
+    async with keeping_time(chief):
         await trio.sleep(10)
         chief.faults.add("down:node=1,for=5s")
         assert queued(chief) == [("fault", "down:node=1,for=5s")]
@@ -96,7 +104,6 @@ async def test_the_supervisor_wakes_for_a_down_nodes_end_and_says_it_is_back(
         await trio.sleep(0.2)
         assert queued(chief) == [("node_up", 1)]
         await trio.sleep(HOUR)
-        nursery.cancel_scope.cancel()
     # Asleep, woken by the fault, at its end, and by the cancellation.
     assert steps.steps == 4
     assert queued(chief) == []
@@ -106,13 +113,11 @@ async def test_a_down_node_given_at_start_is_brought_back_at_its_time(
     clock: trio.abc.Clock,
 ) -> None:
     chief = supervisor("down:node=2,for=30s")
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(chief._bring_nodes_back)
+    async with keeping_time(chief):
         await trio.sleep(29)
         assert queued(chief) == []
         await trio.sleep(2)
         assert queued(chief) == [("node_up", 2)]
-        nursery.cancel_scope.cancel()
 
 
 async def test_a_lone_broker_with_nothing_to_do_leaves_its_timers_asleep(
