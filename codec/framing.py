@@ -60,6 +60,11 @@ class FrameReader:
             frame = view[self._start + SIZE_PREFIX_BYTES : frame_end]
             self._start = frame_end
             yield frame
+        if self._start == end:
+            # Every byte handed out: the frames' views keep the buffer while they are
+            # used, and the reader does not hold a request's size until the next read.
+            self._buffer = bytearray()
+            self._start = 0
 
     def frames_in(self, data: memoryview) -> Iterator[memoryview]:
         """`feed(data)` then `frames()`, without copying `data` when nothing is buffered:

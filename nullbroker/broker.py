@@ -138,6 +138,9 @@ class Broker:
         self.producers = ProducerRegistry()
         self._group_services: trio.Nursery | None = None
         """Where the group coordinator's timers run, once it is made (serve_groups_in)."""
+        self.transactions_made = trio.Event()
+        """Set by the first transactional request, which makes the transaction coordinator:
+        until then there are no transactions whose timeouts the server must check."""
         self.broker_configs: dict[str, dict[str, str]] = {"": dict(FORMATTED_CLUSTER_CONFIGS)}
         """Broker configs set by IncrementalAlterConfigs, by resource name: "" for every
         broker (cluster defaults, from those a KRaft cluster is formatted with), the node id
@@ -191,6 +194,7 @@ class Broker:
         from .state.transactions import TransactionCoordinator
 
         partitions = self.config.offsets_topic_partitions
+        self.transactions_made.set()
         return TransactionCoordinator(
             self.producers,
             self._write_marker,

@@ -42,6 +42,14 @@ class RepeatLimitedLog:
         self.window_seconds = window_seconds
         self._clock = clock
         self._repeats: dict[tuple[str, str], _Repeats] = {}
+        self.noted: Callable[[], None] = lambda: None
+        """Called when a kind is logged in full, beginning a window: whoever flushes may
+        sleep until then (`gathering`)."""
+
+    @property
+    def gathering(self) -> bool:
+        """Whether a window is open for any kind: until one is, `flush` has nothing to do."""
+        return bool(self._repeats)
 
     def log(
         self,
@@ -60,6 +68,7 @@ class RepeatLimitedLog:
             return
         self._repeats[key] = _Repeats(since=self._clock())
         self.logger.log(level, message, *args, exc_info=exc_info)
+        self.noted()
 
     def warning(self, host: str, kind: str, message: str, *args: object) -> None:
         self.log(logging.WARNING, host, kind, message, *args)

@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.connections is not None:
         return soak_with_connections(args)
 
-    broker = soak_broker()
+    # As many partitions as each request has batches: each is appended, none refused.
+    broker = soak_broker("--partitions", str(args.partitions))
     host, _, port = broker.bootstrap.rpartition(":")
     address = (host, int(port))
     deadline = time.monotonic() + args.minutes * 60
@@ -102,9 +103,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def produce_until_deadline() -> None:
         connection = Connection(address)
-        frame = produce_frame("soak", args.partitions, 15, 1024)
+        frame = produce_frame("soak", range(args.partitions), 15, 1024)
         while time.monotonic() < deadline:
-            counts["produce_requests"] += replay_produce(connection, frame, 2_000, 5)
+            counts["produce_requests"] += replay_produce([connection], [frame], 2_000, 5)
         connection.close()
 
     def fetch_until_deadline() -> None:

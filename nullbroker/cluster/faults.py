@@ -153,6 +153,11 @@ class Faults:
         if any(active.until is not None and active.until <= now for active in self.active):
             self.active = [a for a in self.active if a.until is None or a.until > now]
 
+    def next_end(self) -> float | None:
+        """The time.monotonic() at which the first fault with a time ends (None: none
+        has one), so that whoever keeps the time needs to look only then."""
+        return min((a.until for a in self.active if a.until is not None), default=None)
+
     def latency_s(self, api: str, node: int) -> float:
         """How long to hold the answer to a request of `api` on `node` (0: not at all)."""
         delay = 0.0

@@ -56,8 +56,6 @@ log = logging.getLogger("nullbroker")
 
 JOIN_TIMEOUT_SECONDS = 60.0
 """How long a host of a node map tries to reach the supervisor before giving up."""
-NODE_CHECK_SECONDS = 0.05
-"""How often the supervisor looks for `down` nodes whose time is up."""
 STATS_TIMEOUT_SECONDS = 2.0
 """How long a scrape or a console line waits for a worker's accounts before using its last."""
 
@@ -285,6 +283,8 @@ class Supervisor:
             self.faults.add(spec)
         self.faults.changed = self._pass_fault_on
         self._live = set(self.faults.cluster.live)
+        self._faults_changed = trio.Event()
+        """Set when a fault is added or the faults are cleared: the time to keep changes."""
         self._outbox_send, self._outbox = trio.open_memory_channel[
             tuple[int | None, tuple[Any, ...]]
         ](math.inf)
@@ -487,11 +487,19 @@ class Supervisor:
         else:
             self._pass_on("fault", spec)
         self._live = set(self.faults.cluster.live)
+        self._faults_changed.set()
 
     async def _bring_nodes_back(self) -> None:
-        """Keep the faults' time for the workers: tell them when a `down` node is back."""
+        """Keep the faults' time for the workers: tell them when a `down` node is back.
+        Asleep unless a fault with a time is in force, woken at its end or when the faults
+        change: a supervisor with nothing to time never wakes (every wake-up of a process
+        costs the machine a context switch or two, which the workers' clients share)."""
         while True:
-            await trio.sleep(NODE_CHECK_SECONDS)
+            end = self.faults.next_end()
+            wait = math.inf if end is None else max(end - time.monotonic(), 0.0)
+            with trio.move_on_after(wait):
+                await self._faults_changed.wait()
+            self._faults_changed = trio.Event()
             self.faults.expire()
             live = set(self.faults.cluster.live)
             for node in sorted(live - self._live):

@@ -500,7 +500,11 @@ class BrokerServer:
 
     async def _abort_expired_transactions(self) -> None:
         """Abort transactions left open past their timeout (transaction.timeout.ms), as
-        Kafka's coordinator does: checked every TRANSACTION_CHECK_SECONDS."""
+        Kafka's coordinator does: checked every TRANSACTION_CHECK_SECONDS once the broker
+        has a transaction coordinator. Before (and in a worker of several processes, which
+        serves no transactions) the task sleeps: a wake-up a second costs a host loop's
+        process a round of its trio thread's handoffs for nothing."""
+        await self.broker.transactions_made.wait()
         while True:
             await trio.sleep(TRANSACTION_CHECK_SECONDS)
             expired = self.broker.expire_transactions()
@@ -508,7 +512,13 @@ class BrokerServer:
                 log.info("aborted %d transaction(s) open past their timeout", expired)
 
     async def _summarise_repeated_warnings(self) -> None:
+        """Summarise repeated warnings every half window while any window is open; asleep
+        while none is, so that a broker nothing goes wrong with never wakes for them."""
         warnings = self.shared.warnings
         while True:
+            if not warnings.gathering:
+                logged = trio.Event()
+                warnings.noted = logged.set
+                await logged.wait()
             await trio.sleep(warnings.window_seconds / 2)
             warnings.flush()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -205,6 +207,23 @@ def test_frames_in_copies_only_an_unfinished_frame_and_joins_it_with_the_next_re
     rest = list(reader.frames_in(memoryview(bytearray(split[9:]))))
     assert [bytes(view) for view in rest] == [body(30, fill=0x62)]
     assert reader.buffered_bytes == 0
+
+
+def test_a_reader_that_handed_out_every_frame_keeps_no_buffer_once_they_are_dropped() -> None:
+    # A connection whose request arrived in two reads must not hold the request's size
+    # until its next one: a thousand quiet connections would hold a thousand requests.
+    split = codec.size_prefixed(body(16_384))
+    reader = codec.FrameReader()
+    tracemalloc.start()
+    try:
+        assert list(reader.frames_in(memoryview(bytearray(split[:100])))) == []
+        frames = list(reader.frames_in(memoryview(bytearray(split[100:]))))
+        assert [len(frame) for frame in frames] == [16_384]
+        del frames
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert reader.buffered_bytes == 0 and held < 1024
 
 
 def test_frames_in_refuses_a_hostile_size_before_buffering_it() -> None:

@@ -95,3 +95,20 @@ def test_shutdown_summarises_what_is_pending_whatever_the_window(
     clock.now += 2
     limited.flush(everything=True)
     assert messages(caplog) == ["once", "… 1 more like this (k) from h in the last 2 s"]
+
+
+def test_a_window_opened_is_noted_once_and_gathering_ends_with_the_quiet_window(
+    limited: RepeatLimitedLog, clock: Clock
+) -> None:
+    noted = []
+    limited.noted = lambda: noted.append(clock.now)
+    assert not limited.gathering
+    limited.warning("127.0.0.1", "A", "first")
+    limited.warning("127.0.0.1", "A", "repeat")
+    assert noted == [1000.0] and limited.gathering
+    clock.now += 10
+    limited.flush()  # the summary of the repeat opens the next window
+    assert limited.gathering
+    clock.now += 10
+    limited.flush()  # a window without repeats: the kind is forgotten
+    assert not limited.gathering and noted == [1000.0]

@@ -20,10 +20,10 @@ import pytest
 from kio.serial import entity_reader
 
 from codec.apis import request_schema
-from perf import codec_bench, consumer_perf, producer_perf
+from perf import cluster_scaling, codec_bench, consumer_perf, producer_perf
 from perf.frames import fixed_set
 from perf.kafka_tools import ToolError, load_properties, parse_key_values
-from tests.broker_process import BrokerProcess, metric_total, samples
+from tests.broker_process import BrokerProcess, metric_total, per_partition, samples
 from tests.conftest import StartBroker
 from tests.module_command import run_module
 from tests.vectors import by_file, frame_bytes
@@ -619,6 +619,52 @@ def test_replay_produce_counts_every_request_and_reports_the_brokers_cpu(
     assert sorted(produced.values()) == [1500, 1500]
 
 
+def test_replay_produce_from_several_processes_writes_through_every_leader_of_a_cluster(
+    start_broker: StartBroker,
+) -> None:
+    broker = start_broker("--brokers", "3", "--partitions", "5", "--processes", "2")
+    result = run_tool(
+        "replay", "produce",
+        "--bootstrap-server", broker.bootstrap,
+        "--topic", "spread",
+        "--partitions", "5",
+        "--clients", "2",
+        "--requests", "40",
+        "--records-per-batch", "3",
+        "--record-size", "50",
+        "--broker-pid", str(broker.process.pid),
+        "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    # Every node leads some of the 5 partitions: a connection from each client to each.
+    assert (document["clients"], document["connections"], document["broker_processes"]) == (
+        2,
+        6,
+        3,
+    )
+    assert (document["requests"], document["records"]) == (2 * 3 * 40, 2 * 40 * 5 * 3)
+    assert document["client_cpu_seconds"] > 0 and document["broker_cpu_seconds"] >= 0
+    # Each Produce went to its partitions' leader: none refused, every record counted once.
+    assert per_partition(broker.scrape(), "nullbroker_produced_records_total") == {
+        ("spread", partition): 2 * 40 * 3 for partition in range(5)
+    }
+    produce_requests = samples(broker.scrape(), "nullbroker_node_requests_total")
+    assert len(produce_requests) == 3 and sum(produce_requests.values()) >= 2 * 3 * 40
+    # Paced: request n of a connection is not sent before n / rate seconds have passed.
+    paced = run_tool(
+        "replay", "produce", "--bootstrap-server", broker.bootstrap, "--topic", "spread",
+        "--partitions", "5", "--clients", "2", "--requests", "20", "--rate", "200",
+        "--records-per-batch", "3", "--record-size", "50", "--json",
+    )  # fmt: skip
+    assert paced.returncode == 0, paced.stderr
+    document = json.loads(paced.stdout)
+    assert document["requests"] == 2 * 3 * 20 and document["seconds"] >= 19 / 200
+    assert per_partition(broker.scrape(), "nullbroker_produced_records_total") == {
+        ("spread", partition): 2 * 40 * 3 + 2 * 20 * 3 for partition in range(5)
+    }
+
+
 def test_replay_fetch_reads_every_partition_to_the_requested_offset(
     start_broker: StartBroker,
 ) -> None:
@@ -649,6 +695,14 @@ def test_replay_flag_errors() -> None:
     assert result.returncode == 2 and "produce" in result.stderr
 
 
+def test_wakeup_cost_times_round_trips_on_one_cpu_and_on_two() -> None:
+    result = run_tool("wakeup_cost", "--round-trips", "200", "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert set(document) <= {"one CPU", "two CPUs"} and "one CPU" in document
+    assert all(numbers["wall_us"] > 0 for numbers in document.values())
+
+
 def test_soak_samples_the_brokers_memory_under_load_and_stops_by_itself(tmp_path: Path) -> None:
     out = tmp_path / "soak.json"
     result = run_tool(
@@ -675,20 +729,28 @@ def test_idle_connections_cost_kilobytes_not_a_receive_buffer_each() -> None:
     assert result["kib_per_connection"] < 64
 
 
+def test_cluster_scaling_reads_the_syscalls_perf_stat_counted() -> None:
+    report = (
+        "\n 3030,,syscalls:sys_enter_epoll_wait,4005017,100.00,,\n"
+        "6021,,syscalls:sys_enter_read,4005017,100.00,,\n<not counted>,,cycles,0,0.00,,\n"
+    )
+    assert cluster_scaling.syscalls_counted(report) == {"epoll_wait": 3030, "read": 6021}
+
+
 @pytest.mark.clients
-def test_cluster_scaling_runs_each_broker_and_checks_the_count(tmp_path: Path) -> None:
+def test_cluster_scaling_runs_each_process_count_and_checks_the_count(tmp_path: Path) -> None:
     out = tmp_path / "scaling.json"
     done = run_tool(
-        "cluster_scaling", "--processes", "1,2", "--records", "3000", "--rounds", "1",
-        "--json", str(out),
+        "cluster_scaling", "--processes", "1,2", "--load", "producers", "--clients", "2",
+        "--records", "2000", "--rounds", "1", "--json", str(out),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     runs = json.loads(out.read_text())["runs"]
-    assert [run["broker"] for run in runs] == [
-        "nullbroker, 3 nodes, 1 process", "nullbroker, 3 nodes, 2 processes", "mock, 3 brokers",
+    assert [(run["broker"], run["processes"]) for run in runs] == [
+        ("nullbroker, 3 nodes, 1 process", 1), ("nullbroker, 3 nodes, 2 processes", 3),
     ]  # fmt: skip
-    assert all(run["records"] == 3000 and run["broker_cpu_s"] >= 0 for run in runs)
-    assert [run.get("counted") for run in runs[:2]] == [3000, 3000]
+    assert all(run["records"] == run["counted"] == 4000 for run in runs)
+    assert all(run["broker_cpu_s"] >= 0 and run["pss_loaded_mib"] > 0 for run in runs)
     assert "| nullbroker, 3 nodes, 2 processes (1 runs) |" in done.stdout
 
 
