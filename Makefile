@@ -23,14 +23,16 @@ test: $(VENV)/.installed-test bytecode
 	scripts/ensure-spark-connector $(VENV)
 	scripts/ensure-kfake
 	scripts/ensure-kgo-suite
-	$(BIN)/pytest $(ARGS)
+	$(BIN)/pytest --durations 30 $(ARGS)
 	@# The whole suite ran with codec/_native.c; the codec and broker tests run again on the
-	@# pure-Python path it equals (the real-client tests drive the same code through sockets,
-	@# and what needs Java -- the comparison with Kafka, Kafka's tools, perf.compare -- asks
-	@# the same answers of both paths once is enough).
+	@# pure-Python path it equals, and the fuzzer with them (the real-client tests drive the
+	@# same code through sockets, and what needs Java -- the comparison with Kafka, Kafka's
+	@# tools, perf.compare -- asks the same answers of both paths: once is enough; the tools'
+	@# own tests, tests/tools/, do not depend on the path).
 	@if [ -z "$(ARGS)" ]; then \
 	  echo "again without the C decoders (NULLBROKER_NATIVE=off): the codec and broker tests"; \
-	  NULLBROKER_NATIVE=off $(BIN)/pytest -m "not clients and not differential and not java" tests; \
+	  NULLBROKER_NATIVE=off $(BIN)/pytest -m "not clients and not differential and not java" \
+	    tests/codec tests/broker tests/net tests/sources tests/processes tests/tools/test_fuzz.py; \
 	fi
 
 # Kafka as the oracle alone: Apache Kafka 4.1.1 and nullbroker asked the same requests, the

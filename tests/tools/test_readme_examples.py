@@ -29,8 +29,8 @@ lines after it), from a scratch copy of the checkout (the working tree's files; 
   exactly the count when the topic holds no more). A consumer that times out short exits 0,
   so its line is what fails it.
 - Commands that take minutes however few records they are given, having no count to scale
-  (the full perf.compare, the whole codec_bench frame set, source_formats over many kinds,
-  the Spark jobs), are not run:
+  (the full perf.compare, one with Apache Kafka as a peer, the whole codec_bench frame set,
+  source_formats over many kinds, the Spark jobs), are not run:
   each flag they use must appear in their own `--help`, so a renamed or removed flag fails
   here. Their quick forms (perf.compare with --records-per-step, codec_bench --api) run.
 - Nothing a command writes may land outside `out/` (git ignores it): files new after the
@@ -91,6 +91,11 @@ SLOW = (
     (re.compile(r"-m spark_tests\.jobs\.\w+"), "starts Spark: tens of seconds a job"),
     (re.compile(r"-m perf\.compare\b(?!.*--records-per-step)"), "the full comparison: ~7 min"),
     (re.compile(r"-m perf\.codec_bench\b(?!.*--api)"), "the whole frame set: ~1 min"),
+    (
+        re.compile(r"-m perf\.compare\b.*--brokers( \w+)* kafka\b"),
+        "starts Apache Kafka and its Java tools, whatever the counts: ~40 s "
+        "(tests/tools/test_compare.py runs perf.compare against Kafka)",
+    ),
     (
         re.compile(r"-m perf\.source_formats\b"),
         "a broker and a read per kind, whatever the counts: ~1 min for perf/README's eleven "
