@@ -1,6 +1,7 @@
 """Fixtures for the PySpark tests: one SparkSession in local[2] for the whole suite (its JVM
-takes seconds to start), and nullbroker processes started per test module on OS-picked
-ports of 127.0.0.1, with the helpers of tests/broker_process.py."""
+takes seconds to start), one Spark standalone cluster for the tests that run jobs on one,
+and nullbroker processes started per test module on OS-picked ports of 127.0.0.1, with the
+helpers of tests/broker_process.py."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from tests.broker_process import BrokerProcess, produced_from_metrics
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from spark_tests.jobs.standalone import StandaloneCluster
 
 ADMIN_TIMEOUT_S = 30.0
 StartBroker = Callable[..., BrokerProcess]
@@ -51,6 +54,20 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    """The suite's one Spark standalone cluster: a master and two workers of one core and
+    1 GiB, each its own JVM (spark_tests/jobs/standalone.py), started when a test first asks
+    for it. Their logs, and every executor's, stay in pytest's temporary folder."""
+    reason = java_missing_reason()
+    if reason:
+        pytest.skip(reason)
+    from spark_tests.jobs.standalone import StandaloneCluster
+
+    with StandaloneCluster(tmp_path_factory.mktemp("standalone"), workers=2) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")

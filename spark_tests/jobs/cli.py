@@ -96,7 +96,7 @@ def job_environment(
     """The SparkSession jobs run in (checked to have Spark's JVM connector for --format
     kafka), and the bootstrap server (see bootstrap_server)."""
     with bootstrap_server(args, broker_flags) as bootstrap:
-        spark = build_session(args.packages, args.jars)
+        spark = build_session(args.packages, args.jars, *cluster_of(args))
         try:
             if args.format == "kafka" and (reason := jvm_kafka_missing_reason(spark)):
                 raise SystemExit(f"--format kafka: {reason}")
@@ -112,7 +112,7 @@ def bootstrap_server(args: argparse.Namespace, broker_flags: Sequence[str]) -> I
     if not args.start_broker:
         yield args.bootstrap
         return
-    with started_broker(broker_flags) as bootstrap:
+    with started_broker([*broker_flags, *broker_cluster_flags(args)]) as bootstrap:
         print(f"started nullbroker on {bootstrap}", file=sys.stderr)
         yield bootstrap
 
@@ -130,11 +130,12 @@ def measured(
 ) -> JobResult:
     """One run of `job`, with the machine's load (it is shared) and, with --cpu, the CPU
     seconds each role spent."""
-    before = cpu.snapshot() if args.cpu else {}
+    app = spark.sparkContext.applicationId
+    before = cpu.snapshot(app) if args.cpu else {}
     result = job.run_with(spark, settings, args)
     details = {**result.details, "loadavg_1m": round(os.getloadavg()[0], 2)}
     if args.cpu:
-        details["cpu_seconds"] = cpu.used(before)
+        details["cpu_seconds"] = cpu.used(before, app)
     return replace(result, details=details)
 
 
@@ -191,6 +192,7 @@ def add_shared_arguments(parser: argparse.ArgumentParser) -> None:
     """What every job command takes: sizes, where the broker is, the warm-up, client
     settings and Spark's classpath."""
     add_broker_arguments(parser)
+    add_cluster_arguments(parser)
     parser.add_argument("--records", type=int, default=1_000_000, help="rows in all")
     parser.add_argument("--record-size", type=int, default=1024, help="value bytes per row")
     parser.add_argument("--partitions", type=int, default=4, help="topic partitions")
@@ -231,6 +233,57 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="a Kafka client setting, passed as option kafka.NAME (repeatable)",
     )
+    add_broker_cluster_arguments(parser)
+
+
+def add_broker_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    """--brokers and --processes: the broker --start-broker starts as a cluster."""
+    parser.add_argument(
+        "--brokers",
+        type=positive_int,
+        default=1,
+        help="with --start-broker: nodes of the broker started (nullbroker's --brokers)",
+    )
+    parser.add_argument(
+        "--processes",
+        type=positive_int,
+        default=1,
+        help="with --start-broker: processes serving them (nullbroker's --processes)",
+    )
+
+
+def broker_cluster_flags(args: argparse.Namespace) -> list[str]:
+    """The `nullbroker serve` flags of --brokers and --processes, none when not given."""
+    flags = []
+    if getattr(args, "brokers", 1) > 1:
+        flags += ["--brokers", str(args.brokers)]
+    if getattr(args, "processes", 1) > 1:
+        flags += ["--processes", str(args.processes)]
+    return flags
+
+
+def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    """--master and --executors: where the job's SparkSession runs."""
+    parser.add_argument(
+        "--master",
+        metavar="spark://HOST:PORT",
+        help="run on this Spark standalone cluster (python -m spark_tests.jobs.standalone "
+        "starts one) instead of local[2]",
+    )
+    parser.add_argument(
+        "--executors",
+        type=positive_int,
+        help="with --master: this many one-core executors (spark.cores.max), waited for "
+        "before the first job; default one per core the cluster has",
+    )
+
+
+def cluster_of(args: argparse.Namespace) -> tuple[str | None, int | None]:
+    """(--master, --executors), or (None, None) for local[2]."""
+    master = getattr(args, "master", None)
+    if master is None and getattr(args, "executors", None) is not None:
+        raise SystemExit("--executors needs --master")
+    return master, getattr(args, "executors", None)
 
 
 def connector_job_parser(
@@ -247,6 +300,8 @@ def connector_job_parser(
     where.add_argument("--bootstrap", metavar="HOST:PORT", help=bootstrap_help)
     where.add_argument("--start-broker", action="store_true", help=start_help)
     parser.add_argument("--json", action="store_true", help="results as JSON objects")
+    add_cluster_arguments(parser)
+    add_broker_cluster_arguments(parser)
     return parser
 
 
@@ -259,7 +314,7 @@ def connector_session(
     connector is missing."""
     with bootstrap_server(args, broker_flags) as bootstrap:
         assert bootstrap is not None  # connector_job_parser requires one or the other
-        spark = build_session()
+        spark = build_session((), (), *cluster_of(args))
         try:
             if reason := jvm_kafka_missing_reason(spark):
                 raise SystemExit(f"{job} reads through Spark's connector: {reason}")

@@ -1,6 +1,8 @@
 """CPU seconds spent by this process and its descendants during a run, by role: the Spark
-JVM, its Python workers, a broker started with --start-broker, and the driver itself. On a
-machine whose cores the whole pipeline shares, this says where a run's time went."""
+JVM, its Python workers, a broker started with --start-broker, and the driver itself; on a
+standalone cluster of this machine (--master), also the application's executors, JVMs that
+the cluster's workers started, and their Python workers. On a machine whose cores the whole
+pipeline shares, this says where a run's time went."""
 
 from __future__ import annotations
 
@@ -11,12 +13,17 @@ from pathlib import Path
 from perf.proc_sampler import cpu_seconds
 
 ROLES = ("jvm", "python_workers", "broker", "driver")
+EXECUTORS = "executors"
+"""The role of an application's executor JVMs on a cluster (in local mode they are threads of
+the driver's JVM)."""
 
 
-def snapshot() -> dict[int, tuple[str, float]]:
-    """Every live descendant of this process (and itself): pid → (role, CPU seconds)."""
+def snapshot(app_id: str | None = None) -> dict[int, tuple[str, float]]:
+    """Every live descendant of this process (and itself), and of the executors of Spark
+    application `app_id` on this machine: pid → (role, CPU seconds)."""
     parents: dict[int, int] = {}
     stats: dict[int, tuple[str, float]] = {}
+    executors = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -27,11 +34,17 @@ def snapshot() -> dict[int, tuple[str, float]]:
             stats[pid] = (_role(pid, command), cpu_seconds(pid))
         except OSError:
             continue  # it exited while we looked
-    ours = {pid for pid in stats if _descends(pid, os.getpid(), parents)}
+        if app_id is not None and _executor_of(command, app_id):
+            executors.add(pid)
+            stats[pid] = (EXECUTORS, stats[pid][1])
+    roots = {os.getpid(), *executors}
+    ours = {pid for pid in stats if any(_descends(pid, root, parents) for root in roots)}
     return {pid: stats[pid] for pid in ours}
 
 
-def used(before: Mapping[int, tuple[str, float]]) -> dict[str, float | None]:
+def used(
+    before: Mapping[int, tuple[str, float]], app_id: str | None = None
+) -> dict[str, float | None]:
     """CPU seconds by role since `before` (processes started since count from zero; ones
     that exited since are lost, which the long-lived JVM, workers and broker are not).
 
@@ -40,9 +53,9 @@ def used(before: Mapping[int, tuple[str, float]]) -> dict[str, float | None]:
     broker that cost nothing."""
     totals = dict.fromkeys(ROLES, 0.0)
     roles_seen = set()
-    for pid, (role, seconds) in snapshot().items():
+    for pid, (role, seconds) in snapshot(app_id).items():
         previous = before.get(pid)
-        totals[role] += seconds - (previous[1] if previous else 0.0)
+        totals[role] = totals.get(role, 0.0) + seconds - (previous[1] if previous else 0.0)
         roles_seen.add(role)
     measured: dict[str, float | None] = {
         role: round(seconds, 2) for role, seconds in totals.items()
@@ -50,6 +63,16 @@ def used(before: Mapping[int, tuple[str, float]]) -> dict[str, float | None]:
     if "broker" not in roles_seen:
         measured["broker"] = None
     return measured
+
+
+def broker_share(seconds: Mapping[str, float | None]) -> float | None:
+    """The broker's part of all the CPU a run measured, or None when the broker's was not
+    measured (it ran elsewhere)."""
+    broker = seconds.get("broker")
+    total = sum(value for value in seconds.values() if value is not None)
+    if broker is None or total <= 0:
+        return None
+    return broker / total
 
 
 def cpu_text(seconds: Mapping[str, float | None]) -> str:
@@ -68,6 +91,10 @@ def _role(pid: int, command: str) -> str:
     if "nullbroker" in command and " serve" in command:
         return "broker"
     return "python_workers"
+
+
+def _executor_of(command: str, app_id: str) -> bool:
+    return "CoarseGrainedExecutorBackend" in command and f" --app-id {app_id} " in f"{command} "
 
 
 def _descends(pid: int, ancestor: int, parents: Mapping[int, int]) -> bool:

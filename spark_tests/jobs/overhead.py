@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import cli, generate_to_kafka, pipeline, source_to_noop, streaming_read
+from . import cli, cpu, generate_to_kafka, pipeline, source_to_noop, streaming_read
 from .result import JobResult, median_rows_per_s
 from .settings import TWINS
 
@@ -56,6 +56,7 @@ class Overhead:
             "ratios": [round(ratio, 3) for ratio in self.ratios()],
             "kafka_cpu_s": _median_cpu(self.kafka),
             "twin_cpu_s": _median_cpu(self.twin),
+            "broker_share": _median_broker_share(self.kafka),
         }
 
 
@@ -88,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for job in jobs
     ]
     print(markdown_table(overheads))
+    print(broker_shares_text(overheads))
     if args.output:
         Path(args.output).write_text(json.dumps(report(args, overheads), indent=2) + "\n")
         print(f"wrote {args.output}", file=sys.stderr)
@@ -122,6 +124,7 @@ def report(args: argparse.Namespace, overheads: Sequence[Overhead]) -> dict[str,
             "rounds": args.rounds,
             "kafka_format": args.format,
             "twin_format": TWINS[args.format],
+            **_cluster_settings(args),
         },
         "jobs": [overhead.summary() for overhead in overheads],
         "runs": [
@@ -129,6 +132,36 @@ def report(args: argparse.Namespace, overheads: Sequence[Overhead]) -> dict[str,
             for overhead in overheads
             for result in (*overhead.kafka, *overhead.twin)
         ],
+    }
+
+
+def broker_shares_text(overheads: Sequence[Overhead]) -> str:
+    """`broker CPU share of the Kafka runs (median): generate_to_kafka 0.21, ...`."""
+    shares = [
+        f"{row['job']} {row['broker_share']:.2f}"
+        if row["broker_share"] is not None
+        else f"{row['job']} not measured"
+        for row in (overhead.summary() for overhead in overheads)
+    ]
+    return f"broker CPU share of the Kafka runs (median): {', '.join(shares)}"
+
+
+def _median_broker_share(results: Sequence[JobResult]) -> float | None:
+    """The broker's part of each run's CPU, the median over the runs; None when the broker
+    ran elsewhere (--bootstrap) and its CPU was not measured."""
+    shares = [cpu.broker_share(result.details["cpu_seconds"]) for result in results]
+    measured = [share for share in shares if share is not None]
+    return round(statistics.median(measured), 3) if measured else None
+
+
+def _cluster_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Where the jobs ran (a standalone master and its executors, or local[2]) and the
+    broker --start-broker started (nodes, processes)."""
+    return {
+        "master": args.master or "local[2]",
+        "executors": args.executors,
+        "brokers": args.brokers,
+        "broker_processes": args.processes,
     }
 
 
