@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from spark_tests.jobs.session import build_session
+from spark_tests.jobs.timeline import scala_list
 
 QUERY_TIMEOUT_S = 240.0
 PAUSE_MS = 1500
@@ -82,15 +83,18 @@ def report_batches(query: StreamingQuery, timeout_s: float) -> None:
 
 
 def executors(spark: SparkSession) -> dict[str, int]:
-    """The application's executors, those lost included, from Spark's status store."""
-    status = spark.sparkContext._jsc.sc().statusStore()  # type: ignore[union-attr]
-    every = status.executorList(False)
-    summaries = [every.apply(index) for index in range(every.size())]
-    workers = [summary for summary in summaries if summary.id() != "driver"]
+    """The application's executors, those lost included, and its failed task attempts (a
+    task that ran on an executor lost is one), from Spark's status store."""
+    context = spark.sparkContext
+    status = context._jsc.sc().statusStore()  # type: ignore[union-attr]
+    every = scala_list(status.executorList(False))
+    workers = [summary for summary in every if summary.id() != "driver"]
+    no_quantiles = context._gateway.new_array(context._jvm.double, 0)  # type: ignore[union-attr]
+    stages = scala_list(status.stageList(None, False, False, no_quantiles, None))
     return {
         "executors": len(workers),
         "active": sum(1 for summary in workers if summary.isActive()),
-        "failed_tasks": sum(summary.failedTasks() for summary in workers),
+        "failed_tasks": sum(stage.numFailedTasks() for stage in stages),
     }
 
 

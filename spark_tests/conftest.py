@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from spark_tests.jobs.standalone import StandaloneCluster
 
 ADMIN_TIMEOUT_S = 30.0
+WORKERS = 2  # one core each: the machine has two
 StartBroker = Callable[..., BrokerProcess]
 
 
@@ -60,14 +61,23 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
     """The suite's one Spark standalone cluster: a master and two workers of one core and
     1 GiB, each its own JVM (spark_tests/jobs/standalone.py), started when a test first asks
-    for it. Their logs, and every executor's, stay in pytest's temporary folder."""
+    for it. Their logs, and every executor's, stay in pytest's temporary folder. Tests ask
+    for `cluster`, which replaces a worker a test killed."""
     reason = java_missing_reason()
     if reason:
         pytest.skip(reason)
     from spark_tests.jobs.standalone import StandaloneCluster
 
-    with StandaloneCluster(tmp_path_factory.mktemp("standalone"), workers=2) as cluster:
+    with StandaloneCluster(tmp_path_factory.mktemp("standalone"), workers=WORKERS) as cluster:
         yield cluster
+
+
+@pytest.fixture
+def cluster(standalone: StandaloneCluster) -> StandaloneCluster:
+    """The session's standalone cluster with its two workers: one a test killed is replaced
+    before the next test starts."""
+    standalone.ensure_workers(WORKERS)
+    return standalone
 
 
 @pytest.fixture(scope="module")

@@ -120,6 +120,11 @@ class StandaloneCluster:
         ]
         return ServerProcess(name, command, self.workdir / f"{name}.log", cwd=self.workdir, env=env)
 
+    def ensure_workers(self, count: int) -> None:
+        """At least `count` workers alive and registered: new ones for any lost."""
+        for _ in range(count - sum(1 for worker in self.workers if worker.running)):
+            self.add_worker()
+
     def executors(self, worker: int) -> list[int]:
         """The pids of the executor JVMs worker `worker` runs now."""
         return [

@@ -59,9 +59,11 @@ class Timeline:
         jobs = [
             store.job(job) for job in spark.sparkContext.statusTracker().getJobIdsForGroup(group)
         ]
-        stages = sorted({stage for job in jobs for stage in _seq(job.stageIds())})
+        stages = sorted({stage for job in jobs for stage in scala_list(job.stageIds())})
         raw = [
-            (stage, task) for stage in stages for task in _seq(store.taskList(stage, 0, ALL_TASKS))
+            (stage, task)
+            for stage in stages
+            for task in scala_list(store.taskList(stage, 0, ALL_TASKS))
         ]
         first = min((task.launchTime().getTime() for _, task in raw), default=0)
         tasks = [
@@ -136,5 +138,6 @@ def _ms(date: Any) -> int:
     return milliseconds
 
 
-def _seq(scala_seq: Any) -> list[Any]:
+def scala_list(scala_seq: Any) -> list[Any]:
+    """A Scala Seq reached through py4j, as a list."""
     return [scala_seq.apply(index) for index in range(scala_seq.size())]
