@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
 import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +34,14 @@ from pyspark.sql import SparkSession
 
 from nullbroker.app.launcher import start_broker
 
-from . import cli, generate_to_kafka, source_to_noop
+from . import cli, client_log, generate_to_kafka, source_to_noop
 from .broker import ensure_topic
 from .result import JobResult
 from .session import build_session
 from .settings import JobSettings
 from .timeline import Timeline, job_group
 
+FETCH_MAX_WAIT_MS = 500  # the Java consumer's default
 # The broker's counters a run moves, by (metric, api): what the connector asked of it.
 BROKER_COUNTERS = (
     ("nullbroker_request_held_seconds_count", "Fetch"),
@@ -56,6 +58,8 @@ class Run:
     result: JobResult
     timeline: Timeline
     broker: dict[str, float]
+    clients: dict[str, Any] = field(default_factory=dict)
+    load: float = field(default_factory=lambda: round(os.getloadavg()[0], 2))
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -64,7 +68,9 @@ class Run:
             "seconds": round(self.result.seconds, 3),
             "rows_per_s": round(self.result.rows_per_s),
             **self.timeline.summary(),
+            "loadavg_1m": self.load,
             **({"broker": self.broker} if self.broker else {}),
+            **({"clients": self.clients} if self.clients else {}),
         }
 
     def text(self, tasks: bool) -> str:
@@ -73,10 +79,12 @@ class Run:
             f"{self.result.line()}\n  tasks: {row['tasks']}, median {row['task_ms_median']:.0f}"
             f" ms (cpu {row['task_cpu_ms_median']:.0f}, wait {row['task_wait_ms_median']:.0f},"
             f" gc {row['task_gc_ms_median']:.0f}); jobs' span {row['span_ms']} ms, slots busy "
-            f"{row['slots_busy']:.0%}"
+            f"{row['slots_busy']:.0%}; load {self.load}"
         )
         if self.broker:
             line += "\n  broker: " + broker_text(self.broker)
+        if self.clients:
+            line += "\n  clients: " + client_log.summary_text(self.clients)
         if tasks:
             line += "\n" + self.timeline.text()
         return line
@@ -99,8 +107,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(str(error)) from None
     options = tuple(cli.kafka_setting(text) for text in args.kafka_option)
     settings = replace(twin, format="kafka", kafka_options=options)
+    conf = {}
+    if args.client_log:
+        args.client_log.mkdir(parents=True, exist_ok=True)
+        conf = client_log.session_conf(args.client_log)
     with started(args, settings) as (bootstrap, metrics_url):
-        spark = build_session(master=args.master, executors=args.executors)
+        spark = build_session(master=args.master, executors=args.executors, conf=conf)
         try:
             kafka = replace(settings, bootstrap=bootstrap)
             if args.broker == "kafka":
@@ -111,7 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             rounds = []
             for number in range(args.runs):
                 order = (kafka, twin) if number % 2 == 0 else (twin, kafka)
-                runs = {s.format: measured(spark, s, metrics_url, slots) for s in order}
+                runs = {
+                    s.format: measured(spark, s, metrics_url, slots, args.client_log) for s in order
+                }
                 rounds.append(runs)
                 for run in runs.values():
                     print(f"round {number + 1}: {run.text(args.tasks)}", flush=True)
@@ -147,13 +161,22 @@ def fill(spark: SparkSession, settings: JobSettings) -> None:
 
 
 def measured(
-    spark: SparkSession, settings: JobSettings, metrics_url: str | None, slots: int
+    spark: SparkSession,
+    settings: JobSettings,
+    metrics_url: str | None,
+    slots: int,
+    log_folder: Path | None,
 ) -> Run:
     before = broker_counters(metrics_url) if settings.networked else {}
+    log_from = client_log.log_size(log_folder) if log_folder else 0
     with job_group(spark) as group:
         result = source_to_noop.run(spark, settings)
     after = broker_counters(metrics_url) if settings.networked else {}
-    return Run(result, Timeline.of(spark, group, slots), broker_delta(before, after))
+    clients = {}
+    if log_folder and settings.networked:
+        wait_ms = float(dict(settings.kafka_options).get("fetch.max.wait.ms", FETCH_MAX_WAIT_MS))
+        clients = client_log.summary(client_log.requests(log_folder, log_from), wait_ms)
+    return Run(result, Timeline.of(spark, group, slots), broker_delta(before, after), clients)
 
 
 def broker_counters(metrics_url: str | None) -> dict[tuple[str, str], float]:
@@ -209,9 +232,11 @@ def summarize(args: argparse.Namespace, rounds: list[dict[str, Run]]) -> dict[st
             for key in keys
         },
     }
-    if rounds[0]["kafka"].broker:
-        for key in rounds[0]["kafka"].broker:
-            summary[f"broker_{key}"] = statistics.median(r["kafka"].broker[key] for r in rounds)
+    for side in ("broker", "clients"):
+        for key in getattr(rounds[0]["kafka"], side):
+            summary[f"{side}_{key}"] = statistics.median(
+                getattr(r["kafka"], side)[key] for r in rounds
+            )
     return summary
 
 
@@ -226,6 +251,9 @@ def summary_text(summary: dict[str, Any]) -> str:
     if "broker_held_fetches" in summary:
         counts = {key.removeprefix("broker_"): value for key, value in summary.items()}
         text += "\nthe broker, per run: " + broker_text(counts)
+    if "clients_consumers" in summary:
+        counts = {key.removeprefix("clients_"): value for key, value in summary.items()}
+        text += "\nthe consumers, per run: " + client_log.summary_text(counts)
     return text
 
 
@@ -263,6 +291,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--runs", type=cli.positive_int, default=3, help="rounds (default 3)")
     parser.add_argument("--tasks", action="store_true", help="print every task of every run")
+    parser.add_argument(
+        "--client-log",
+        type=Path,
+        metavar="FOLDER",
+        help="log every Kafka request of the consumers (kafka-clients at DEBUG, which slows "
+        "them) to FOLDER and say where they waited: Fetches held, ListOffsets behind a Fetch",
+    )
     parser.add_argument("--json", action="store_true", help="the summary as JSON")
     return parser
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -40,16 +40,19 @@ def build_session(
     jars: Sequence[str] = (),
     master: str | None = None,
     executors: int | None = None,
+    conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """`packages` (Maven coordinates) and `jars` (paths) go on the classpath, for Spark's
     JVM Kafka connector: spark-sql-kafka-0-10_2.13 of the installed Spark's version. Given
     neither, the connector scripts/ensure-spark-connector provisioned is used, if it did.
-    In local[2] unless `master` names a cluster (see on_cluster)."""
+    In local[2] unless `master` names a cluster (see on_cluster); `conf`, more settings."""
     if not packages and not jars:
         jars = connector_jars()
     builder = local_builder("nullbroker-baseline", Path(tempfile.mkdtemp(prefix="spark-jobs-")))
     if master is not None:
         builder = on_cluster(builder, master, executors)
+    for name, value in (conf or {}).items():
+        builder = builder.config(name, value)
     if packages:
         builder = builder.config("spark.jars.packages", ",".join(packages))
     if jars:
