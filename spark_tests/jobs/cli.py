@@ -193,9 +193,7 @@ def add_shared_arguments(parser: argparse.ArgumentParser) -> None:
     settings and Spark's classpath."""
     add_broker_arguments(parser)
     add_cluster_arguments(parser)
-    parser.add_argument("--records", type=int, default=1_000_000, help="rows in all")
-    parser.add_argument("--record-size", type=int, default=1024, help="value bytes per row")
-    parser.add_argument("--partitions", type=int, default=4, help="topic partitions")
+    add_size_arguments(parser)
     parser.add_argument(
         "--no-warmup",
         dest="warmup",
@@ -218,6 +216,13 @@ def add_shared_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_size_arguments(parser: argparse.ArgumentParser) -> None:
+    """--records, --record-size and --partitions: what a job reads or writes."""
+    parser.add_argument("--records", type=int, default=1_000_000, help="rows in all")
+    parser.add_argument("--record-size", type=int, default=1024, help="value bytes per row")
+    parser.add_argument("--partitions", type=int, default=4, help="topic partitions")
+
+
 def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
     """--bootstrap or --start-broker, and the client settings (--kafka-option)."""
     parser.add_argument("--bootstrap", metavar="HOST:PORT", help="the Kafka bootstrap server")
@@ -226,6 +231,11 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="start `nullbroker serve` on a free port of 127.0.0.1 with the topics needed",
     )
+    add_kafka_option_argument(parser)
+    add_broker_cluster_arguments(parser)
+
+
+def add_kafka_option_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kafka-option",
         action="append",
@@ -233,7 +243,6 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="a Kafka client setting, passed as option kafka.NAME (repeatable)",
     )
-    add_broker_cluster_arguments(parser)
 
 
 def add_broker_cluster_arguments(parser: argparse.ArgumentParser) -> None:

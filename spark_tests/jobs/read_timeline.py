@@ -271,16 +271,8 @@ def _parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--records", type=int, default=1_000_000, help="rows in all")
-    parser.add_argument("--record-size", type=int, default=1024, help="value bytes per row")
-    parser.add_argument("--partitions", type=int, default=4, help="topic partitions")
-    parser.add_argument(
-        "--kafka-option",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a Kafka client setting, passed as option kafka.NAME (repeatable)",
-    )
+    cli.add_size_arguments(parser)
+    cli.add_kafka_option_argument(parser)
     cli.add_broker_cluster_arguments(parser)
     cli.add_cluster_arguments(parser)
     parser.add_argument(
