@@ -30,7 +30,7 @@ from spark_tests.jobs.session import build_session
 from spark_tests.jobs.timeline import scala_list
 
 QUERY_TIMEOUT_S = 240.0
-PAUSE_MS = 1500
+PAUSE_MS = 1000
 POLL_S = 0.05
 
 

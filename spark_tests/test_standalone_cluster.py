@@ -136,7 +136,8 @@ def test_end_to_end_latency_on_the_cluster_reads_back_every_record_once(
     cluster: StandaloneCluster, nodes: BrokerProcess
 ) -> None:
     done = job_command(
-        "e2e_latency", "--master", cluster.master_url, "--bootstrap", nodes.bootstrap,
+        "e2e_latency", "--master", cluster.master_url, "--executors", "1",
+        "--bootstrap", nodes.bootstrap,
         "--records", "300", "--rate", "300", "--partitions", "3", "--json",
     )  # fmt: skip
 
@@ -173,10 +174,11 @@ def test_a_streaming_query_survives_a_lost_worker_and_a_node_taken_down_writing_
     tmp_path: Path,
 ) -> None:
     """Micro-batch 1 loses worker 1 while its executor runs one of the batch's tasks (each
-    task of batches 1 and 2 pauses at its first record, so that a fault lands while they
-    run): Spark runs the task again on the other executor. In micro-batch 2 broker node 1
-    goes down: the consumers of its partitions find their new leader. The file sink,
-    with the connector's offsets in the checkpoint, still holds every record once."""
+    task of batches 1 and 2 pauses for a second at its first record, so that a fault lands
+    while they run): Spark runs the task again on the other executor. As micro-batch 2's
+    first task starts, broker node 1 goes down for longer than the batch takes: the
+    consumers of the partitions it led find their new leader. The file sink, with the
+    connector's offsets in the checkpoint, still holds every record once."""
     broker = start_module_broker(
         "--brokers", "3", "--processes", "2", "--source", STREAM.source_flag()
     )

@@ -55,7 +55,11 @@ class Timeline:
 
     @classmethod
     def of(cls, spark: SparkSession, group: str, slots: int) -> Timeline:
-        store = spark.sparkContext._jsc.sc().statusStore()  # type: ignore[union-attr]
+        context = spark.sparkContext._jsc.sc()  # type: ignore[union-attr]
+        # The status store hears of a job's end through the listener bus, after the action
+        # that ran it has returned: wait until the bus has delivered everything.
+        context.listenerBus().waitUntilEmpty()
+        store = context.statusStore()
         jobs = [
             store.job(job) for job in spark.sparkContext.statusTracker().getJobIdsForGroup(group)
         ]
