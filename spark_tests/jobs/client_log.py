@@ -65,7 +65,9 @@ class Request:
 
 def session_conf(folder: Path) -> dict[str, str]:
     """Spark settings that make the driver's JVM and every executor's log their Kafka
-    clients' requests to folder/kafka-clients.log."""
+    clients' requests to folder/kafka-clients.log (a path every executor reaches: absolute,
+    as their working folders are their workers')."""
+    folder = folder.resolve()
     config = folder / "log4j2.properties"
     config.write_text(LOG4J.format(log=folder / LOG))
     option = f"-Dlog4j2.configurationFile=file:{config}"
