@@ -133,6 +133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             spark.stop()
     summary = summarize(args, rounds)
     print(json.dumps(summary) if args.json else summary_text(summary))
+    if args.output:
+        runs = [run.summary() for round_runs in rounds for run in round_runs.values()]
+        args.output.write_text(json.dumps({"summary": summary, "runs": runs}, indent=2) + "\n")
     return 0
 
 
@@ -291,6 +294,9 @@ def _parser() -> argparse.ArgumentParser:
         "them) to FOLDER and say where they waited: Fetches held, ListOffsets behind a Fetch",
     )
     parser.add_argument("--json", action="store_true", help="the summary as JSON")
+    parser.add_argument(
+        "--output", type=Path, metavar="PATH", help="write the summary and every run as JSON here"
+    )
     return parser
 
 
