@@ -34,15 +34,17 @@ appender.file.name = file
 appender.file.fileName = {log}
 appender.file.bufferedIO = false
 appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = %d{{HH:mm:ss.SSS}} %m%n
+appender.file.layout.pattern = %d{{HH:mm:ss.SSS}} %pid %m%n
 logger.network.name = org.apache.kafka.clients.NetworkClient
 logger.network.level = debug
 logger.network.additivity = false
 logger.network.appenderRef.file.ref = file
 """
 # NetworkClient's lines for a request sent and its answer received; both name the header.
+# Client ids repeat from one executor's JVM to the next: the process id tells them apart.
 LINE = re.compile(
-    r"^(?P<time>\d\d:\d\d:\d\d\.\d{3}) .*?(?P<what>Sending|Received) (?P<api>[A-Z_]+) "
+    r"^(?P<time>\d\d:\d\d:\d\d\.\d{3}) (?P<pid>\d+) .*?(?P<what>Sending|Received) "
+    r"(?P<api>[A-Z_]+) "
     r"(?:request|response).*?clientId=(?P<client>[^,]+), correlationId=(?P<correlation>\d+)"
 )
 HELD_SHARE = 0.8
@@ -51,7 +53,8 @@ HELD_SHARE = 0.8
 
 @dataclass(frozen=True)
 class Request:
-    """One request of one client: its API, when it was sent and answered (ms of the day)."""
+    """One request of one client (`PID/CLIENT-ID`): its API, when it was sent and answered
+    (ms of the day)."""
 
     client: str
     api: str
@@ -92,13 +95,14 @@ def requests(folder: Path, since: int = 0) -> list[Request]:
         found = LINE.match(line)
         if not found or not found["client"].startswith("consumer-"):
             continue
-        key = (found["client"], found["correlation"])
+        client = f"{found['pid']}/{found['client']}"
+        key = (client, found["correlation"])
         at = _ms_of_day(found["time"])
         if found["what"] == "Sending":
             sent[key] = (found["api"], at)
         elif key in sent:
             api, sent_at = sent.pop(key)
-            answered.append(Request(found["client"], api, sent_at, at))
+            answered.append(Request(client, api, sent_at, at))
     return sorted(answered, key=lambda request: request.sent_ms)
 
 
