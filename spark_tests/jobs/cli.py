@@ -122,7 +122,8 @@ def warm_up(
 ) -> None:
     """The first job in a session pays for starting Python workers and for the JIT compiling
     the JVM's hot paths: a smaller run first, not reported."""
-    job.run_with(spark, replace(settings, records=_warmup_records(settings)), args)
+    limit = getattr(args, "warmup_records", None) or WARMUP_RECORDS
+    job.run_with(spark, replace(settings, records=warmup_records(settings, limit)), args)
 
 
 def measured(
@@ -158,8 +159,9 @@ def kafka_setting(text: str) -> tuple[str, str]:
     return name.removeprefix("kafka."), value
 
 
-def _warmup_records(settings: JobSettings) -> int:
-    per_partition = min(settings.per_partition, WARMUP_RECORDS // settings.partitions)
+def warmup_records(settings: JobSettings, limit: int) -> int:
+    """A warm-up's rows: at most `limit` (and at most the run's), split evenly."""
+    per_partition = min(settings.per_partition, limit // settings.partitions)
     return max(per_partition, 1) * settings.partitions
 
 
@@ -200,6 +202,7 @@ def add_shared_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         help=f"skip the unreported run of at most {WARMUP_RECORDS:,} rows before the runs",
     )
+    add_warmup_records_argument(parser)
     parser.add_argument(
         "--packages",
         action="append",
@@ -213,6 +216,16 @@ def add_shared_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="PATH",
         help="spark.jars, e.g. Spark's Kafka connector and kafka-clients",
+    )
+
+
+def add_warmup_records_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--warmup-records",
+        type=positive_int,
+        metavar="N",
+        help=f"rows of the warm-up run (default {WARMUP_RECORDS:,}, at most the run's): on a "
+        "cluster, whose executors are new JVMs for every application, the run's own size",
     )
 
 

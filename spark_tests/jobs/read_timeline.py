@@ -118,8 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.broker == "kafka":
                 fill(spark, kafka)
             slots = args.executors or 2
-            for warm in (kafka, twin):  # JIT and Python workers warmed, not reported
-                source_to_noop.run(spark, replace(warm, records=min(warm.records, 100_000)))
+            limit = args.warmup_records or cli.WARMUP_RECORDS
+            for warm in (kafka, twin):  # the JIT warmed, not reported
+                source_to_noop.run(spark, replace(warm, records=cli.warmup_records(warm, limit)))
             rounds = []
             for number in range(args.runs):
                 order = (kafka, twin) if number % 2 == 0 else (twin, kafka)
@@ -275,6 +276,7 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     cli.add_size_arguments(parser)
+    cli.add_warmup_records_argument(parser)
     cli.add_kafka_option_argument(parser)
     cli.add_broker_cluster_arguments(parser)
     cli.add_cluster_arguments(parser)
