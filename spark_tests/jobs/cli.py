@@ -220,6 +220,7 @@ def add_shared_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_warmup_records_argument(parser: argparse.ArgumentParser) -> None:
+    """--warmup-records: how big the unreported first run is."""
     parser.add_argument(
         "--warmup-records",
         type=positive_int,
@@ -249,6 +250,7 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_kafka_option_argument(parser: argparse.ArgumentParser) -> None:
+    """--kafka-option NAME=VALUE, repeatable: client settings every executor's clients get."""
     parser.add_argument(
         "--kafka-option",
         action="append",
