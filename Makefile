@@ -26,10 +26,11 @@ test: $(VENV)/.installed-test bytecode
 	$(BIN)/pytest $(ARGS)
 	@# The whole suite ran with codec/_native.c; the codec and broker tests run again on the
 	@# pure-Python path it equals (the real-client tests drive the same code through sockets,
-	@# and the comparison with Kafka asks the same answers of both paths once is enough).
+	@# and what needs Java -- the comparison with Kafka, Kafka's tools, perf.compare -- asks
+	@# the same answers of both paths once is enough).
 	@if [ -z "$(ARGS)" ]; then \
 	  echo "again without the C decoders (NULLBROKER_NATIVE=off): the codec and broker tests"; \
-	  NULLBROKER_NATIVE=off $(BIN)/pytest -m "not clients and not differential" tests; \
+	  NULLBROKER_NATIVE=off $(BIN)/pytest -m "not clients and not differential and not java" tests; \
 	fi
 
 # Kafka as the oracle alone: Apache Kafka 4.1.1 and nullbroker asked the same requests, the

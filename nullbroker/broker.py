@@ -110,7 +110,7 @@ class Broker:
     connection's requests."""
 
     controlled = False
-    """Set for a worker of several processes: its controller counts the cluster's changes
+    """Set for a worker of several processes: its supervisor counts the cluster's changes
     (nodes down, moves) and keeps the faults' time (nullbroker.workers.cluster_changes)."""
 
     def __init__(self, config: Config) -> None:
@@ -207,6 +207,25 @@ class Broker:
         self._group_services = nursery
         if nursery is not None and "groups" in self.__dict__:
             self.groups.start_in(nursery)
+
+    def current_accounts(self) -> BrokerStats:
+        """The accounts, with what describes the broker now read into them: every consumer
+        group's members and committed offsets, and every partition's log end (a growing
+        source topic's brought up to now), from which the accounts give the groups' lag.
+        Read when someone asks (a scrape, GET /accounts, the console line, the summary),
+        never on a request's path."""
+        stats = self.stats
+        stats.group_snapshots = self.groups.snapshots() if "groups" in self.__dict__ else {}
+        now = now_ms()
+        ends: dict[tuple[str, int], int] = {}
+        for topic in self.topics:
+            if topic.internal:
+                continue
+            topic.advance(now)
+            for partition in topic.partitions:
+                ends[(topic.name, partition.index)] = partition.log_end_offset
+        stats.log_end_offsets = ends
+        return stats
 
     def expire_transactions(self) -> int:
         """Abort the transactions open past their timeout; how many there were."""

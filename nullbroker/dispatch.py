@@ -7,7 +7,6 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Awaitable, Collection
-from importlib import import_module
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +24,8 @@ from codec import (
 )
 from codec.framing import Buffer
 
-from .broker import Broker, Handler, Session
-from .handlers import HANDLERS, IMPORTED_ON_FIRST_USE, SERVED_KEYS, served_ranges
+from .broker import Broker, Session
+from .handlers import SERVED_KEYS, handler_table, served_ranges
 from .handlers.produce_lane import for_broker
 
 if TYPE_CHECKING:
@@ -50,33 +49,12 @@ class Dispatch:
     def __init__(self, broker: Broker, keys: Collection[int] = SERVED_KEYS) -> None:
         """Serve the API `keys` (a worker of several processes serves a part of them)."""
         self.broker = broker
-        # Keyed by plain ints, not ApiKey members: looked up with each request's key.
-        self.handlers: dict[int, Handler] = {
-            int(key): handler for key, handler in HANDLERS.items() if key in keys
-        }
-        for family, family_keys in IMPORTED_ON_FIRST_USE.items():
-            stand_in = self._on_first_use(family)
-            self.handlers.update({int(key): stand_in for key in family_keys if key in keys})
+        self.handlers = handler_table(keys)
         broker.served = served_ranges(self.handlers)
         self._api_versions = broker.served[API_VERSIONS]
         self.produce_lane: Lane | None = for_broker(broker, broker.served[PRODUCE])
         """The common Produce request answered whole in C (also by the host loop's C reader,
         before any Python); None: the Python path answers every request."""
-
-    def _on_first_use(self, family: str) -> Handler:
-        """A stand-in for each handler of a family only some clients use: the family's module,
-        and the state it imports, load with the family's first request
-        (nullbroker.handlers.IMPORTED_ON_FIRST_USE); then its handlers take their places."""
-
-        def import_family(broker: Broker, request: Request, session: Session) -> Any:
-            family_handlers: dict[int, Handler] = import_module(
-                f"nullbroker.handlers.{family}"
-            ).HANDLERS
-            table = self.handlers
-            table.update({key: h for key, h in family_handlers.items() if key in table})
-            return family_handlers[request.header.api_key](broker, request, session)
-
-        return import_family
 
     def answer(self, frame: memoryview | bytes, session: Session) -> Answer:
         """The size-prefixed response frame to one request frame, or None (acks=0), or,

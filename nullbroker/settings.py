@@ -23,6 +23,7 @@ from .net.listeners import (
 from .net.read_budget import DEFAULT_MAX_BUFFERED_BYTES, SMALL_REQUEST_BYTES
 from .sources.synthetic import SourceSpec, SourceSpecError
 from .state.fetch_sessions import DEFAULT_SLOTS
+from .toml_files import read_document
 from .workers.node_map import NodeMap, NodeMapError
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ class Config:
     brokers: int = 1
     """Nodes of the cluster, on consecutive ports (nullbroker.cluster.nodes)."""
     node_map: str | None = None
-    """A TOML file of each node's address and the controller's (nullbroker.workers.node_map): the
+    """A TOML file of each node's address and the supervisor's (nullbroker.workers.node_map): the
     cluster spans hosts, and its size is the map's."""
     processes: str = "1"
     """Processes the nodes are spread over: a number, or "auto" for the machine's cores
@@ -544,15 +545,7 @@ def _apply(
 
 def from_toml(path: str | Path) -> tuple[Settings, Origins]:
     """Settings from a TOML file's top-level keys."""
-    import tomllib  # here: most brokers read no file
-
-    try:
-        with open(path, "rb") as file:
-            document = tomllib.load(file)
-    except OSError as error:
-        raise ConfigError(f"config file {path}: {error.strerror}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"config file {path}: {error}") from None
+    document = read_document(path, ConfigError, f"config file {path}")
     return _apply(
         document,
         lambda key: f"{key} in config file {path}",

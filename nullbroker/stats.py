@@ -6,6 +6,7 @@ Prometheus collector, the console reporter and the summary JSON all read these o
 
 from __future__ import annotations
 
+import copy
 import resource
 import time
 from bisect import bisect_left
@@ -58,6 +59,11 @@ class LatencyHistogram:
     def snapshot(self) -> list[int]:
         return list(self.counts)
 
+    def clear(self) -> None:
+        """Back to no observations, in place: the C Produce lane holds this object."""
+        self.counts[:] = [0] * len(self.counts)
+        self.sum_ns = 0
+
 
 def percentile_ns(counts: list[int], fraction: float) -> float:
     """The `fraction` quantile of bucket counts, interpolated within its bucket."""
@@ -95,6 +101,27 @@ class FetchCounters:
     bytes: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class GroupMember:
+    """A member of a consumer group, as DescribeGroups names it."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSnapshot:
+    """One consumer group as it stood when the accounts were read: its protocol (`classic`,
+    or `consumer` for KIP-848's), state, members and committed offsets."""
+
+    protocol: str
+    state: str
+    members: tuple[GroupMember, ...]
+    committed: dict[tuple[str, int], int]
+    """The offset committed for each topic and partition."""
+
+
 @dataclass(slots=True)
 class ApiStats:
     requests: int = 0
@@ -110,6 +137,8 @@ class BrokerStats:
     def __init__(self) -> None:
         self.started_at = time.time()
         self._started_monotonic = time.monotonic()
+        self.counts_since = self.started_at
+        """When the counts began: the start, or the last `reset_counts` (time.time())."""
         self.produced: dict[tuple[str, int], PartitionCounters] = {}
         self.fetched: dict[tuple[str, int], FetchCounters] = {}
         self.apis: dict[str, ApiStats] = {}
@@ -149,6 +178,11 @@ class BrokerStats:
         """Bytes large requests being read hold of --max-buffered-bytes (a gauge)."""
         self.read_budget_waits = 0
         """Times a connection stopped reading for want of room in that budget."""
+        self.group_snapshots: dict[str, GroupSnapshot] = {}
+        """Each consumer group's members and committed offsets, by group id, and
+        `log_end_offsets` each partition's log end: read from the broker's state when its
+        accounts are read (Broker.current_accounts), for the groups' lag (`group_lags`)."""
+        self.log_end_offsets: dict[tuple[str, int], int] = {}
         self.other_processes_rss = 0
         self.other_processes_peak_rss = 0
         """RSS and peak RSS, in bytes, of the worker processes whose accounts were added
@@ -211,6 +245,20 @@ class BrokerStats:
         """Bucket counts of all APIs' hold times together."""
         return _merged(stats.held for stats in self.apis.values())
 
+    def group_lags(self) -> dict[str, dict[tuple[str, int], tuple[int, int]]]:
+        """Each group's committed offset and lag (records from it to the log end, as
+        kafka-consumer-groups computes LAG) per partition it committed to, by group id;
+        a partition whose log end is unknown (its topic deleted) has none."""
+        ends = self.log_end_offsets
+        return {
+            group: {
+                key: (offset, ends[key] - offset)
+                for key, offset in sorted(snapshot.committed.items())
+                if key in ends
+            }
+            for group, snapshot in sorted(self.group_snapshots.items())
+        }
+
     def add(self, other: BrokerStats) -> None:
         """Add another process's accounts to these (a cluster of processes reports once)."""
         for key, produced in other.produced.items():
@@ -247,6 +295,58 @@ class BrokerStats:
         self.connections_idle_closed += other.connections_idle_closed
         self.read_budget_reserved += other.read_budget_reserved
         self.read_budget_waits += other.read_budget_waits
+        # A group is coordinated by one process. Every process keeps every partition, but
+        # only its leader's log grows: the other copies lag behind it (a log end never
+        # goes back), so the largest is the partition's.
+        self.group_snapshots.update(other.group_snapshots)
+        for key, end in other.log_end_offsets.items():
+            self.log_end_offsets[key] = max(end, self.log_end_offsets.get(key, 0))
+
+    def reset_counts(self) -> BrokerStats:
+        """Zero every count, in place, and return a copy of the accounts as they stood.
+
+        Counts are what only grows: records, bytes and batches produced and fetched,
+        requests and their latency and hold histograms, errors, connections accepted and
+        closed, faults applied, transactions, rebalances, fetch requests and session
+        events, authentications, refusals, read-budget waits. What describes the broker now
+        stays: open connections, groups by state, their members and offsets, log ends,
+        fetch sessions kept, retained bytes, bytes reserved of the read budget, RSS (and
+        the peak, which the OS keeps). So do the partitions and APIs already seen, at zero,
+        so that a scrape's series carry on.
+
+        In place because the objects are shared: topics hold their partitions' counters,
+        the C Produce lane the API table and the node counts, the fault registry its
+        counts; a new object would leave them counting where no one reads.
+        """
+        counted = copy.deepcopy(self)
+        for produced in self.produced.values():
+            produced.records = produced.bytes = produced.batches = 0
+        for fetched in self.fetched.values():
+            fetched.records = fetched.bytes = 0
+        for api in self.apis.values():
+            api.requests = 0
+            api.latency.clear()
+            api.held.clear()
+        for counter in (
+            self.errors,
+            self.node_connections,
+            self.transactions,
+            self.transactional_records,
+            self.node_requests,
+            self.faults,
+            self.protocol_errors,
+            self.fetch_requests,
+            self.fetch_sessions,
+            self.authentications,
+            self.connections_refused,
+        ):
+            counter.clear()
+        self.connections_total = 0
+        self.rebalances = 0
+        self.connections_idle_closed = 0
+        self.read_budget_waits = 0
+        self.counts_since = time.time()
+        return counted
 
     def rss_bytes(self) -> int:
         """The resident memory of this process and of the workers whose accounts it holds."""

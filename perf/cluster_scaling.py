@@ -8,7 +8,7 @@ Each round starts every broker afresh (`nullbroker serve --brokers 3 --partition
 --processes P` for each P asked for, and `perf.mock_cluster --brokers 3`, which auto-creates 4
 partitions), runs `perf.producer_perf` (1 KiB records, acks=all, idempotent, batch.size 16 KiB,
 linger 5 ms) against it, and reads from /proc the CPU time the broker used while the
-producer ran: every process of it (the controller and its workers). nullbroker's summary
+producer ran: every process of it (the supervisor and its workers). nullbroker's summary
 must count exactly the records sent, or the run fails. Prints a table of medians with
 ranges; --json writes every run.
 """

@@ -1,12 +1,19 @@
-"""nullbroker against librdkafka's mock cluster and franz-go's kfake, side by side, in one
-command.
+"""nullbroker against Apache Kafka 4.1.1, librdkafka's mock cluster, franz-go's kfake and the
+floor, side by side, in one command.
 
 Starts the brokers, each in a process of its own on 127.0.0.1 (nullbroker with
 `python -m nullbroker serve`, the mock with `python -m perf.mock_cluster`, kfake with
-perf/kfake_host, built by scripts/ensure-kfake), then runs the same workloads against each,
+perf/kfake_host, built by scripts/ensure-kfake, Kafka with perf.kafka_broker: one KRaft
+node, broker and controller in one JVM with `-Xmx1g`, its log folder in the run's
+temporary folder on local disk, 4 partitions per auto-created topic, Kafka's defaults
+otherwise: no fsync per message, every record kept; and the floor with perf/floor/floor.c,
+built by scripts/ensure-floor), then runs the same workloads against each,
 a load-generator process per step, the brokers taking turns to go first at each step so
 that noise on the machine hits them all:
 
+0. broker-warmup: --broker-warmup-records sent to each broker, unthrottled, into a topic of
+   its own, and not measured: a JVM (Kafka's) compiles its hot paths in its first seconds
+   of traffic, and the first steps would otherwise pay for that;
 1. produce: perf.producer_perf (kafka-producer-perf-test's twin) at each --rates target
    (records/s; -1 is unlimited), 1 KiB records, acks=all, idempotent, batch.size=16384 and
    linger.ms=5 (the Java producer's defaults), into one topic per broker, --repeats times.
@@ -23,15 +30,23 @@ that noise on the machine hits them all:
 3. java-produce and java-consume: Apache Kafka's own kafka-producer-perf-test (unthrottled,
    the same properties as step 1) and kafka-consumer-perf-test (in a group, from the start
    of what the producer sent), --java-records records a step, --repeats times, against
-   nullbroker and kfake (the mock does not work with the Java 4 client). Needs Kafka's tools
-   (scripts/ensure-kafka-tools, run by make test and make kafka-tools).
+   nullbroker, kfake and Kafka (the mock does not work with the Java 4 client). Needs Kafka's
+   tools (scripts/ensure-kafka-tools, run by make test and make kafka-tools), which Kafka's
+   broker needs too.
+
+The floor answers producers only, from recorded answers and one pre-encoded answer per
+Produce: it takes part in the produce steps at every rate and in kafka-producer-perf-test's,
+each sending to the one topic its recorded Metadata names, and its CPU per GB is the least
+a broker can spend on them (the kernel's part, the wire's). It counts no records: its steps
+count the producer's acknowledged records.
 
 Every step records the broker's CPU time (/proc/PID/stat, user+system) and peak RSS, the
 client's own CPU time, and the CPU that other processes took from the machine meanwhile;
 RSS and CPU of every broker are sampled every --sample-interval seconds for the whole run.
 Every broker's counts are checked against the clients': each step's records against the
-growth of the topic's log-end offsets, the consumers' records against what the brokers
-hold, and nullbroker's shutdown summary against everything it was sent.
+growth of the topic's log-end offsets (on the floor, against the producer's
+acknowledgements), the consumers' records against what the brokers hold, and nullbroker's
+shutdown summary against everything it was sent.
 
 Writes, in --results-dir, NAME.json (settings, machine, command, every step's raw numbers
 and samples, medians), NAME.md (tables like Tansu's), NAME-{throughput,latency,rss,cpu}.png,
@@ -39,19 +54,27 @@ and prints the ratios of nullbroker to each other broker. A `limit` column tells
 were bound by the client rather than the broker: on a 2-core machine the load generator and
 the brokers share the cores.
 
-The full comparison (about 7 minutes on 2 cores; other load on the machine shows in the
-`other cores` column):
+The comparison committed as perf/results/2026-11-26-kafka (the four brokers, four rates;
+7-12 minutes on 2 cores in four runs; other load on the machine shows in the `other cores`
+column); every default (seven rates, 28 consumed topics) takes longer:
 
-    .venv/bin/python -m perf.compare --name 2026-11-25-loopback
+    .venv/bin/python -m perf.compare --name 2026-11-26-kafka --rates 10000 50000 100000 -1 \\
+        --repeats 3 --consume-topics 8
 
-A quick look (about two minutes):
+A quick look, against Kafka alone (about a minute):
 
-    .venv/bin/python -m perf.compare --name quick --rates 10000 100000 -1 \\
-        --records-per-step 50000 --repeats 1 --consume-topics 4
+    .venv/bin/python -m perf.compare --name quick --brokers nullbroker kafka \\
+        --rates 10000 100000 -1 --records-per-step 50000 --repeats 1 --consume-topics 4
 
 Two of the brokers, without the Java tools:
 
     .venv/bin/python -m perf.compare --name mock-only --brokers nullbroker mock --java-records 0
+
+nullbroker against the floor alone, unthrottled, librdkafka's producer and Java's, 1 GB a
+step (perf/README's CPU targets):
+
+    .venv/bin/python -m perf.compare --name floor --brokers nullbroker floor --rates -1 \\
+        --records-per-step 1000000 --one-batch-records 0 --consume-topics 0
 """
 
 from __future__ import annotations
@@ -70,19 +93,25 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from nullbroker.app.launcher import ServerProcess
-from perf import java_perf, plots, report_md
+from perf import java_perf, kafka_broker, plots, report_md
 from perf.compare_brokers import (
     ALL_BROKERS,
+    FLOOR,
+    INGEST_ONLY,
     JAVA_BROKERS,
+    KAFKA,
     KFAKE,
     MOCK,
     MOCK_PARTITIONS,
     NULLBROKER,
+    ApacheKafka,
+    Floor,
     KFake,
     MockCluster,
     NullBroker,
     Offsets,
+    Peer,
+    build_floor,
     build_kfake,
 )
 from perf.compare_summary import derive, ratio_lines, ratios, summarise
@@ -92,6 +121,7 @@ from perf.producer_perf import JAVA_PRODUCER_DEFAULTS
 
 DEFAULT_RATES = (10_000, 20_000, 50_000, 100_000, 200_000, 400_000, -1)
 PRODUCE_TOPIC = "compare-produce"
+BROKER_WARMUP_TOPIC = "compare-broker-warmup"
 ONE_BATCH_TOPIC = "compare-one-batch"
 JAVA_TOPIC = "compare-java"
 CONSUME_PHASES = ("consume", "java-consume")
@@ -109,6 +139,7 @@ PRODUCE_PROPS = {
     "produce": PRODUCER_PROPS,
     "one-batch": (*PRODUCER_PROPS, *ONE_BATCH_PROPS),
     "fill": (*PRODUCER_PROPS, *FILL_PROPS),
+    "broker-warmup": PRODUCER_PROPS,
 }
 """The producer's properties in each phase that produces."""
 MEASURED_PRODUCE_PHASES = ("produce", "one-batch")
@@ -148,12 +179,20 @@ class Settings:
     """Records per Java perf-tool step; 0: no Java steps."""
     one_batch_records: int = 0
     """Records per one-batch-a-request step; 0: no such steps."""
+    broker_warmup_records: int = 0
+    """Records each broker is sent before the measured steps; 0: none."""
 
     @property
     def java_brokers(self) -> tuple[str, ...]:
         if self.java_records <= 0:
             return ()
         return tuple(name for name in self.brokers if name in JAVA_BROKERS)
+
+    @property
+    def counting_brokers(self) -> tuple[str, ...]:
+        """The brokers with offsets to count by and records to read back: all but the
+        floor."""
+        return tuple(name for name in self.brokers if name not in INGEST_ONLY)
 
     def records_for(self, target: float) -> int:
         """Records in a produce step: --records-per-step, or fewer when the target rate
@@ -166,12 +205,12 @@ class Settings:
 class Comparison:
     """The run: the brokers, the sampler, and every step's record."""
 
-    def __init__(
-        self, settings: Settings, brokers: dict[str, ServerProcess], workdir: Path
-    ) -> None:
+    def __init__(self, settings: Settings, brokers: dict[str, Peer], workdir: Path) -> None:
         self.settings = settings
         self.brokers = brokers
-        self.offsets = {name: Offsets(broker.bootstrap) for name, broker in brokers.items()}
+        self.offsets = {
+            name: Offsets(brokers[name].bootstrap) for name in settings.counting_brokers
+        }
         self.workdir = workdir
         self.cores = os.cpu_count() or 1
         self.sampler = ProcSampler(settings.sample_interval)
@@ -180,9 +219,13 @@ class Comparison:
         self.steps: list[dict[str, Any]] = []
         rates, repeats = len(settings.rates), settings.repeats
         one_batch = repeats if settings.one_batch_records > 0 else 0
+        consume = settings.consume_topics + repeats if settings.consume_topics > 0 else 0
+        warmup = 1 if settings.broker_warmup_records > 0 else 0
+        java_consumers = [name for name in settings.java_brokers if name not in INGEST_ONLY]
         self.total_steps = (
-            len(brokers) * (rates * repeats + one_batch + settings.consume_topics + repeats)
-            + len(settings.java_brokers) * 2 * repeats
+            len(brokers) * rates * repeats
+            + len(self.offsets) * (warmup + one_batch + consume)
+            + (len(settings.java_brokers) + len(java_consumers)) * repeats
         )
         self.consumed_records = 0
 
@@ -198,10 +241,26 @@ class Comparison:
         shift = turn % len(names)
         return names[shift:] + names[:shift]
 
+    def topic(self, name: str, topic: str) -> str:
+        """The topic broker `name` is sent `topic`'s records in: the floor's own topic."""
+        broker = self.brokers[name]
+        return broker.topic if isinstance(broker, Floor) else topic
+
+    def broker_warmup_phase(self) -> None:
+        """--broker-warmup-records to each broker, unmeasured (left out of every table)."""
+        records = self.settings.broker_warmup_records
+        if records <= 0:
+            return
+        for name in self.order(0):
+            if name not in self.offsets:
+                continue  # the floor: nothing in it to warm up, and no topic but its own
+            self.offsets[name].log_end(BROKER_WARMUP_TOPIC)  # created now, as below
+            self.produce(name, "broker-warmup", 0, -1, BROKER_WARMUP_TOPIC, records)
+
     def produce_phase(self) -> None:
-        for name in self.brokers:
+        for offsets in self.offsets.values():
             # Created now, by a Metadata request, so no step pays for creating it.
-            self.offsets[name].log_end(PRODUCE_TOPIC)
+            offsets.log_end(PRODUCE_TOPIC)
         turn = 0
         for repeat in range(self.settings.repeats):
             for target in self.settings.rates:
@@ -215,25 +274,27 @@ class Comparison:
         records = self.settings.one_batch_records
         if records <= 0:
             return
-        for name in self.brokers:
-            self.offsets[name].log_end(ONE_BATCH_TOPIC)  # created now, as in produce_phase
+        for offsets in self.offsets.values():
+            offsets.log_end(ONE_BATCH_TOPIC)  # created now, as in produce_phase
         for repeat in range(self.settings.repeats):
-            for name in self.order(repeat):
+            for name in self.order(repeat, self.settings.counting_brokers):
                 self.produce(name, "one-batch", repeat, -1, ONE_BATCH_TOPIC, records)
 
     def consume_phase(self) -> None:
+        if self.settings.consume_topics <= 0:
+            return
         topics = [CONSUME_TOPIC.format(index=i) for i in range(self.settings.consume_topics)]
-        for name in self.order(0):
+        for name in self.order(0, self.settings.counting_brokers):
             for topic in topics:
                 self.offsets[name].log_end(topic)
                 self.produce(name, "fill", 0, -1, topic, self.settings.consume_records_per_topic)
-        held = {name: self.offsets[name].retained(topics) for name in self.brokers}
+        held = {name: offsets.retained(topics) for name, offsets in self.offsets.items()}
         # The same count from each: all the mock still holds (nullbroker holds everything).
         self.consumed_records = min(held.values())
         if self.consumed_records <= 0:
             raise StepFailed(f"nothing to consume: the brokers hold {held} records")
         for repeat in range(self.settings.repeats):
-            for name in self.order(repeat):
+            for name in self.order(repeat, self.settings.counting_brokers):
                 self.consume(name, repeat, topics, held[name])
 
     def java_phase(self) -> None:
@@ -241,7 +302,8 @@ class Comparison:
         producer step adds --java-records to one topic, kept whole, then each consumer step
         reads that many of it from the start."""
         names = self.settings.java_brokers
-        for name in names:
+        consumers = [name for name in names if name in self.offsets]
+        for name in consumers:
             # Kept whole (kfake keeps only the last 10 MiB of other topics' partitions), and
             # created now, so no step pays for creating it.
             self.offsets[name].create_keeping_all(JAVA_TOPIC, self.settings.partitions)
@@ -249,23 +311,45 @@ class Comparison:
             for name in self.order(repeat, names):
                 self.java_produce(name, repeat)
         for repeat in range(self.settings.repeats):
-            for name in self.order(repeat, names):
+            for name in self.order(repeat, consumers):
                 self.java_consume(name, repeat)
 
     def java_produce(self, name: str, repeat: int) -> None:
         records, size = self.settings.java_records, self.settings.record_size
-        before = self.offsets[name].log_end(JAVA_TOPIC)
+        topic = self.topic(name, JAVA_TOPIC)
+        before = self.log_end(name, topic)
         command = java_perf.producer_command(
-            self.brokers[name].bootstrap, JAVA_TOPIC, records, size, PRODUCER_PROPS
+            self.brokers[name].bootstrap, topic, records, size, PRODUCER_PROPS
         )
         step = self.run_client(
-            name, "java-produce", repeat, -1, JAVA_TOPIC, records, command,
+            name, "java-produce", repeat, -1, topic, records, command,
             read=lambda output: java_perf.parse_producer(output, size),
         )  # fmt: skip
-        counted = self.offsets[name].log_end(JAVA_TOPIC) - before
-        step["broker_counted"] = counted
-        step["count_ok"] = counted == records == step["client"]["records"]
+        self.count(step, before, self.log_end(name, topic))
         self.finish(step)
+
+    def log_end(self, name: str, topic: str) -> dict[int, int] | None:
+        """The log-end offset of each of the topic's partitions on broker `name`; None for
+        the floor, which keeps none."""
+        offsets = self.offsets.get(name)
+        return None if offsets is None else offsets.offsets([topic], latest=True)[topic]
+
+    def count(
+        self, step: dict[str, Any], before: dict[int, int] | None, after: dict[int, int] | None
+    ) -> None:
+        """Check a producing step's records: the growth of the topic's log-end offsets over
+        the step against what the client sent; on the floor, which keeps no offsets, what
+        the client had acknowledged (every record, none failed)."""
+        records, client = step["records"], step["client"]
+        if before is None or after is None:
+            step["broker_counted"] = None
+            step["count_ok"] = client["records"] == records and not client.get("failed")
+            return
+        counted = sum(after.values()) - sum(before.values())
+        step["broker_counted"] = counted
+        step["count_ok"] = counted == records == client["records"]
+        grown = {partition: end - before.get(partition, 0) for partition, end in after.items()}
+        step["partition_records"] = {str(p): grown[p] for p in sorted(grown)}
 
     def java_consume(self, name: str, repeat: int) -> None:
         records = self.settings.java_records
@@ -290,7 +374,9 @@ class Comparison:
     ) -> None:
         """Send `records` to `topic` on broker `name`; a fill spreads them over the
         partitions, a one-batch step keeps them on one, and a measured step leaves its
-        warm-up (`warmup_records`) out of its steady state."""
+        warm-up (`warmup_records`) out of its steady state. The floor is sent them in its
+        own topic."""
+        topic = self.topic(name, topic)
         props = PRODUCE_PROPS[phase]
         args = [
             "--topic", topic,
@@ -302,21 +388,17 @@ class Comparison:
         warmup = warmup_records(phase, records, self.settings.record_size)
         if warmup:
             args += ["--warmup-records", str(warmup)]
-        before = self.offsets[name].offsets([topic], latest=True)[topic]
+        before = self.log_end(name, topic)
         step = self.run_client(
             name, phase, repeat, target, topic, records, self.python_tool(name, "producer", args)
         )
-        after = self.offsets[name].offsets([topic], latest=True)[topic]
-        counted = sum(after.values()) - sum(before.values())
-        step["broker_counted"] = counted
-        step["count_ok"] = counted == records == step["client"]["records"]
-        grown = {partition: end - before.get(partition, 0) for partition, end in after.items()}
-        step["partition_records"] = {str(p): grown[p] for p in sorted(grown)}
+        self.count(step, before, self.log_end(name, topic))
         if phase == "one-batch":
             # Records past the warm-up on other partitions went in requests of several
             # batches: the step still counts, and the table says it (a step so short that
             # the producer queued most of it before it knew the partitions, say).
-            step["spread_records"] = counted - max(grown.values(), default=0)
+            grown = step["partition_records"].values()
+            step["spread_records"] = step["broker_counted"] - max(grown, default=0)
             step["one_batch_ok"] = step["spread_records"] <= warmup
         self.finish(step)
         if not step.get("one_batch_ok", True):
@@ -505,37 +587,56 @@ def nullbroker_checks(summary: dict[str, Any], steps: list[dict[str, Any]]) -> d
     }
 
 
-def start_broker(name: str, settings: Settings, workdir: Path, kfake: Path | None) -> ServerProcess:
+def start_broker(
+    name: str, settings: Settings, workdir: Path, kfake: Path | None, floor: Path | None
+) -> Peer:
     if name == NULLBROKER:
         return NullBroker(workdir, settings.record_size)
     if name == MOCK:
         return MockCluster(workdir)
+    if name == FLOOR:
+        assert floor is not None
+        return Floor(workdir, floor)
+    if name == KAFKA:
+        return ApacheKafka(workdir)
     assert name == KFAKE and kfake is not None
     return KFake(workdir, kfake)
 
 
-def describe(broker: ServerProcess) -> dict[str, Any]:
+def describe(broker: Peer) -> dict[str, Any]:
     """What the result records of a broker as it starts: where, how big idle, and for the
-    peers what they are (the size of the mock's Python host, kfake's version)."""
+    peers what they are (the size of the mock's Python host, kfake's version, Kafka's
+    version, heap and settings)."""
     info: dict[str, Any] = {"bootstrap": broker.bootstrap, "idle_rss_kib": rss_kib(broker.pid)}
     if isinstance(broker, MockCluster):
         info["host_rss_kib"] = broker.host_rss_kib
     if isinstance(broker, KFake):
         info["version"] = broker.version
+    if isinstance(broker, Floor):
+        info["topic"] = broker.topic
+    if isinstance(broker, ApacheKafka):
+        info["version"] = broker.version
+        info["heap"] = broker.heap
+        info["child_processes"] = broker.child_processes()
+        info["server_properties"] = broker.server_properties
     return info
 
 
 def run(
-    settings: Settings, results_dir: Path, command: str, kfake: Path | None = None
+    settings: Settings,
+    results_dir: Path,
+    command: str,
+    kfake: Path | None = None,
+    floor: Path | None = None,
 ) -> dict[str, Any]:
     """Start the brokers, run every step, stop them, and write the result files."""
     machine = machine_info()
     with tempfile.TemporaryDirectory(prefix="perf-compare-") as work:
         workdir = Path(work)
-        started: list[ServerProcess] = []
+        started: list[Peer] = []
         try:
             for name in settings.brokers:
-                started.append(start_broker(name, settings, workdir, kfake))
+                started.append(start_broker(name, settings, workdir, kfake, floor))
             brokers = {broker.name: broker for broker in started}
             nullbroker = brokers[NULLBROKER]
             assert isinstance(nullbroker, NullBroker)
@@ -545,6 +646,7 @@ def run(
             comparison = Comparison(settings, brokers, workdir)
             comparison.sampler.start()
             try:
+                comparison.broker_warmup_phase()
                 comparison.produce_phase()
                 comparison.one_batch_phase()
                 comparison.consume_phase()
@@ -561,6 +663,9 @@ def run(
             raise
         for broker in started:
             brokers_info[broker.name]["exit_code"] = broker.end()
+            if isinstance(broker, Floor):
+                brokers_info[broker.name]["served"] = broker.served()
+                brokers_info[broker.name]["unanswered"] = broker.unanswered()
         nullbroker_summary = nullbroker.summary()
     machine["loadavg_end"] = loadavg()
     steps = comparison.steps
@@ -640,8 +745,8 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         default=28,
         metavar="N",
-        help="topics the consumers read (default 28: about 0.5 GB, as the mock holds "
-        "about 20 MiB per topic)",
+        help="topics the consumers read, 0 for no consuming steps (default 28: about 0.5 GB, "
+        "as the mock holds about 20 MiB per topic)",
     )
     command.add_argument(
         "--consume-records-per-topic",
@@ -658,14 +763,18 @@ def parser() -> argparse.ArgumentParser:
         default=list(ALL_BROKERS),
         metavar="BROKER",
         help="which to run, nullbroker always among them: nullbroker, mock (librdkafka's), "
-        "kfake (franz-go's, built by scripts/ensure-kfake on first use with go) "
+        "kfake (franz-go's, built by scripts/ensure-kfake on first use with go), kafka "
+        "(Apache Kafka 4.1.1 from scripts/ensure-kafka-tools' jars: one KRaft node, -Xmx1g, "
+        "its log on local disk), floor (recorded answers and nothing else, producing steps "
+        "only; built by scripts/ensure-floor on first use with a C compiler) "
         f"(default {' '.join(ALL_BROKERS)})",
     )
     command.add_argument(
         "--java-records",
         type=int,
         metavar="N",
-        help="records per step of Kafka's Java perf tools, against nullbroker and kfake; 0 "
+        help="records per step of Kafka's Java perf tools, against nullbroker, kfake, kafka "
+        "and the floor (its producer only); 0 "
         "runs none (default: --records-per-step; needs scripts/ensure-kafka-tools)",
     )
     command.add_argument(
@@ -674,6 +783,14 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help="records per step producing one batch a request (every record of a step to "
         "one partition), unthrottled, --repeats times; 0 runs none (default: "
+        "--records-per-step)",
+    )
+    command.add_argument(
+        "--broker-warmup-records",
+        type=int,
+        metavar="N",
+        help="records each broker is sent, unthrottled and unmeasured, before the first step "
+        "(Kafka's JVM compiles its hot paths meanwhile); 0 sends none (default: "
         "--records-per-step)",
     )
     command.add_argument(
@@ -716,9 +833,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if any(rate <= 0 and rate != -1 for rate in args.rates):
         command.error("--rates: positive records/s, or -1 for unlimited")
-    positive = ("records_per_step", "max_step_seconds", "repeats", "consume_topics")
-    if any(getattr(args, key) <= 0 for key in (*positive, "consume_records_per_topic")):
+    positive = ("records_per_step", "max_step_seconds", "repeats", "consume_records_per_topic")
+    if any(getattr(args, key) <= 0 for key in positive):
         command.error("counts, seconds and repeats must be positive")
+    if args.consume_topics < 0:
+        command.error("--consume-topics: 0 for none, or a positive count")
     if args.sample_interval <= 0:
         command.error("--sample-interval must be positive")
     brokers = tuple(name for name in ALL_BROKERS if name in args.brokers)
@@ -732,11 +851,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     one_batch = args.records_per_step if args.one_batch_records is None else args.one_batch_records
     if one_batch < 0:
         command.error("--one-batch-records: 0 for none, or a positive count")
+    broker_warmup = (
+        args.records_per_step if args.broker_warmup_records is None else args.broker_warmup_records
+    )
+    if broker_warmup < 0:
+        command.error("--broker-warmup-records: 0 for none, or a positive count")
+    if KAFKA in brokers and (reason := kafka_broker.missing()):
+        command.error(
+            f"Kafka cannot be started: {reason}; "
+            f"--brokers {' '.join(b for b in brokers if b != KAFKA)} runs without it"
+        )
     kfake = None
     if KFAKE in brokers and (kfake := build_kfake()) is None:
         command.error(
             "kfake could not be built (scripts/ensure-kfake said why above); "
             f"--brokers {' '.join(b for b in brokers if b != KFAKE)} runs without it"
+        )
+    floor = None
+    if FLOOR in brokers and (floor := build_floor()) is None:
+        command.error(
+            "the floor could not be built (scripts/ensure-floor said why above); "
+            f"--brokers {' '.join(b for b in brokers if b != FLOOR)} runs without it"
         )
     settings = Settings(
         name=args.name,
@@ -752,10 +887,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         brokers=brokers,
         java_records=java_records,
         one_batch_records=one_batch,
+        broker_warmup_records=broker_warmup,
     )
     run_command = f"python -m perf.compare {shlex.join(arguments)}"
     try:
-        result = run(settings, args.results_dir, run_command, kfake)
+        result = run(settings, args.results_dir, run_command, kfake, floor)
     except StepFailed as error:
         print(f"compare: {error}", file=sys.stderr)
         return 1

@@ -23,7 +23,9 @@ SATURATED = 0.9
 taken as the limit of a run that missed its target rate."""
 TARGET_MET = 0.95
 PHASES = ("produce", "one-batch", "consume", "java-produce", "java-consume")
-"""The measured phases, in the order the tables show them (fill steps only prepare)."""
+"""The measured phases, in the order the tables show them."""
+UNMEASURED = ("broker-warmup", "fill")
+"""Steps that only prepare: the brokers' warm-up, the consumers' topics filled."""
 LATENCIES = ("avg_latency_ms", "max_latency_ms", "p50_ms", "p95_ms", "p99_ms", "p999_ms")
 MEDIAN_KEYS = (
     "records_per_sec",
@@ -97,7 +99,7 @@ def summarise(steps: list[Mapping[str, Any]], cores: int) -> list[dict[str, Any]
     Java tools')."""
     groups: dict[tuple[str, str, float | None], list[dict[str, Any]]] = {}
     for step in steps:
-        if step["phase"] == "fill":
+        if step["phase"] in UNMEASURED:
             continue
         key = (step["phase"], step["broker"], step.get("target"))
         groups.setdefault(key, []).append(step["figures"])

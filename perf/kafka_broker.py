@@ -2,7 +2,8 @@
 KRaft node (combined broker and controller) in a fresh log folder, on ports the OS picks.
 
 The test suite asks it what the right answer is (the differential harness, the ApiVersions
-comparison); perf/ will measure it as a peer. Nothing here knows nullbroker.
+comparison); perf.compare measures it as a peer, and spark_tests.jobs.overhead --against
+kafka runs Spark jobs against it. Nothing here knows nullbroker.
 
     with KafkaBroker(workdir) as kafka:
         kafka.bootstrap      # "127.0.0.1:PORT", a PLAINTEXT listener
@@ -119,7 +120,19 @@ class KafkaBroker:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def pid(self) -> int:
+        """The JVM's: `java` is started directly (no kafka-server-start.sh shell around it),
+        so this one process is the whole broker."""
+        assert self.process is not None, "not started"
+        return self.process.pid
+
     def __enter__(self) -> Self:
+        return self.start()
+
+    def start(self) -> Self:
+        """Format the log folder and start the node; returns once Kafka says it started
+        (`with` does this). A start that fails leaves no JVM running."""
         why = missing()
         if why is not None:
             raise RuntimeError(why)
@@ -131,6 +144,9 @@ class KafkaBroker:
                 self.stop()
                 if attempt == 2:
                     raise
+            except BaseException:
+                self.stop()
+                raise
         return self
 
     def __exit__(
@@ -198,16 +214,20 @@ class KafkaBroker:
         except FileNotFoundError:
             return ""
 
-    def stop(self) -> None:
+    def stop(self) -> int | None:
+        """SIGTERM (Kafka shuts down cleanly on it), SIGKILL after 30 s; the JVM's exit code
+        (143 after a clean shutdown on SIGTERM), or None if it was not running."""
         if self.process is None:
-            return
+            return None
         self.process.terminate()
         try:
             self.process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        code = self.process.returncode
         self.process = None
+        return code
 
 
 class PortTaken(RuntimeError):

@@ -19,12 +19,19 @@ import matplotlib
 
 matplotlib.use("Agg")  # before pyplot: files only, whatever the environment's display
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from perf.compare_summary import brokers_of, find_row
 from perf.report_md import rate_label
 
-COLOURS = {"nullbroker": "tab:blue", "mock": "tab:orange", "kfake": "tab:green"}
+COLOURS = {
+    "nullbroker": "tab:blue",
+    "mock": "tab:orange",
+    "kfake": "tab:green",
+    "kafka": "tab:red",
+    "floor": "tab:grey",
+}
 OTHER_COLUMNS = (
     ("one-batch", -1, "one batch"),
     ("consume", None, "consume"),
@@ -34,6 +41,19 @@ OTHER_COLUMNS = (
 """The CPU plot's rows after the produce rates, where the run had them: (phase, target,
 label)."""
 DPI = 110
+LOG_SPREAD = 10
+"""An axis of RSS or CPU per GB is logarithmic when one broker's figure is this many times
+another's (Kafka's JVM is thirty times the size of the rest: on a linear axis they are flat)."""
+
+
+def _scale(axes: Axes, values: Sequence[float], label: str) -> None:
+    """A linear axis from zero, or a logarithmic one when `values` spread over LOG_SPREAD."""
+    if values and max(values) > LOG_SPREAD * min(values):
+        axes.set_yscale("log")
+        axes.set_ylabel(f"{label}, log")
+    else:
+        axes.set_ylabel(label)
+        axes.set_ylim(bottom=0)
 
 
 def _targets(result: Mapping[str, Any]) -> list[float]:
@@ -135,6 +155,7 @@ def rss(result: Mapping[str, Any], path: Path) -> str:
             linewidth=1,
         )
     shades = (
+        ("broker-warmup", "#f0e0c0"),
         ("fill", "0.85"),
         ("consume", "0.7"),
         ("java-produce", "#d8e8d8"),
@@ -145,10 +166,12 @@ def rss(result: Mapping[str, Any], path: Path) -> str:
         for span in spans:
             axes.axvspan(span["start_s"], span["end_s"], color=colour, alpha=0.5, linewidth=0)
     axes.set_xlabel(
-        "seconds since the run started (grey: filling, then consuming; green: Java tools)"
+        "seconds since the run started (sand: warming the brokers up; grey: filling, then "
+        "consuming; green: Java tools)"
     )
-    axes.set_ylabel("RSS (MiB)")
-    axes.set_ylim(bottom=0)
+    samples = [series for series in result["samples"].values() if series]
+    peaks = [max(sample["rss_kib"] for sample in series) for series in samples]
+    _scale(axes, peaks, "RSS (MiB)")
     axes.set_title("Broker RSS over the run")
     axes.grid(alpha=0.3)
     axes.legend()
@@ -188,7 +211,8 @@ def cpu(result: Mapping[str, Any], path: Path) -> str:
             values = _produce_values(result, broker, key)
             values += [_value(row, key) for row in others]
             cores.plot(positions, values, style, color=COLOURS[broker], label=f"{broker}: {who}")
-    per_gb.set_ylabel("broker CPU s per GB")
+    per_gb_values = [row["broker_cpu_s_per_gb"] for row in rows]
+    _scale(per_gb, [value for value in per_gb_values if value], "broker CPU s per GB")
     per_gb.set_title(
         "Broker CPU per GB ingested (by target rate, one batch a request, Java produce) and "
         "served (consume)"

@@ -11,6 +11,8 @@ from perf.compare_summary import RATIO_LABELS, brokers_of
 PEERS = {
     "mock": "librdkafka's mock cluster",
     "kfake": "franz-go's kfake",
+    "kafka": "Apache Kafka",
+    "floor": "the floor",
 }
 
 THROUGHPUT_COLUMNS = (("records/s", "records_per_sec", 0), ("MB/s", "mb_per_sec", 2))
@@ -93,7 +95,7 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
     produce = [row for row in rows if row["phase"] == "produce"]
     consume = [row for row in rows if row["phase"] == "consume"]
     lines = [
-        f"# nullbroker vs {' and '.join(PEERS[peer] for peer in peers)}: {result['name']}",
+        f"# nullbroker vs {_listed(PEERS[peer] for peer in peers)}: {result['name']}",
         "",
         f"{machine['date']} on {machine['cpu_model']} ({machine['cores']} cores, "
         f"{machine['kernel']}), Python {machine['python']}, {machine['client']}, "
@@ -106,6 +108,7 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
         "(`perf.producer_perf` / `perf.consumer_perf`, a process per step) shares the "
         f"machine's {machine['cores']} cores with them. Each number is the median of "
         f"{settings['repeats']} run(s); the brokers take turns to go first at each step."
+        + _warmup(settings)
         + _versions(result),
         "",
         "## Producing",
@@ -123,16 +126,7 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
         *table(produce, PRODUCE_COLUMNS),
         "",
         *_one_batch_section(result),
-        "## Consuming",
-        "",
-        f"`perf.consumer_perf --assign` reading {settings['consume_topics']} topics of "
-        f"{settings['partitions']} partitions from the start, "
-        f"{_consumed(result):,} records of {settings['record_size']} B from each broker "
-        "(the mock keeps about the last 5 MiB of each partition, so that is all it holds; "
-        "the others serve the same number from offset 0).",
-        "",
-        *table(consume, CONSUME_COLUMNS),
-        "",
+        *_consume_section(result, consume),
         *_java_section(result),
         *_ratio_section(result["ratios"]),
         "## Reading the numbers",
@@ -145,7 +139,10 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
         f"{settings['sample_interval']:g} s during the step.",
         f"- Idle RSS after start: {_idle(result)}.",
         "- The mock stores what it is sent (about 5 MiB per partition), so its RSS grows with "
-        "topics; kfake keeps every record in memory; nullbroker stores nothing.",
+        "topics; kfake keeps every record in memory; Kafka writes every record to its log "
+        "files (the page cache, which the kernel writes back: no process's CPU); nullbroker "
+        "stores nothing.",
+        *_floor_note(result),
         "",
         *[f"![{plot}]({plot})" for plot in plots],
         "",
@@ -153,9 +150,69 @@ def render(result: Mapping[str, Any], plots: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def _consume_section(result: Mapping[str, Any], consume: list[Mapping[str, Any]]) -> list[str]:
+    """The consumers' rows, when the run had them."""
+    if not consume:
+        return []
+    settings = result["settings"]
+    return [
+        "## Consuming",
+        "",
+        f"`perf.consumer_perf --assign` reading {settings['consume_topics']} topics of "
+        f"{settings['partitions']} partitions from the start, "
+        f"{_consumed(result):,} records of {settings['record_size']} B from each broker "
+        "(the mock keeps about the last 5 MiB of each partition, so that is all it holds; "
+        "the others serve the same number from offset 0).",
+        "",
+        *table(consume, CONSUME_COLUMNS),
+        "",
+    ]
+
+
+def _floor_note(result: Mapping[str, Any]) -> list[str]:
+    floor = result["brokers"].get("floor")
+    if floor is None:
+        return []
+    return [
+        "- The floor (perf/floor/floor.c, C, one epoll loop) answers ApiVersions, Metadata "
+        "and InitProducerId with answers recorded from librdkafka's mock and every Produce "
+        "with a pre-encoded answer, and nothing else: its CPU per GB is what reading the "
+        "requests and sending the answers costs, the least a broker can spend (nullbroker / "
+        "floor: how far above it a broker is). It produces into its one topic, "
+        f"`{floor['topic']}`, takes no part in the other steps, and counts no records: its "
+        "steps count the producer's acknowledgements.",
+    ]
+
+
+def _warmup(settings: Mapping[str, Any]) -> str:
+    records = settings.get("broker_warmup_records", 0)
+    if not records:
+        return ""
+    return (
+        f" Before the first step each broker was sent {records:,} records, unthrottled and "
+        "not measured (a JVM, Kafka's, compiles its hot paths in its first seconds of "
+        "traffic)."
+    )
+
+
+def _listed(names: Iterable[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    *others, last = names
+    return f"{', '.join(others)} and {last}" if others else last
+
+
 def _versions(result: Mapping[str, Any]) -> str:
-    kfake = result["brokers"].get("kfake")
-    return f" kfake is version {kfake['version']}." if kfake else ""
+    text = ""
+    if kfake := result["brokers"].get("kfake"):
+        text += f" kfake is version {kfake['version']}."
+    if kafka := result["brokers"].get("kafka"):
+        text += (
+            f" Kafka is Apache Kafka {kafka['version']}, one KRaft node (broker and "
+            f"controller in one JVM, `java {kafka['heap']}`, started directly: its pid is the "
+            "whole broker), its log folder on local disk, 4 partitions per auto-created "
+            "topic, Kafka's defaults otherwise (no fsync per message, every record kept)."
+        )
+    return text
 
 
 def _one_batch_section(result: Mapping[str, Any]) -> list[str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from perf.kafka_broker import missing as kafka_missing
 from spark_tests.conftest import java_missing_reason
 from spark_tests.jobs.session import connector_jars
 from tests.module_command import REPO, run_module
@@ -109,6 +110,44 @@ def test_the_overhead_report_runs_each_job_through_kafka_and_memrows(tmp_path: P
         assert f"| {job['job']} [pykafka] |" in done.stdout
     # Only the Kafka runs reached the broker: two writes and two reads of RECORDS each.
     assert broker_counts(done.stderr) == (2 * RECORDS, 2 * RECORDS)
+
+
+def test_the_overhead_report_runs_each_job_against_nullbroker_and_a_kafka_it_starts(
+    tmp_path: Path,
+) -> None:
+    if (reason := kafka_missing()) is not None:
+        pytest.skip(reason)
+    if not connector_jars():
+        pytest.skip("Spark's Kafka connector is not provisioned (scripts/ensure-spark-connector)")
+    output = tmp_path / "against.json"
+    done = run_job(
+        "overhead", "--against", "kafka", "--format", "kafka", *SIZES,
+        "--jobs", "generate_to_kafka", "source_to_noop",
+        "--rounds", "1", "--no-warmup", "--output", str(output),
+    )  # fmt: skip
+
+    report = json.loads(output.read_text())
+    assert report["settings"]["against"] == "kafka"
+    assert report["kafka"]["version"] == "4.1.1"
+    runs = sorted((run["job"], run["broker"], run["rows"]) for run in report["runs"])
+    assert runs == sorted(
+        (job, broker, RECORDS)
+        for job in ("generate_to_kafka", "source_to_noop")
+        for broker in ("nullbroker", "kafka")
+    )
+    for run in report["runs"]:
+        # Each run's broker role is the broker it used; the other one is counted apart.
+        assert run["cpu_seconds"]["broker"] > 0 and "idle_broker" in run["cpu_seconds"]
+    for job in report["jobs"]:
+        assert 0 < job["nullbroker_broker_share"] < 1 and 0 < job["kafka_broker_share"] < 1
+        assert job["ratio"] > 0 and len(job["ratios"]) == 1
+        assert f"| {job['job']} [kafka] |" in done.stdout
+    assert "round 1 against kafka: source_to_noop [kafka]" in done.stdout
+    # nullbroker was written to and read once; Kafka holds the write and the source topic
+    # it was sent before the runs, the same records nullbroker serves.
+    assert broker_counts(done.stderr) == (RECORDS, RECORDS)
+    held = f"Kafka holds, by topic: baseline-generated {RECORDS:,}, baseline-source {RECORDS:,}"
+    assert held in done.stderr
 
 
 def test_a_job_command_without_a_broker_says_what_to_give() -> None:

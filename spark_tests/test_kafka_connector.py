@@ -1,33 +1,33 @@
 """Spark's own Kafka connector (format("kafka"), spark-sql-kafka-0-10) against `nullbroker
 serve`, with jobs written as they are for Kafka: the connector's AdminClient plans offsets,
 its KafkaConsumers assign, seek and poll, its KafkaProducers write. Every count is checked
-by the broker's metrics and by reading back; a failure here is a broker bug."""
+by the broker's metrics and by reading back; a failure here is a broker bug. What both of
+Spark's readers must do in a batch read is in test_batch_read.py, asked of each."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
-from py4j.protocol import Py4JJavaError
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from nullbroker.sources.synthetic import RecordShape, key_pattern, value_pattern
+from nullbroker.sources.synthetic import RecordShape
+from spark_tests import batch_reads
 from spark_tests.conftest import (
     ADMIN_TIMEOUT_S,
     StartBroker,
-    delete_records,
     log_offsets,
     produced_records,
 )
 from spark_tests.partitioner import java_partition
 from spark_tests.streams import BatchLog, contiguous, into_log, run_until_done, wait_until
-from tests.broker_process import BrokerProcess, fetched_from_metrics
+from tests.broker_process import BrokerProcess
 
 PARTITIONS = 4
 RECORDS = 2_500
@@ -36,7 +36,6 @@ KEY_SIZE = 6
 SHAPE = RecordShape(size=VALUE_SIZE, key_size=KEY_SIZE, headers=2)
 STREAM_RECORDS = 1_000
 MAX_OFFSETS = 200
-TRIMMED_RECORDS = 1_000
 WRITE_ROWS = 20_000
 
 
@@ -58,87 +57,16 @@ def broker(start_module_broker: StartBroker) -> BrokerProcess:
         "--source",
         f"stream:partitions=2,records={STREAM_RECORDS},size=16",
         "--source",
-        f"trimmed:partitions=1,records={TRIMMED_RECORDS},size=8",
-        "--source",
         f"grouped:partitions=2,records={RECORDS},size=8",
     )
 
 
 def read(spark: SparkSession, broker: BrokerProcess, **options: str) -> DataFrame:
-    reader = spark.read.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap)
-    for name, value in options.items():
-        reader = reader.option(name, value)
-    return reader.load()
-
-
-def positions(rows: Iterable[Row]) -> list[tuple[str, int, int]]:
-    return sorted((row.topic, row.partition, row.offset) for row in rows)
-
-
-def every_offset(topic: str, ranges: dict[int, range]) -> list[tuple[str, int, int]]:
-    return [(topic, partition, offset) for partition, r in ranges.items() for offset in r]
+    return batch_reads.read(spark, broker, "kafka", **options)
 
 
 def counts_by_partition(frame: DataFrame) -> dict[int, int]:
     return {row.partition: row["count"] for row in frame.groupBy("partition").count().collect()}
-
-
-def test_a_subscribed_batch_read_returns_every_record_once_as_the_broker_made_it(
-    spark: SparkSession, broker: BrokerProcess
-) -> None:
-    rows = read(spark, broker, subscribe="clicks", includeHeaders="true").collect()
-
-    assert positions(rows) == every_offset("clicks", {p: range(RECORDS) for p in range(4)})
-    for row in rows:
-        index = row.offset % SHAPE.batch_records
-        assert row.value == value_pattern(index, VALUE_SIZE)
-        assert row.key == key_pattern(index, KEY_SIZE)
-        assert row.headers == [Row(key=f"h{h}", value=str(index).encode()) for h in range(2)]
-        assert row.timestampType == 0  # CreateTime
-    fetched = fetched_from_metrics(broker.scrape())
-    # The connector's consumers fetch whole batches and may read one past a task's range,
-    # never less than it returned.
-    assert all(fetched[("clicks", p)] >= RECORDS for p in range(PARTITIONS))
-
-
-@pytest.mark.parametrize(
-    ("pattern", "topics"),
-    [
-        ("^cl.*", {"clicks"}),
-        ("^c.*|oth", {"clicks", "other"}),
-        ("lick", {"clicks"}),
-        ("^lick", set()),
-    ],
-)
-def test_subscribe_pattern_is_found_anywhere_in_a_topic_name_unless_anchored(
-    spark: SparkSession, broker: BrokerProcess, pattern: str, topics: set[str]
-) -> None:
-    frame = read(spark, broker, subscribePattern=pattern)
-
-    assert {row.topic for row in frame.select("topic").distinct().collect()} == topics
-
-
-def test_assign_reads_only_the_partitions_named(spark: SparkSession, broker: BrokerProcess) -> None:
-    frame = read(spark, broker, assign=json.dumps({"clicks": [1, 3]}))
-
-    assert counts_by_partition(frame) == {1: RECORDS, 3: RECORDS}
-
-
-def test_offset_json_ranges_return_exactly_those_offsets(
-    spark: SparkSession, broker: BrokerProcess
-) -> None:
-    starting = {"clicks": {"0": 10, "1": -2, "2": 100, "3": 2000}}
-    ending = {"clicks": {"0": 20, "1": 5, "2": -1, "3": 2000}}
-    frame = read(
-        spark,
-        broker,
-        subscribe="clicks",
-        startingOffsets=json.dumps(starting),
-        endingOffsets=json.dumps(ending),
-    )
-
-    expected = {0: range(10, 20), 1: range(0, 5), 2: range(100, RECORDS), 3: range(0)}
-    assert positions(frame.collect()) == every_offset("clicks", expected)
 
 
 def rows_with_keys_and_headers(spark: SparkSession, rows: int) -> DataFrame:
@@ -249,24 +177,6 @@ def test_a_streaming_write_copies_every_record_to_its_partition(
     run_until_done(query)
 
     assert produced_records(broker, "copied") == dict.fromkeys(range(PARTITIONS), RECORDS)
-
-
-def test_records_deleted_before_a_read_fail_it_or_are_skipped(
-    spark: SparkSession, broker: BrokerProcess
-) -> None:
-    assert delete_records(broker.bootstrap, "trimmed", 0, 100) == 100
-    starting = json.dumps({"trimmed": {"0": 10}})
-
-    # The connector's KafkaIllegalStateException reaches Python as py4j's error, unconverted.
-    with pytest.raises(Py4JJavaError, match=r"(?s)failOnDataLoss.*offset \[10, 1000\) .*trimmed-0"):
-        read(spark, broker, subscribe="trimmed", startingOffsets=starting).collect()
-
-    rows = read(
-        spark, broker, subscribe="trimmed", startingOffsets=starting, failOnDataLoss="false"
-    ).collect()
-    assert positions(rows) == every_offset("trimmed", {0: range(100, TRIMMED_RECORDS)})
-    earliest = read(spark, broker, subscribe="trimmed").collect()
-    assert positions(earliest) == every_offset("trimmed", {0: range(100, TRIMMED_RECORDS)})
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -180,6 +181,20 @@ def assert_produced_exactly(
         for labels, value in samples(families, "nullbroker_request_latency_seconds_count").items()
     }
     assert latency_counts == summary["requests"]
+
+
+def read_and_commit(consumer: Consumer, records: int, timeout: float) -> None:
+    """Have a confluent-kafka consumer hand out exactly `records` records (it fetches ahead:
+    what it read is what was handed out), then commit where it stands, synchronously."""
+    read = 0
+    deadline = time.monotonic() + timeout
+    while read < records and time.monotonic() < deadline:
+        message = consumer.poll(0.2)
+        if message is not None:
+            assert message.error() is None, message.error()
+            read += 1
+    assert read == records, f"read {read} of {records} records in {timeout:g} s"
+    consumer.commit(asynchronous=False)
 
 
 def assert_contiguous_from_zero(offsets: Mapping[int, list[int]]) -> None:

@@ -9,13 +9,13 @@ from __future__ import annotations
 import pytest
 
 from perf.java_perf import BIN
-from perf.java_perf import missing as _missing
 from tests.module_command import run_checked
 
 TOOL_TIMEOUT = 180.0
 
 
-requires_kafka_tools = pytest.mark.skipif(_missing() is not None, reason=str(_missing()))
+requires_kafka_tools = pytest.mark.kafka_tools
+"""Skipped, saying why, where the tools are not provisioned; marked `java` (conftest.py)."""
 
 
 def run_tool(name: str, *arguments: str, timeout: float = TOOL_TIMEOUT) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,12 +23,20 @@ def run_module(module: str, *args: str, timeout: float) -> subprocess.CompletedP
     )
 
 
-def run_checked(command: list[str], *, timeout: float, what: str | None = None) -> str:
-    """Run `command` from the repository root, no input; its stdout. Fails the test, showing
-    the output's tail, unless it exits 0."""
+def run_checked(
+    command: list[str],
+    *,
+    timeout: float,
+    what: str | None = None,
+    cwd: Path = REPO,
+    env: Mapping[str, str] | None = None,
+) -> str:
+    """Run `command` from the repository root (or `cwd`, in `env`), no input; its stdout.
+    Fails the test, showing the output's tail, unless it exits 0."""
     result = subprocess.run(
         command,
-        cwd=REPO,
+        cwd=cwd,
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -139,9 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--node-map",
         metavar="FILE",
         help="a cluster over several hosts: a TOML file with a [nodes] table (node id = "
-        '"HOST:PORT") and controller = "HOST:PORT" on node 0\'s host. Run the broker on '
+        '"HOST:PORT") and supervisor = "HOST:PORT" on node 0\'s host. Run the broker on '
         "every host with the same file: each serves the nodes at its own addresses, the "
-        "one with node 0 is the controller the others join",
+        "one with node 0 is the supervisor the others join",
     )
     serve.add_argument(
         "--processes",

@@ -9,8 +9,6 @@ from typing import Any
 
 from ..cluster.faults import __doc__ as FAULTS_DOC
 
-TIMEOUT_S = 10.0
-
 EPILOG = """\
 examples:
   nullbroker fault add 'latency:api=Produce,ms=20' --http 127.0.0.1:9100
@@ -42,11 +40,7 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Send the action; print the broker's answer. Exit 0, or 1 with the reason."""
-    # Here, not at the top: `nullbroker serve` builds this parser too, and urllib brings
-    # email and http.client, megabytes a broker never uses.
-    import json
-    import urllib.error
-    import urllib.request
+    from .operator_http import OperatorHttpError, call
 
     if args.action == "add" and not args.spec:
         print("nullbroker fault add: give the fault's SPEC", file=sys.stderr)
@@ -59,20 +53,10 @@ def run(args: argparse.Namespace) -> int:
         "list": ("GET", None),
         "clear": ("DELETE", None),
     }[args.action]
-    request = urllib.request.Request(f"http://{args.http}/faults", data=body, method=method)
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-            answer = json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        print(f"nullbroker fault {args.action}: {error.read().decode().strip()}", file=sys.stderr)
-        return 1
-    except (urllib.error.URLError, OSError) as error:
-        reason = getattr(error, "reason", error)
-        print(
-            f"nullbroker fault {args.action}: cannot reach http://{args.http}/faults "
-            f"({reason}); is the broker running with --metrics {args.http}?",
-            file=sys.stderr,
-        )
+        answer = call(args.http, method, "/faults", body)
+    except OperatorHttpError as error:
+        print(f"nullbroker fault {args.action}: {error}", file=sys.stderr)
         return 1
     if args.action == "list":
         for fault in answer:

@@ -1,4 +1,5 @@
-"""Start `nullbroker serve` in a process of its own, know where it listens, stop it.
+"""Start `nullbroker serve` in a process of its own, know where it listens, read what it
+counts, stop it: the one launcher the tests, perf, spark_tests and the public Python API share.
 
     with start_broker("--partitions", "4", metrics=True) as broker:
         run_the_pipeline(broker.bootstrap)          # "127.0.0.1:PORT"
@@ -11,6 +12,12 @@ address (the bootstrap server), every node's with `--brokers N`, and the /metric
 `--metrics`. A broker that exits first, or says nothing within the start timeout, is reported
 with its exit code and the tail of its stderr, and is never left running.
 
+`start` is the public API (`nullbroker.start`, docs/python-api.md): settings as keywords
+(`start(partitions=4, brokers=3, processes=2)`), the metrics listener always on, so that
+the running broker's accounts (`accounts()`, typed: nullbroker.app.accounts), `reset()` of
+its counts, its faults (`faults.inject`, `faults.clear`) and the assertions on its counts
+(`assert_produced`, `assert_fetched`) are at hand.
+
 `ServerProcess` is the part that knows nothing of nullbroker: a server in a subprocess whose
 stdout says when it is ready (perf/ starts librdkafka's mock and franz-go's kfake with it).
 Its stdout is read on a thread, so a chatty server never blocks on a full pipe and its lines
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
 import signal
@@ -30,8 +38,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeAlias
+
+from .accounts import Accounts, Mismatch, expect_counts
+from .operator_http import call
 
 START_TIMEOUT_S = 30.0
 """How long a broker may take to say where it listens (a loaded machine is slow)."""
@@ -44,8 +56,18 @@ LISTENING = re.compile(r"^nullbroker listening on (?P<address>\S+:\d+)$")
 NODES = re.compile(r"^nodes: (?P<nodes>\d+ on \S+:\d+(?:, \d+ on \S+:\d+)*)$")
 METRICS = re.compile(r"^metrics on (?P<url>http://\S+/metrics)$")
 LOOPBACK_ANY_PORT = "127.0.0.1:0"
-# Flags that say where the broker listens: the launcher's own --listen would clash with them.
-_WHERE_FLAGS = ("--listen", "--listeners", "--node-map")
+# Settings that say where the broker listens: the launcher's own --listen would clash with them.
+_WHERE_SETTINGS = ("listen", "listeners", "node_map")
+SETTINGS_PREFIX = "NULLBROKER_"
+"""Settings given as keywords reach the broker as these variables (nullbroker.settings)."""
+EXPECT_TIMEOUT_S = 5.0
+"""How long `assert_produced` and `assert_fetched` wait for the counts by default: a client
+that has its acks is counted already, but what acks=0 producers and consumers do arrives
+later."""
+EXPECT_POLL_S = 0.05
+
+SettingValue: TypeAlias = "str | int | float | bool | os.PathLike[str] | Sequence[str] | None"
+"""A setting's value: as in a TOML file, a list for the repeatable ones (sources, faults)."""
 
 
 class ServerError(RuntimeError):
@@ -221,21 +243,28 @@ class RunningBroker(ServerProcess):
     """`nullbroker serve ARGS`, started, once it has said where it listens.
 
     It listens on 127.0.0.1 on a port the OS picks unless ARGS give --listen, --listeners
-    or --node-map; `metrics` adds `--metrics 127.0.0.1:0`. `program` replaces the command
-    that runs nullbroker (e.g. `python -X importtime -m nullbroker`); `cwd` and `env` are
-    the process's. A ServerError if it exits, or says nothing within `start_timeout`
-    seconds; it is not left running then.
+    or --node-map; `metrics` adds `--metrics 127.0.0.1:0`. `settings` are more of its
+    settings, by name (`partitions=4`, `sources=["clicks:records=1000"]`), given to it as
+    NULLBROKER_<SETTING> variables, so the broker's own table of settings reads and checks
+    them (and a mistake is reported under that name); ARGS win over them, as flags win
+    over variables. `program` replaces the command that runs nullbroker (e.g. `python -X
+    importtime -m nullbroker`); `cwd` and `env` are the process's. A ServerError if it
+    exits, or says nothing within `start_timeout` seconds; it is not left running then.
 
     Its files are in `workdir` (a temporary folder of its own when none is given, removed by
     `close` or on leaving the `with` block): `nullbroker.stderr`, and `summary.json`, what
     it counted, written when it stops (unless ARGS name another --summary-json, or
     `summary=False` asks for none: --summary-json imports json at start, which measurements
     of the broker's own memory or imports leave out).
+
+    With the metrics listener on, what it counts can be read while it runs: `accounts()`,
+    `reset()`, `faults`, `assert_produced` and `assert_fetched`.
     """
 
     def __init__(
         self,
         *args: str,
+        settings: Mapping[str, SettingValue] | None = None,
         workdir: Path | None = None,
         metrics: bool = False,
         summary: bool = True,
@@ -244,11 +273,18 @@ class RunningBroker(ServerProcess):
         cwd: Path | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
+        self._args = args
+        self._settings = {
+            setting_name(name): value
+            for name, value in (settings or {}).items()
+            if value is not None
+        }
         self._own_workdir: Path | None = None
         if workdir is None:
             workdir = self._own_workdir = Path(tempfile.mkdtemp(prefix="nullbroker-"))
         self.workdir = workdir
-        named_summary = _flag_value(args, "--summary-json")
+        self._final: dict[str, Any] | None = None
+        named_summary = self._given("summary_json")
         self.summary_path: Path | None = None
         """Where it writes what it counted as it exits (`stop` reads it), if it does."""
         if named_summary is not None:
@@ -258,15 +294,21 @@ class RunningBroker(ServerProcess):
         command = [
             *(program if program is not None else nullbroker_program()),
             "serve",
-            *(() if _says_where(args) else ("--listen", LOOPBACK_ANY_PORT)),
+            *(() if self._says_where() else ("--listen", LOOPBACK_ANY_PORT)),
             *(
                 ("--summary-json", str(self.summary_path))
                 if named_summary is None and summary
                 else ()
             ),
-            *(("--metrics", LOOPBACK_ANY_PORT) if metrics else ()),
+            *(
+                ("--metrics", LOOPBACK_ANY_PORT)
+                if metrics and self._given("metrics") is None
+                else ()
+            ),
             *args,
         ]
+        if self._settings:
+            env = {**(os.environ if env is None else env), **_variables(self._settings)}
         try:
             super().__init__(
                 "nullbroker", command, self.workdir / "nullbroker.stderr", cwd=cwd, env=env
@@ -280,21 +322,35 @@ class RunningBroker(ServerProcess):
         """Every node's address, HOST:PORT, by node id (one with no --brokers)."""
         self.metrics_url: str | None = None
         """The /metrics URL, when it serves one (--metrics)."""
+        self.faults = BrokerFaults(self)
+        """Its faults, over HTTP: `faults.inject(SPEC)`, `faults.active()`, `faults.clear()`."""
         try:
-            self._read_addresses(command, start_timeout)
+            self._read_addresses(start_timeout)
         except BaseException:
             self.kill()
             self.close()
             raise
 
-    def _read_addresses(self, command: Sequence[str], timeout: float) -> None:
+    def _given(self, setting: str) -> str | None:
+        """The value ARGS (else the settings) give `setting` (a name like summary_json), as
+        text; None if neither gives it."""
+        flag = "--" + setting.replace("_", "-")
+        value = _flag_value(self._args, flag)
+        if value is None and self._settings.get(setting) is not None:
+            value = _setting_text(self._settings[setting])
+        return value
+
+    def _says_where(self) -> bool:
+        return any(self._given(setting) is not None for setting in _WHERE_SETTINGS)
+
+    def _read_addresses(self, timeout: float) -> None:
         # The address lines are printed together, in this order, once the broker serves.
         deadline = time.monotonic() + timeout
         listening = LISTENING.match(self.wait_for_line(LISTENING, timeout, "where it listens"))
         assert listening is not None
         self.bootstrap = listening["address"]
         self.nodes = (self.bootstrap,)
-        brokers = _flag_value(command, "--brokers")
+        brokers = self._given("brokers")
         if brokers is not None and int(brokers) > 1:
             line = self.wait_for_line(
                 NODES, max(deadline - time.monotonic(), 0.0), "where its nodes listen"
@@ -302,7 +358,7 @@ class RunningBroker(ServerProcess):
             self.nodes = tuple(
                 entry.split(" on ", 1)[1] for entry in line.removeprefix("nodes: ").split(", ")
             )
-        if _flag_value(command, "--metrics") is not None:
+        if _flag_value(self.command, "--metrics") is not None or self._given("metrics"):
             found = METRICS.match(
                 self.wait_for_line(
                     METRICS, max(deadline - time.monotonic(), 0.0), "where it serves /metrics"
@@ -310,6 +366,92 @@ class RunningBroker(ServerProcess):
             )
             assert found is not None
             self.metrics_url = found["url"]
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else f"exited {self.process.returncode}"
+        return f"<RunningBroker {self.bootstrap} pid {self.pid}, {state}>"
+
+    @property
+    def http_address(self) -> str:
+        """HOST:PORT of its metrics listener, which serves /metrics, /accounts and /faults.
+        A ServerError if it was started without one."""
+        if self.metrics_url is None:
+            raise ServerError(
+                "nullbroker was started without --metrics: its accounts and faults are served "
+                "on the metrics listener (start it with nullbroker.start, or metrics=True)"
+            )
+        return self.metrics_url.removeprefix("http://").removesuffix("/metrics")
+
+    def accounts(self) -> Accounts:
+        """What it counted since it started or was last reset: while it runs, as it answers
+        GET /accounts now; once it has stopped, its summary (the same document)."""
+        if not self.running and self.summary_path is not None:
+            return Accounts.from_json(self.summary())
+        return Accounts.from_json(call(self.http_address, "GET", "/accounts"))
+
+    def reset(self) -> Accounts:
+        """Zero its counts (POST /accounts/reset) and return them as they stood.
+
+        Counts start again from zero: records, bytes and batches produced and fetched,
+        requests, latencies, errors, connections accepted, faults applied, rebalances.
+        What the broker holds stays: topics and their offsets, groups and their committed
+        offsets, producers, faults in force, open connections. Reset between tests, when
+        no client is sending: a request answered during the reset is counted on one side
+        of it or the other, never both.
+        """
+        return Accounts.from_json(call(self.http_address, "POST", "/accounts/reset"))
+
+    def assert_produced(
+        self,
+        topic: str,
+        partition: int | None = None,
+        *,
+        records: int | Mapping[int, int] | None = None,
+        bytes: int | Mapping[int, int] | None = None,
+        batches: int | Mapping[int, int] | None = None,
+        timeout: float = EXPECT_TIMEOUT_S,
+    ) -> Accounts:
+        """Fail, saying where, unless the broker counts exactly these for `topic` (or its
+        `partition`), within `timeout` seconds: `records=1000`, or per partition
+        `records={0: 500, 1: 500}` (every other partition then must count none). Fails at
+        once when a count is already above (counts never go down). The accounts counted."""
+        expected = {"records": records, "bytes": bytes, "batches": batches}
+        return self._expect("produced", topic, partition, expected, timeout)
+
+    def assert_fetched(
+        self,
+        topic: str,
+        partition: int | None = None,
+        *,
+        records: int | Mapping[int, int] | None = None,
+        bytes: int | Mapping[int, int] | None = None,
+        timeout: float = EXPECT_TIMEOUT_S,
+    ) -> Accounts:
+        """As `assert_produced`, for what Fetch served (records and bytes; Fetch's batches
+        are not counted)."""
+        return self._expect(
+            "fetched", topic, partition, {"records": records, "bytes": bytes}, timeout
+        )
+
+    def _expect(
+        self,
+        what: str,
+        topic: str,
+        partition: int | None,
+        expected: Mapping[str, int | Mapping[int, int] | None],
+        timeout: float,
+    ) -> Accounts:
+        deadline = time.monotonic() + timeout
+        while True:
+            accounts = self.accounts()
+            traffic = accounts.produced if what == "produced" else accounts.fetched
+            mismatches = expect_counts(traffic, what, topic, partition, **expected)
+            if not mismatches:
+                return accounts
+            hopeless = any(mismatch.exceeds for mismatch in mismatches)
+            if hopeless or time.monotonic() >= deadline or not self.running:
+                raise AssertionError(_described(mismatches, timeout))
+            time.sleep(EXPECT_POLL_S)
 
     def stop(
         self, signum: signal.Signals = signal.SIGTERM, timeout: float = STOP_TIMEOUT_S
@@ -331,14 +473,20 @@ class RunningBroker(ServerProcess):
     def summary(self) -> dict[str, Any]:
         """What it counted, as it wrote it on exiting (so: after `stop` or `end`); empty
         when it was started without a summary (`summary=False`)."""
+        if self._final is not None:
+            return self._final
         if self.summary_path is None:
             return {}
         counted: dict[str, Any] = json.loads(self.summary_path.read_text())
         return counted
 
     def close(self) -> None:
-        """Remove the temporary folder it was given, if it made its own (after it ended)."""
+        """Remove the temporary folder it was given, if it made its own (after it ended),
+        keeping the summary it wrote there for `summary` and `accounts`."""
         if self._own_workdir is not None:
+            if self.summary_path is not None and self.summary_path.exists():
+                with contextlib.suppress(OSError, ValueError):
+                    self._final = self.summary()
             shutil.rmtree(self._own_workdir, ignore_errors=True)
             self._own_workdir = None
 
@@ -347,8 +495,112 @@ start_broker = RunningBroker
 """`start_broker(*ARGS, ...)`: `nullbroker serve ARGS`, started and listening (RunningBroker)."""
 
 
-def _says_where(args: Sequence[str]) -> bool:
-    return any(_flag_value(args, flag) is not None for flag in _WHERE_FLAGS)
+def start(
+    *args: str,
+    workdir: Path | None = None,
+    start_timeout: float = START_TIMEOUT_S,
+    env: Mapping[str, str] | None = None,
+    **settings: SettingValue,
+) -> RunningBroker:
+    """Run a broker in a process of its own and return it once it listens (on 127.0.0.1,
+    ports the OS picks, unless told where), its metrics listener on.
+
+    Settings as `nullbroker serve` takes them: keywords named as in the TOML file
+    (`partitions=4`, `brokers=3, processes=2`, `sources=["clicks:partitions=4,records=1000"]`,
+    `auto_create=False`, `group_initial_rebalance_delay_ms=0`), or flags as ARGS
+    (`start("--partitions", "4")`). `workdir` keeps its files (stderr, the summary);
+    `start_timeout` bounds the wait for it to listen; `env` replaces the environment it
+    inherits. Use it in a `with` block, or call `stop()`: either stops it with SIGTERM.
+
+        with nullbroker.start(partitions=4) as broker:
+            produce_1000_records(broker.bootstrap)
+            broker.assert_produced("orders", records=1000)
+    """
+    return RunningBroker(
+        *args,
+        settings=settings,
+        workdir=workdir,
+        metrics=True,
+        start_timeout=start_timeout,
+        env=env,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveFault:
+    """A fault in force on a running broker (nullbroker.cluster.faults, docs/faults.md)."""
+
+    id: int
+    spec: str
+    kind: str
+    seconds_left: float | None
+    """Until it ends by itself (`down` with `for=`); None: until cleared."""
+
+    @classmethod
+    def from_json(cls, entry: Mapping[str, Any]) -> ActiveFault:
+        left = entry["seconds_left"]
+        return cls(
+            int(entry["id"]), entry["spec"], entry["kind"], None if left is None else float(left)
+        )
+
+
+class BrokerFaults:
+    """A running broker's faults, through the /faults paths of its metrics listener: what
+    `nullbroker fault add|list|clear` does, from Python."""
+
+    def __init__(self, broker: RunningBroker) -> None:
+        self._broker = broker
+
+    def inject(self, spec: str) -> ActiveFault:
+        """Apply a fault SPEC now (`latency:api=Produce,ms=20`, `down:node=1,for=5s`,
+        `error:api=Fetch,code=NOT_LEADER_OR_FOLLOWER,rate=0.1`; docs/faults.md). An
+        OperatorHttpError with the broker's reason for one it cannot apply."""
+        return ActiveFault.from_json(
+            call(self._broker.http_address, "POST", "/faults", spec.encode())
+        )
+
+    def active(self) -> list[ActiveFault]:
+        """The faults in force."""
+        return [
+            ActiveFault.from_json(entry)
+            for entry in call(self._broker.http_address, "GET", "/faults")
+        ]
+
+    def clear(self) -> int:
+        """End every fault (nodes come back, moved partitions return); how many there were."""
+        return int(call(self._broker.http_address, "DELETE", "/faults")["cleared"])
+
+
+def _described(mismatches: list[Mismatch], timeout: float) -> str:
+    waited = "" if any(m.exceeds for m in mismatches) else f" (waited {timeout:g} s)"
+    return (
+        "nullbroker counted otherwise"
+        + waited
+        + ":\n"
+        + "\n".join(f"  {mismatch}" for mismatch in mismatches)
+    )
+
+
+def setting_name(name: str) -> str:
+    """A setting's name as nullbroker.settings normalises it: `group-initial-…` or
+    `GROUP_INITIAL_…` is `group_initial_…`."""
+    return name.strip().lower().replace("-", "_")
+
+
+def _setting_text(value: SettingValue) -> str:
+    """A setting's value as its NULLBROKER_ variable holds it: booleans as true/false, a list
+    (of sources, of faults) joined with `;`, which the broker splits."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ";".join(_setting_text(item) for item in value)
+    return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+
+
+def _variables(settings: Mapping[str, SettingValue]) -> dict[str, str]:
+    return {
+        SETTINGS_PREFIX + name.upper(): _setting_text(value) for name, value in settings.items()
+    }
 
 
 def _flag_value(args: Sequence[str], flag: str) -> str | None:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
+from codec.apis import KAFKA_4_RANGES
+
 KINDS = ("latency", "error", "down", "move", "throttle")
 ERROR_APIS = ("Produce", "Fetch")
 # How far p99 lies from the median of a normal distribution, in standard deviations.
@@ -89,8 +91,6 @@ def _node(text: str, options: dict[str, str], name: str = "node") -> int | None:
 
 
 def _api(text: str, options: dict[str, str], allowed: tuple[str, ...] | None = None) -> str:
-    from codec.apis import KAFKA_4_RANGES
-
     if "api" not in options:
         raise FaultSpecError(f"fault {text!r}: give api=NAME (Produce, Fetch, ...)")
     names = {api.name.lower(): api.name for api in KAFKA_4_RANGES.values()}

@@ -41,7 +41,6 @@ from .nodes import Cluster
 if TYPE_CHECKING:
     from kio.schema.errors import ErrorCode
 
-    from ..ops.http_endpoint import Handler, HttpRequest, HttpResponse
     from .fault_specs import Fault
 
 MB = 1 << 20
@@ -79,15 +78,15 @@ class Faults:
     """Resets a node's connections (set by the server); returns how many it reset."""
     rng: random.Random = field(default_factory=random.Random)
     changed: Callable[[str | None], None] = lambda spec: None
-    """Told each SPEC applied, and None when all are cleared: a cluster's controller
+    """Told each SPEC applied, and None when all are cleared: a cluster's supervisor
     passes them on to its workers (nullbroker.workers.processes)."""
     _ids: int = 0
 
     def add(self, text: str, *, controlled: bool = False) -> ActiveFault:
         """Apply a SPEC; raises FaultSpecError, changing nothing, for one that cannot be.
 
-        `controlled`: a worker of several processes applying what its controller sent. The
-        controller counts the cluster's changes (nodes taken down, moves) once, and keeps
+        `controlled`: a worker of several processes applying what its supervisor sent. The
+        supervisor counts the cluster's changes (nodes taken down, moves) once, and keeps
         the time: it says when a node is back (`bring_up`)."""
         from .fault_specs import Fault  # by the first fault: most brokers never see one
 
@@ -140,7 +139,7 @@ class Faults:
         return cleared
 
     def bring_up(self, node: int) -> None:
-        """End the `down` faults of `node` (its controller says its time is up)."""
+        """End the `down` faults of `node` (its supervisor says its time is up)."""
         self.active = [
             active
             for active in self.active
@@ -202,43 +201,3 @@ class Faults:
                 self.counts["error"] += 1
                 return fault.code
         return None
-
-
-def faults_handler(faults: Faults, otherwise: Handler) -> Handler:
-    """`/faults` on the metrics listener, `otherwise` for every other path:
-
-    - `GET /faults`: the faults in force, as JSON;
-    - `POST /faults` with a SPEC as the body: apply it (201 with the fault as JSON; 400 with
-      the reason for a SPEC that cannot be applied, which changes nothing);
-    - `DELETE /faults`: end them all (nodes come back, moved partitions return).
-    """
-    # The HTTP layer (h11) is loaded with the metrics listener, not by every broker.
-    from ..ops.http_endpoint import HttpResponse
-
-    def handle(request: HttpRequest) -> HttpResponse:
-        if request.path.rstrip("/") != "/faults":
-            return otherwise(request)
-        if request.method == b"GET":
-            faults.expire()
-            return _json(200, [active.as_json() for active in faults.active])
-        if request.method == b"POST":
-            from .fault_specs import FaultSpecError
-
-            try:
-                active = faults.add(request.body.decode("utf-8", "replace"))
-            except FaultSpecError as error:
-                return HttpResponse(400, f"{error}\n".encode())
-            return _json(201, active.as_json())
-        if request.method == b"DELETE":
-            return _json(200, {"cleared": faults.clear()})
-        return HttpResponse(405, b"GET, POST or DELETE /faults\n")
-
-    return handle
-
-
-def _json(status: int, value: object) -> HttpResponse:
-    import json
-
-    from ..ops.http_endpoint import HttpResponse
-
-    return HttpResponse(status, json.dumps(value).encode() + b"\n", b"application/json")

@@ -94,7 +94,7 @@ class Cluster:
         self._changed()
 
     def bring_up(self, node: int) -> None:
-        """Node `node` is back (a worker told so by its controller, which keeps the time)."""
+        """Node `node` is back (a worker told so by its supervisor, which keeps the time)."""
         if node in self._down:
             del self._down[node]
             self._changed()
@@ -139,6 +139,7 @@ class Cluster:
 
     @property
     def controller(self) -> int:
+        """The controller id Metadata names, as Kafka's KRaft nodes name theirs."""
         return 0
 
     def leader(self, topic: str, partition: int) -> int:

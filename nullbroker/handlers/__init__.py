@@ -3,15 +3,18 @@ handler, at the versions Kafka 4.1 serves it (nullbroker.dispatch builds the tab
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Iterable
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from codec import KAFKA_4_RANGES, ApiKey, ApiRange
 
 from . import admin, alter_configs, api_versions, fetch, metadata, offsets, produce
 
 if TYPE_CHECKING:
-    from ..broker import Handler
+    from codec import Request
+
+    from ..broker import Broker, Handler, Session
 
 IMPORTED_ON_FIRST_USE: dict[str, tuple[ApiKey, ...]] = {
     "groups": (
@@ -64,3 +67,33 @@ SERVED_KEYS: tuple[int, ...] = tuple(
 def served_ranges(keys: Iterable[int] = SERVED_KEYS) -> dict[int, ApiRange]:
     """The version range of each of `keys`: what ApiVersions advertises."""
     return {key: KAFKA_4_RANGES[key] for key in sorted(keys)}
+
+
+class OnFirstUse:
+    """The handler of one API key of a family only some clients use
+    (IMPORTED_ON_FIRST_USE): it imports the family's module with the first request of the
+    key, and from then on calls the handler the module holds. The table it stands in stays
+    as it was built; a request of the family pays one call more."""
+
+    __slots__ = ("_handler", "family", "key")
+
+    def __init__(self, family: str, key: int) -> None:
+        self.family = family
+        self.key = key
+        self._handler: Handler | None = None
+
+    def __call__(self, broker: Broker, request: Request, session: Session) -> Any:
+        handler = self._handler
+        if handler is None:
+            module = import_module(f"{__name__}.{self.family}")
+            handler = self._handler = module.HANDLERS[self.key]
+        return handler(broker, request, session)
+
+
+def handler_table(keys: Collection[int] = SERVED_KEYS) -> dict[int, Handler]:
+    """The handler of each of `keys`, by API key (a plain int: looked up with each
+    request's), the families only some clients use standing in until their first request."""
+    table: dict[int, Handler] = {int(key): h for key, h in HANDLERS.items() if key in keys}
+    for family, family_keys in IMPORTED_ON_FIRST_USE.items():
+        table.update({int(k): OnFirstUse(family, int(k)) for k in family_keys if k in keys})
+    return table

@@ -1,17 +1,25 @@
-"""A minimal HTTP endpoint on trio, framed by h11: `/metrics`, and the Schema Registry's
-REST paths (nullbroker.ops.schema_registry)."""
+"""A minimal HTTP endpoint on trio, framed by h11: the status page at `/`, `/metrics`,
+`/accounts`, `/faults` and the Schema Registry's REST paths (nullbroker.ops.schema_registry).
+Imported with the first HTTP listener: a broker without one never loads h11 or json."""
 
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import h11
 import trio
 
+from ..cluster.fault_specs import FaultSpecError
 from ..log_limit import RepeatLimitedLog
+
+if TYPE_CHECKING:
+    from ..cluster.faults import Faults
 
 log = logging.getLogger("nullbroker")
 
@@ -41,12 +49,96 @@ Handler = Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]
 
 
 def metrics_handler(render: Callable[[], bytes]) -> Handler:
-    """GET /metrics (or /) with the exposition; 404 for anything else."""
+    """GET /metrics with the exposition; 404 for anything else."""
 
     def handle(request: HttpRequest) -> HttpResponse:
-        if request.method in (b"GET", b"HEAD") and request.path in ("/metrics", "/"):
+        if request.method in (b"GET", b"HEAD") and request.path == "/metrics":
             return HttpResponse(200, render(), CONTENT_TYPE)
-        return HttpResponse(404, b"not found: try /metrics\n")
+        return HttpResponse(404, b"not found: try / (the status page) or /metrics\n")
+
+    return handle
+
+
+STATUS_PAGE = Path(__file__).with_name("status_page.html")
+"""The status page: plain HTML whose inline script polls /accounts and /faults (no build
+step, nothing loaded from elsewhere)."""
+
+
+def status_page_handler(otherwise: Handler) -> Handler:
+    """GET / with the status page (read once, here), `otherwise` for every other path."""
+    page = STATUS_PAGE.read_bytes()
+
+    def handle(request: HttpRequest) -> HttpResponse | Awaitable[HttpResponse]:
+        if request.path not in ("/", "/index.html"):
+            return otherwise(request)
+        if request.method in (b"GET", b"HEAD"):
+            return HttpResponse(200, page, b"text/html; charset=utf-8")
+        return HttpResponse(405, b"GET /\n")
+
+    return handle
+
+
+def json_response(status: int, value: object) -> HttpResponse:
+    return HttpResponse(status, json.dumps(value).encode() + b"\n", b"application/json")
+
+
+ACCOUNTS_PATH = "/accounts"
+RESET_PATH = "/accounts/reset"
+
+
+def accounts_handler(
+    document: Callable[[], object],
+    reset: Callable[[], Awaitable[object]],
+    otherwise: Handler,
+) -> Handler:
+    """The accounts as JSON, `otherwise` for every other path:
+
+    - `GET /accounts`: `document()`, what the broker counted (the summary's document);
+    - `POST /accounts/reset`: the counts zeroed (topics, groups and faults stay), answered
+      with the document as it stood just before, so that nothing counted falls between
+      a read and the reset.
+    """
+
+    async def handle(request: HttpRequest) -> HttpResponse:
+        path = request.path.rstrip("/")
+        if path == ACCOUNTS_PATH:
+            if request.method in (b"GET", b"HEAD"):
+                return json_response(200, document())
+            return HttpResponse(405, f"GET {ACCOUNTS_PATH}\n".encode())
+        if path == RESET_PATH:
+            if request.method == b"POST":
+                return json_response(200, await reset())
+            return HttpResponse(405, f"POST {RESET_PATH}\n".encode())
+        answered = otherwise(request)
+        return await answered if inspect.isawaitable(answered) else answered
+
+    return handle
+
+
+def faults_handler(faults: Faults, otherwise: Handler) -> Handler:
+    """`/faults` on the metrics listener, `otherwise` for every other path:
+
+    - `GET /faults`: the faults in force, as JSON;
+    - `POST /faults` with a SPEC as the body: apply it (201 with the fault as JSON; 400 with
+      the reason for a SPEC that cannot be applied, which changes nothing);
+    - `DELETE /faults`: end them all (nodes come back, moved partitions return).
+    """
+
+    def handle(request: HttpRequest) -> HttpResponse:
+        if request.path.rstrip("/") != "/faults":
+            return otherwise(request)
+        if request.method == b"GET":
+            faults.expire()
+            return json_response(200, [active.as_json() for active in faults.active])
+        if request.method == b"POST":
+            try:
+                active = faults.add(request.body.decode("utf-8", "replace"))
+            except FaultSpecError as error:
+                return HttpResponse(400, f"{error}\n".encode())
+            return json_response(201, active.as_json())
+        if request.method == b"DELETE":
+            return json_response(200, {"cleared": faults.clear()})
+        return HttpResponse(405, b"GET, POST or DELETE /faults\n")
 
     return handle
 

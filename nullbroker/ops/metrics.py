@@ -21,7 +21,7 @@ class BrokerCollector(Collector):
     """Reads BrokerStats at scrape time; the hot path never touches prometheus_client."""
 
     def __init__(self, stats: BrokerStats | Callable[[], BrokerStats]) -> None:
-        # A callable gives the accounts as of each scrape: a cluster's controller sums its
+        # A callable gives the accounts as of each scrape: a cluster's supervisor sums its
         # workers' anew each time (nullbroker.workers.processes).
         self._stats = stats if callable(stats) else lambda: stats
 
@@ -177,6 +177,7 @@ class BrokerCollector(Collector):
         for state, count in sorted(stats.groups.items()):
             groups.add_metric([state], count)
         yield groups
+        yield from _group_members_and_lag(stats)
         yield _counter(
             "nullbroker_fetch_requests",
             "Fetch requests by kind (KIP-227): sessionless, full (asking for a fetch session), "
@@ -200,6 +201,23 @@ class BrokerCollector(Collector):
             "Consumer group join phases completed with members (new generations).",
             value=stats.rebalances,
         )
+
+
+def _group_members_and_lag(stats: BrokerStats) -> Iterator[Metric]:
+    members = GaugeMetricFamily(
+        "nullbroker_group_members", "Members of each consumer group.", labels=["group"]
+    )
+    lag = GaugeMetricFamily(
+        "nullbroker_group_lag",
+        "Records from each consumer group's committed offset to the log end, per partition "
+        "it committed to.",
+        labels=["group", "topic", "partition"],
+    )
+    for group, lags in stats.group_lags().items():
+        members.add_metric([group], len(stats.group_snapshots[group].members))
+        for (topic, partition), (_, records) in lags.items():
+            lag.add_metric([group, topic, str(partition)], records)
+    yield from (members, lag)
 
 
 def _counter(

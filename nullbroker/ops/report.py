@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from ..stats import BrokerStats, percentile_ns
+from ..stats import BrokerStats, LatencyHistogram, percentile_ns
 
 MIB = 1024 * 1024
 
@@ -31,14 +31,24 @@ class ConsoleReporter:
     _requests: int = 0
     _latency: list[int] = field(default_factory=list)
     _held: list[int] = field(default_factory=list)
+    _counts_since: float = 0.0
 
     def __post_init__(self) -> None:
         self._latency = self.stats.latency_counts()
         self._held = self.stats.held_counts()
+        self._counts_since = self.stats.counts_since
 
     def line(self, elapsed_seconds: float) -> str | None:
         """The line for the last `elapsed_seconds`, or None when no request came in."""
         stats = self.stats
+        if stats.counts_since != self._counts_since:
+            # The counts were reset (POST /accounts/reset): they start again from zero,
+            # so the interval's change is what they hold now.
+            self._counts_since = stats.counts_since
+            self._produced = self._fetched = (0, 0)
+            self._requests = 0
+            self._latency = [0] * len(self._latency)
+            self._held = [0] * len(self._held)
         produced_totals = stats.totals()
         produced = (produced_totals.records, produced_totals.bytes)
         fetched = stats.fetched_totals()
@@ -77,7 +87,9 @@ def _since(now: Sequence[int], before: Sequence[int]) -> list[int]:
 
 
 def summary(stats: BrokerStats) -> dict[str, Any]:
-    """Everything the broker counted, as one JSON-ready document."""
+    """Everything the broker counted, as one JSON-ready document: the summary written at
+    shutdown, and the accounts served while it runs (GET /accounts on the metrics
+    listener), read from the same numbers as /metrics."""
     topics: dict[str, Any] = {}
     for (topic, partition), counters in sorted(stats.produced.items()):
         entry = topics.setdefault(topic, {"records": 0, "bytes": 0, "batches": 0, "partitions": {}})
@@ -97,8 +109,10 @@ def summary(stats: BrokerStats) -> dict[str, Any]:
             target["bytes"] += counters.bytes
         entry["partitions"][str(partition)] = {"records": counters.records, "bytes": counters.bytes}
     totals = stats.totals()
+    apis = sorted(stats.apis.items())
     return {
-        "started_at": datetime.datetime.fromtimestamp(stats.started_at, datetime.UTC).isoformat(),
+        "started_at": _iso(stats.started_at),
+        "counts_since": _iso(stats.counts_since),
         "uptime_seconds": round(stats.uptime_seconds, 3),
         "produced": {
             "records": totals.records,
@@ -107,21 +121,75 @@ def summary(stats: BrokerStats) -> dict[str, Any]:
             "topics": topics,
         },
         "fetched": fetched,
-        "requests": {api: api_stats.requests for api, api_stats in sorted(stats.apis.items())},
+        "requests": {api: api_stats.requests for api, api_stats in apis},
         "requests_total": stats.requests_total(),
+        "request_latency_seconds": {api: _histogram(api_stats.latency) for api, api_stats in apis},
         "held_requests": {
-            api: api_stats.held.count
-            for api, api_stats in sorted(stats.apis.items())
-            if api_stats.held.count
+            api: api_stats.held.count for api, api_stats in apis if api_stats.held.count
+        },
+        "request_held_seconds": {
+            api: _histogram(api_stats.held) for api, api_stats in apis if api_stats.held.count
         },
         "errors": dict(sorted(stats.errors.items())),
         "connections_closed_on_error": dict(sorted(stats.protocol_errors.items())),
+        "connections": stats.connections,
         "connections_total": stats.connections_total,
         "groups": {
             "by_state": dict(sorted(stats.groups.items())),
             "rebalances": stats.rebalances,
+            "by_group": _groups(stats),
         },
+        "fetch_requests": dict(sorted(stats.fetch_requests.items())),
+        "transactions": dict(sorted(stats.transactions.items())),
+        "transactional_records": dict(sorted(stats.transactional_records.items())),
+        "faults": dict(sorted(stats.faults.items())),
+        "rss_bytes": stats.rss_bytes(),
         "peak_rss_bytes": stats.peak_rss_bytes(),
+    }
+
+
+def _groups(stats: BrokerStats) -> dict[str, Any]:
+    """Each consumer group's state, members and lag, in all and per partition committed to
+    (the numbers of /metrics' nullbroker_group_members and nullbroker_group_lag)."""
+    groups = {}
+    for group, lags in stats.group_lags().items():
+        snapshot = stats.group_snapshots[group]
+        partitions: dict[str, dict[str, Any]] = {}
+        for (topic, index), (committed, lag) in lags.items():
+            partitions.setdefault(topic, {})[str(index)] = {
+                "committed": committed,
+                "log_end": committed + lag,
+                "lag": lag,
+            }
+        groups[group] = {
+            "protocol": snapshot.protocol,
+            "state": snapshot.state,
+            "members": [
+                {
+                    "member_id": member.member_id,
+                    "client_id": member.client_id,
+                    "client_host": member.client_host,
+                }
+                for member in snapshot.members
+            ],
+            "lag": sum(lag for _, lag in lags.values()),
+            "partitions": partitions,
+        }
+    return groups
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.datetime.fromtimestamp(timestamp, datetime.UTC).isoformat()
+
+
+def _histogram(histogram: LatencyHistogram) -> dict[str, float]:
+    """A latency histogram as its count, sum and p50 and p99 (read from the buckets, within
+    25 %), in seconds: /metrics exposes the same count and sum."""
+    return {
+        "count": histogram.count,
+        "sum": histogram.sum_ns / 1e9,
+        "p50": percentile_ns(histogram.counts, 0.50) / 1e9,
+        "p99": percentile_ns(histogram.counts, 0.99) / 1e9,
     }
 
 

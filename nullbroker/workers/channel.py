@@ -1,4 +1,4 @@
-"""The control channel between a cluster's controller and its worker processes (--processes,
+"""The control channel between a cluster's supervisor and its worker processes (--processes,
 --node-map).
 
 Messages are tuples, pickled and length-prefixed, over a socketpair made before the workers
@@ -21,7 +21,7 @@ _LENGTH = struct.Struct(">I")
 
 # What a message may hold: plain containers and the broker's own accounts and state. A
 # message from another host (--node-map) is unpickled with this list, so a stray client
-# of the controller's port cannot make it build anything else.
+# of the supervisor's port cannot make it build anything else.
 _ALLOWED_BUILTINS = frozenset(("set", "frozenset", "bytearray", "bytes", "dict", "list"))
 _ALLOWED_COLLECTIONS = frozenset(("deque", "Counter", "OrderedDict"))
 _ALLOWED_MODULES = frozenset(

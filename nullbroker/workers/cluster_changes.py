@@ -6,9 +6,9 @@ state shared on a request's path. What every worker must agree on is the set of 
 partitions, ids and configs), the broker configs and the faults in force. A request that would
 change them (CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs, a Metadata
 request that creates a topic) is not handled where it arrived: its frame goes to the
-controller (nullbroker.workers.processes), which sends it to every worker in one order. Each worker
+supervisor (nullbroker.workers.processes), which sends it to every worker in one order. Each worker
 handles it against the same state and so ends in the same state (topic ids are derived from
-names); the worker the client reached answers with its own result, once the controller has
+names); the worker the client reached answers with its own result, once the supervisor has
 heard from every worker, so that the change has reached every process before the client
 hears of it. Faults arrive the same way, as SPECs.
 """
@@ -84,7 +84,7 @@ SINGLE_PROCESS_KEYS = frozenset(
 
 class ReplicatingBroker(Broker):
     """A Broker in worker `worker` of `workers`: what it holds moves between workers when
-    leadership changes (the controller orders the changes: ReplicatingDispatch)."""
+    leadership changes (the supervisor orders the changes: ReplicatingDispatch)."""
 
     controlled = True
 
@@ -157,14 +157,16 @@ class ReplicatingBroker(Broker):
         for group, offsets in groups.items():
             self.groups.take_over(group, offsets)
 
-    def accounts(self) -> tuple[BrokerStats, int, int]:
-        """This worker's accounts, RSS and peak RSS, for the cluster's reports."""
-        return self.stats, rss_bytes(), peak_rss_bytes()
+    def accounts(self, *, reset: bool = False) -> tuple[BrokerStats, int, int]:
+        """This worker's accounts, RSS and peak RSS, for the cluster's reports; with `reset`,
+        the accounts as they stood, the counts zeroed before anything else is counted."""
+        stats = self.current_accounts()
+        return stats.reset_counts() if reset else stats, rss_bytes(), peak_rss_bytes()
 
 
 class ReplicatingDispatch(Dispatch):
     """The dispatch of a worker of several processes: a request that changes the cluster goes
-    to the controller, which has every worker apply it in one order; the rest are answered
+    to the supervisor, which has every worker apply it in one order; the rest are answered
     here as a lone broker answers them."""
 
     def __init__(self, broker: ReplicatingBroker) -> None:
@@ -187,7 +189,7 @@ class ReplicatingDispatch(Dispatch):
         return super().answer(frame, session)
 
     async def _replicate(self, frame: bytes, session: Session) -> Any:
-        """Send the request to the controller; its body once every worker has applied it."""
+        """Send the request to the supervisor; its body once every worker has applied it."""
         assert self.channel is not None, "a worker serves only once its channel is open"
         request_id = next(self._request_ids)
         applied = trio.Event()
@@ -201,7 +203,7 @@ class ReplicatingDispatch(Dispatch):
         return reply[0]
 
     def apply(self, frame: bytes, session_fields: tuple[Any, ...], request_id: int | None) -> None:
-        """Handle a request the controller sent to every worker; `request_id` is set when it
+        """Handle a request the supervisor sent to every worker; `request_id` is set when it
         came to this worker, whose answer it then is."""
         request = decode_request(frame, self.broker.served)
         session = Session(session_fields[0], Endpoint(*session_fields[1]), session_fields[2])
@@ -231,8 +233,8 @@ class ReplicatingDispatch(Dispatch):
         finally:
             broker.stats = counted
 
-    async def follow_controller(self, channel: ControlChannel, stop: Callable[[], None]) -> None:
-        """Apply what the controller sends until it goes away; then stop serving."""
+    async def follow_supervisor(self, channel: ControlChannel, stop: Callable[[], None]) -> None:
+        """Apply what the supervisor sends until it goes away; then stop serving."""
         while (message := await channel.receive()) is not None:
             kind = message[0]
             if kind == "apply":
@@ -250,19 +252,21 @@ class ReplicatingDispatch(Dispatch):
                 self.broker.take_handoff(message[1], message[2])
             elif kind == "stats":
                 await channel.send("stats", message[1], *self.broker.accounts())
+            elif kind == "reset":
+                await channel.send("stats", message[1], *self.broker.accounts(reset=True))
             elif kind == "owners":
                 self.broker.owners.update(message[1])
             elif kind == "stop":
                 break
         else:
-            log.info("worker %d: the controller has gone; shutting down", self.broker.worker)
+            log.info("worker %d: the supervisor has gone; shutting down", self.broker.worker)
         stop()
 
     def _apply_fault(self, kind: str, *detail: Any) -> None:
         if kind == "fault":
             try:
                 self.broker.faults.add(detail[0], controlled=True)
-            except FaultSpecError as error:  # checked by the controller: only a race
+            except FaultSpecError as error:  # checked by the supervisor: only a race
                 log.warning("worker %d could not apply a fault: %s", self.broker.worker, error)
         elif kind == "clear_faults":
             self.broker.faults.clear()
@@ -288,7 +292,7 @@ def _session_fields(session: Session) -> tuple[Any, ...]:
 
 @dataclass(slots=True)
 class WorkerRole:
-    """What the controller gives a worker process when it forks it."""
+    """What the supervisor gives a worker process when it forks it."""
 
     worker: int
     owners: dict[int, int]
@@ -296,7 +300,7 @@ class WorkerRole:
     added when they join: the "owners" message)."""
     listeners: dict[int, list[socket.socket]]
     """The listening sockets of the nodes this worker serves, by node id (bound by the
-    controller, so that every node's port is known before any worker starts)."""
+    supervisor, so that every node's port is known before any worker starts)."""
     ports: dict[int, int]
     """Every node's port, as clients are told it, by node id."""
     hosts: dict[int, str]

@@ -1,5 +1,5 @@
 """Opening a listener at a setting's address, and the error that names the setting when the
-machine refuses: shared by a lone broker (workers/server.py), a cluster's controller
+machine refuses: shared by a lone broker (workers/server.py), a cluster's supervisor
 (workers/processes.py) and the operator's HTTP services (workers/operator_services.py)."""
 
 from __future__ import annotations

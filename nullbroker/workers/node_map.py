@@ -1,14 +1,14 @@
 """A cluster over several hosts (`--node-map FILE`): which address each node listens at, and
-where the cluster's processes reach its controller.
+where the cluster's processes reach its supervisor.
 
-    controller = "10.0.0.1:9190"   # the host of node 0 runs the controller
+    supervisor = "10.0.0.1:9190"   # the host of node 0 runs the supervisor
     [nodes]
     0 = "10.0.0.1:9092"
     1 = "10.0.0.2:9092"
 
 Every host runs `nullbroker serve --node-map FILE` with the same file and settings. Each
-serves the nodes whose address is one of its own; the one with node 0 is the controller
-(nullbroker.workers.processes), which the others join over TCP at `controller`. The controller's
+serves the nodes whose address is one of its own; the one with node 0 is the supervisor
+(nullbroker.workers.processes), which the others join over TCP at `supervisor`. The supervisor's
 port speaks the cluster's own pickled messages, restricted to the broker's own types: keep
 it inside the cluster's network.
 """
@@ -28,7 +28,7 @@ class NodeMapError(ValueError):
 class NodeMap:
     nodes: dict[int, tuple[str, int]]
     """Each node's host and port, by node id: 0 to N-1."""
-    controller: tuple[str, int]
+    supervisor: tuple[str, int]
 
     @classmethod
     def read(cls, path: str) -> NodeMap:
@@ -44,14 +44,17 @@ class NodeMap:
             )
         if len(set(parsed.values())) != len(parsed):
             raise NodeMapError(f"{path}: two nodes have one address")
-        if "controller" not in document:
+        # `controller` was the key's name before the supervisor was called so: still read, so
+        # maps written then keep working.
+        key = "supervisor" if "supervisor" in document else "controller"
+        if key not in document:
             raise NodeMapError(
-                f'{path}: needs controller = "HOST:PORT", where the hosts reach node 0\'s'
+                f'{path}: needs supervisor = "HOST:PORT", where the hosts reach node 0\'s'
             )
-        controller = _address(path, "controller", document["controller"])
-        if controller[0] != parsed[0][0]:
-            raise NodeMapError(f"{path}: the controller runs on node 0's host, {parsed[0][0]}")
-        return cls(parsed, controller)
+        supervisor = _address(path, key, document[key])
+        if supervisor[0] != parsed[0][0]:
+            raise NodeMapError(f"{path}: the supervisor runs on node 0's host, {parsed[0][0]}")
+        return cls(parsed, supervisor)
 
 
 def _address(path: str, what: str, value: object) -> tuple[str, int]:

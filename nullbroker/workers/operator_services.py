@@ -1,19 +1,20 @@
 """What a broker offers its operator besides Kafka: the summary's path checked before
-serving, the HTTP services (/metrics with /faults, the Schema Registry) and the console
-line every --report-interval. One piece of code for a lone broker (workers/server.py) and a
-cluster's controller (workers/processes.py), which differ only in where the accounts come
-from (`Accounts`).
+serving, the HTTP services (/metrics with /accounts and /faults, the Schema Registry) and
+the console line every --report-interval. One piece of code for a lone broker
+(workers/server.py) and a cluster's supervisor (workers/processes.py), which differ only in
+where the accounts come from (`Accounts`).
 
 Nothing here imports the HTTP layer (h11), prometheus_client or the Schema Registry before
 they are asked for: a broker without --metrics or --schema-registry never loads them."""
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -31,11 +32,23 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Accounts:
-    """Where the accounts shown come from: `current()` gives them; `refresh`, when set, is
-    awaited before each scrape and console line (a controller asks its workers for theirs)."""
+    """Where the accounts shown come from: `current()` gives them; `reset()` zeroes the
+    counts and gives them as they stood (POST /accounts/reset); `refresh`, when set, is
+    awaited before each HTTP request and console line (a supervisor asks its workers for
+    theirs)."""
 
     current: Callable[[], BrokerStats]
+    reset: Callable[[], Awaitable[BrokerStats]]
     refresh: Callable[[], Awaitable[None]] | None = None
+
+    @classmethod
+    def of(cls, stats: Callable[[], BrokerStats]) -> Accounts:
+        """The accounts of one process: `stats()` is the object the broker counts in."""
+
+        async def reset() -> BrokerStats:
+            return stats().reset_counts()
+
+        return cls(stats, reset)
 
 
 def check_summary_path(config: Config) -> None:
@@ -99,8 +112,9 @@ def serve_http(
     schema_registry: SchemaRegistry | None,
     warnings: RepeatLimitedLog,
 ) -> None:
-    """Serve /metrics and /faults on the metrics listeners and the Schema Registry on its
-    own, in tasks of `services`; each connection's failure is logged to `warnings`."""
+    """Serve the status page, /metrics, /accounts and /faults on the metrics listeners and
+    the Schema Registry on its own, in tasks of `services`; each connection's failure is
+    logged to `warnings`."""
     if listeners.metrics:
         # Imported only when asked for: the HTTP endpoint (h11), and prometheus_client,
         # which brings http.server, urllib and email with it: megabytes a broker without
@@ -111,7 +125,7 @@ def serve_http(
             trio.serve_listeners,
             partial(
                 serve_http_connection,
-                handle=_metrics_and_faults(accounts, faults),
+                handle=_operator_paths(accounts, faults),
                 warnings=warnings,
             ),
             listeners.metrics,
@@ -132,23 +146,34 @@ def serve_http(
         )
 
 
-def _metrics_and_faults(accounts: Accounts, faults: Faults) -> Handler:
-    """/faults, and the exposition of `accounts` on every other path."""
-    from ..cluster.faults import faults_handler
-    from ..ops.http_endpoint import HttpResponse, metrics_handler
+def _operator_paths(accounts: Accounts, faults: Faults) -> Handler:
+    """/accounts, /faults, the status page at / and the exposition of `accounts` at
+    /metrics."""
+    from ..ops.http_endpoint import (
+        accounts_handler,
+        faults_handler,
+        metrics_handler,
+        status_page_handler,
+    )
     from ..ops.metrics import exposition, make_registry
+    from ..ops.report import summary
+
+    async def reset() -> dict[str, Any]:
+        return summary(await accounts.reset())
 
     registry = make_registry(accounts.current)
-    answer = faults_handler(faults, metrics_handler(partial(exposition, registry)))
+    answer = accounts_handler(
+        lambda: summary(accounts.current()),
+        reset,
+        faults_handler(faults, status_page_handler(metrics_handler(partial(exposition, registry)))),
+    )
     refresh = accounts.refresh
-    if refresh is None:
-        return answer
 
     async def refreshed(request: HttpRequest) -> HttpResponse:
-        await refresh()
+        if refresh is not None:
+            await refresh()
         answered = answer(request)
-        assert isinstance(answered, HttpResponse)
-        return answered
+        return await answered if inspect.isawaitable(answered) else answered
 
     return refreshed
 

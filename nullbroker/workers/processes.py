@@ -1,22 +1,22 @@
-"""A cluster spread over processes (`--brokers N --processes P`): the controller and its workers.
+"""A cluster spread over processes (`--brokers N --processes P`): the supervisor and its workers.
 
-The process the user started is the controller. It binds every node's listener (so that each
+The process the user started is the supervisor. It binds every node's listener (so that each
 node's port is known before anything is served), the metrics and Schema Registry listeners,
 and forks P workers: worker k serves the nodes n with n % P == k (node 0, the bootstrap, is
 worker 0's) on the listeners it inherits, and holds the partitions they lead and the groups
-they coordinate, with no state shared on a request's path. The controller answers no Kafka
+they coordinate, with no state shared on a request's path. The supervisor answers no Kafka
 request. It puts the workers' changes to the cluster in one order
-(nullbroker.workers.cluster_changes), passes faults on to them, serves /metrics and /faults
-and the Schema Registry, prints the console line and writes the summary from every worker's
-accounts summed.
+(nullbroker.workers.cluster_changes), passes faults on to them, serves /metrics, /accounts
+and /faults and the Schema Registry, prints the console line and writes the summary from
+every worker's accounts summed.
 
 SIGINT or SIGTERM: passed to every worker, each of which drains as a lone broker does, sends
-its last accounts and exits; then the controller writes the summary. A worker that exits on
+its last accounts and exits; then the supervisor writes the summary. A worker that exits on
 its own stops the cluster.
 
 Over several hosts (`--node-map`, nullbroker.workers.node_map) the same holds: the host with node 0
-runs the controller and a worker for its own nodes; every other host's broker serves its
-nodes as a worker that joins the controller over TCP. Changes to the cluster wait until
+runs the supervisor and a worker for its own nodes; every other host's broker serves its
+nodes as a worker that joins the supervisor over TCP. Changes to the cluster wait until
 every node of the map has joined.
 """
 
@@ -55,17 +55,17 @@ from .server import DRAIN_SECONDS, open_node_listeners
 log = logging.getLogger("nullbroker")
 
 JOIN_TIMEOUT_SECONDS = 60.0
-"""How long a host of a node map tries to reach the controller before giving up."""
+"""How long a host of a node map tries to reach the supervisor before giving up."""
 NODE_CHECK_SECONDS = 0.05
-"""How often the controller looks for `down` nodes whose time is up."""
+"""How often the supervisor looks for `down` nodes whose time is up."""
 STATS_TIMEOUT_SECONDS = 2.0
 """How long a scrape or a console line waits for a worker's accounts before using its last."""
 
 
 def serve_processes(config: Config) -> int:
-    """Run the cluster until a signal: as its controller, with `config.process_count`
+    """Run the cluster until a signal: as its supervisor, with `config.process_count`
     workers for this host's nodes (all the nodes, without a node map); or, on a host of a
-    node map without node 0, as a worker of the controller it joins. The exit status."""
+    node map without node 0, as a worker of the supervisor it joins. The exit status."""
     services.check_summary_path(config)
     node_map = config.read_node_map() if config.node_map is not None else None
     bound = trio.run(_bind, config, node_map)
@@ -75,7 +75,7 @@ def serve_processes(config: Config) -> int:
     local = sorted(bound.nodes)
     owners = {node: index % workers for index, node in enumerate(local)}
     pairs = [socket.socketpair() for _ in range(workers)]
-    # Workers serve Kafka only: the controller has the metrics, the registry and the summary.
+    # Workers serve Kafka only: the supervisor has the metrics, the registry and the summary.
     worker_config = replace(config, metrics=None, schema_registry=None, summary_json=None)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -90,8 +90,8 @@ def serve_processes(config: Config) -> int:
     for sockets in bound.nodes.values():
         for sock in sockets:
             sock.close()
-    controller = Controller(config, [end for end, _ in pairs], pids, owners, bound)
-    trio.run(controller.run)
+    supervisor = Supervisor(config, [end for end, _ in pairs], pids, owners, bound)
+    trio.run(supervisor.run)
     status = 0
     for worker, pid in enumerate(pids):
         _, wait_status = os.waitpid(pid, 0)
@@ -103,16 +103,16 @@ def serve_processes(config: Config) -> int:
 
 
 def _join_cluster(config: Config, node_map: NodeMap, bound: _Bound) -> int:
-    """Serve this host's nodes as a worker of the controller on node 0's host."""
+    """Serve this host's nodes as a worker of the supervisor on node 0's host."""
     nodes = sorted(bound.nodes)
-    host, port = node_map.controller
-    log.info("nodes %s: joining the controller at %s:%d", _listed(nodes), host, port)
+    host, port = node_map.supervisor
+    log.info("nodes %s: joining the supervisor at %s:%d", _listed(nodes), host, port)
     channel = _connect(host, port, JOIN_TIMEOUT_SECONDS)
     send_blocking(channel, "hello", nodes)
     welcome = receive_blocking(channel)
     if welcome is None or welcome[0] != "welcome":
         raise StartupError(
-            f"{config.named('node_map')}: the controller at {host}:{port} refused nodes "
+            f"{config.named('node_map')}: the supervisor at {host}:{port} refused nodes "
             f"{_listed(nodes)}: {welcome[1] if welcome else 'it closed the connection'}"
         )
     worker = int(welcome[1])
@@ -121,13 +121,13 @@ def _join_cluster(config: Config, node_map: NodeMap, bound: _Bound) -> int:
         sock.close()
     owners = dict.fromkeys(nodes, worker)
     role = WorkerRole(worker, owners, bound.nodes, bound.ports, bound.hosts, channel)
-    # This host's metrics, registry and summary are the controller's.
+    # This host's metrics, registry and summary are the supervisor's.
     run_server(replace(config, metrics=None, schema_registry=None, summary_json=None), role)
     return 0
 
 
 def _connect(host: str, port: int, timeout: float) -> socket.socket:
-    """A connection to the controller, tried until `timeout` (it may start after us)."""
+    """A connection to the supervisor, tried until `timeout` (it may start after us)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -135,7 +135,7 @@ def _connect(host: str, port: int, timeout: float) -> socket.socket:
         except OSError as error:
             if time.monotonic() > deadline:
                 raise StartupError(
-                    f"cannot reach the cluster's controller at {host}:{port} "
+                    f"cannot reach the cluster's supervisor at {host}:{port} "
                     f"within {timeout:g} s: {error.strerror or error}"
                 ) from None
             time.sleep(0.2)
@@ -147,7 +147,7 @@ def _listed(nodes: list[int]) -> str:
 
 @dataclass(slots=True)
 class _Bound:
-    """What the controller opened before forking (or a joining host before joining)."""
+    """What the supervisor opened before forking (or a joining host before joining)."""
 
     nodes: dict[int, list[socket.socket]]
     """The listening sockets of the nodes served here, by node id."""
@@ -158,7 +158,7 @@ class _Bound:
     metrics: list[socket.socket]
     registry: list[socket.socket]
     control: list[socket.socket]
-    """The controller's listener for workers on other hosts (a node map's)."""
+    """The supervisor's listener for workers on other hosts (a node map's)."""
 
 
 async def _bind(config: Config, node_map: NodeMap | None) -> _Bound:
@@ -187,9 +187,9 @@ async def _bind(config: Config, node_map: NodeMap | None) -> _Bound:
     registry = [_detached(listener) for listener in http.registry]
     control: list[socket.socket] = []
     if node_map is not None and 0 in nodes:
-        host, port = node_map.controller
+        host, port = node_map.supervisor
         opened = await open_listeners(
-            (host, port), config.named("node_map"), f"controller {host}:{port}"
+            (host, port), config.named("node_map"), f"supervisor {host}:{port}"
         )
         control = [_detached(listener) for listener in opened]
     return _Bound(nodes, addresses, ports, hosts, metrics, registry, control)
@@ -229,8 +229,8 @@ def _run_worker(
     """The forked worker's whole life; exits the process."""
     status = 0
     try:
-        for index, (controller_end, worker_end) in enumerate(pairs):
-            controller_end.close()
+        for index, (supervisor_end, worker_end) in enumerate(pairs):
+            supervisor_end.close()
             if index != worker:
                 worker_end.close()
         for sock in [*bound.metrics, *bound.registry, *bound.control]:
@@ -251,7 +251,7 @@ def _run_worker(
         os._exit(status)
 
 
-class Controller:
+class Supervisor:
     """Orders the workers' cluster changes, passes faults on, and reports for them all."""
 
     def __init__(
@@ -279,7 +279,7 @@ class Controller:
         if len(self.owners) == config.brokers:
             self._complete.set()
         self._base = BrokerStats()
-        """The controller's own accounts: its start, and the faults it counted."""
+        """The supervisor's own accounts: its start, and the faults it counted."""
         self.faults = Faults(Cluster(config.brokers), counts=self._base.faults)
         for spec in config.faults:  # the workers applied these themselves at start
             self.faults.add(spec)
@@ -302,7 +302,7 @@ class Controller:
 
     @property
     def stats(self) -> BrokerStats:
-        """The cluster's accounts: every worker's last, summed, with the controller's."""
+        """The cluster's accounts: every worker's last, summed, with the supervisor's."""
         merged = copy.deepcopy(self._base)
         rss = peak = 0
         for worker_stats, worker_rss, worker_peak in self._accounts.values():
@@ -321,7 +321,7 @@ class Controller:
                 nursery.start_soon(self._pass_changes_on)
                 nursery.start_soon(self._bring_nodes_back)
                 nursery.start_soon(self._stop_on_signal, signals)
-                accounts = services.Accounts(lambda: self.stats, self.refresh)
+                accounts = services.Accounts(lambda: self.stats, self.reset_counts, self.refresh)
                 services.serve_http(
                     nursery,
                     services.HttpListeners(
@@ -500,6 +500,22 @@ class Controller:
 
     async def refresh(self) -> None:
         """Ask every worker for its accounts; wait for them (bounded)."""
+        await self._ask_workers("stats")
+
+    async def reset_counts(self) -> BrokerStats:
+        """Zero the cluster's counts (each worker's and the supervisor's own) and return
+        them as they stood: each worker answers with its accounts and zeroes them at once,
+        so that no request is counted in neither."""
+        await self._ask_workers("reset")
+        counted = self.stats
+        self._base.reset_counts()
+        for worker_stats, _, _ in self._accounts.values():
+            worker_stats.reset_counts()
+        return counted
+
+    async def _ask_workers(self, kind: str) -> None:
+        """Send `kind` ("stats" or "reset") to every worker and wait (bounded) for the
+        accounts each answers with."""
         request = next(self._stats_requests)
         expected = {worker for worker in range(len(self.channels)) if worker not in self._gone}
         answered = trio.Event()
@@ -507,7 +523,7 @@ class Controller:
         try:
             for worker in sorted(expected):
                 try:
-                    await self.channels[worker].send("stats", request)
+                    await self.channels[worker].send(kind, request)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     expected.discard(worker)
             if expected:

@@ -24,7 +24,7 @@ log = logging.getLogger("nullbroker")
 
 
 def run_server(config: Config, role: WorkerRole | None = None) -> None:
-    """Serve until SIGINT or SIGTERM (or, in a worker, until its controller goes away)."""
+    """Serve until SIGINT or SIGTERM (or, in a worker, until its supervisor goes away)."""
     if config.connection_loop == "epoll":
         HostLoop().run(_serve_until_signalled, config, role)
     else:

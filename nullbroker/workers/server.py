@@ -190,7 +190,7 @@ class BrokerServer:
         self.config = config
         self.role = role
         """Set in a worker process of a cluster (--processes): the nodes it serves, and its
-        channel to the controller, which serves metrics, faults and the summary."""
+        channel to the supervisor, which serves metrics, faults and the summary."""
         self.dispatch: Dispatch
         if role is None:
             self.broker = Broker(config)
@@ -257,7 +257,7 @@ class BrokerServer:
         return [listener for listeners in self._listeners.values() for listener in listeners]
 
     async def _open_node_listeners(self) -> None:
-        """Every node's listeners; a worker takes the ones its controller bound for it."""
+        """Every node's listeners; a worker takes the ones its supervisor bound for it."""
         config = self.config
         if self.role is not None:
             self.broker.cluster.ports.update(self.role.ports)
@@ -322,7 +322,7 @@ class BrokerServer:
                             connections,
                             partial(self._serve_kafka, node, listener),
                         )
-                accounts = Accounts(lambda: self.broker.stats)
+                accounts = Accounts.of(self.broker.current_accounts)
                 serve_http(
                     services,
                     self._http_listeners,
@@ -337,7 +337,7 @@ class BrokerServer:
                     channel = self._open_control_channel()
                     dispatch = cast("ReplicatingDispatch", self.dispatch)  # made with the role
                     dispatch.channel = channel  # before any connection is served
-                    services.start_soon(dispatch.follow_controller, channel, self.stop)
+                    services.start_soon(dispatch.follow_supervisor, channel, self.stop)
                 services.start_soon(self._summarise_repeated_warnings)
                 services.start_soon(self.shared.idle_connections.run)
                 self.broker.serve_groups_in(services)
@@ -351,10 +351,10 @@ class BrokerServer:
             connections.cancel_scope.deadline = trio.current_time() + DRAIN_SECONDS
         self.shared.warnings.flush(everything=True)
         if self.config.summary_json:
-            write_summary(self.broker.stats, self.config.summary_json)
+            write_summary(self.broker.current_accounts(), self.config.summary_json)
             log.info("summary written to %s", self.config.summary_json)
         if self.role is not None:
-            # The controller writes the cluster's summary from every worker's last accounts.
+            # The supervisor writes the cluster's summary from every worker's last accounts.
             with trio.move_on_after(DRAIN_SECONDS):
                 worker = cast("ReplicatingBroker", self.broker)  # made with the role
                 await channel.send("final", *worker.accounts())

@@ -127,16 +127,21 @@ def warm_up(
 
 
 def measured(
-    job: JobCommand, spark: SparkSession, settings: JobSettings, args: argparse.Namespace
+    job: JobCommand,
+    spark: SparkSession,
+    settings: JobSettings,
+    args: argparse.Namespace,
+    broker: str | None = None,
 ) -> JobResult:
     """One run of `job`, with the machine's load (it is shared) and, with --cpu, the CPU
-    seconds each role spent."""
+    seconds each role spent; `broker` names the broker the run used when two were started,
+    and on a standalone cluster the application's executors count too (cpu.used)."""
     app = spark.sparkContext.applicationId
     before = cpu.snapshot(app) if args.cpu else {}
     result = job.run_with(spark, settings, args)
     details = {**result.details, "loadavg_1m": round(os.getloadavg()[0], 2)}
     if args.cpu:
-        details["cpu_seconds"] = cpu.used(before, app)
+        details["cpu_seconds"] = cpu.used(before, broker, app)
     return replace(result, details=details)
 
 

@@ -36,7 +36,6 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from nullbroker.sources.synthetic import RecordShape, key_pattern, value_pattern
 from nullbroker.spark.consumer import BATCH_ROWS
 from nullbroker.spark.offsets import (
     OffsetRange,
@@ -47,6 +46,8 @@ from nullbroker.spark.offsets import (
 )
 from nullbroker.spark.options import PartitionKey, lower_keys
 from nullbroker.spark.schema import arrow_schema, read_schema, write_columns
+
+from .settings import record_cycle
 
 NAME = "memrows"
 _US = pa.timestamp("us", tz="UTC")
@@ -113,10 +114,10 @@ class MemoryTopic:
 @cache
 def _cycle(size: int, key_size: int) -> tuple[pa.Array, pa.Array, int]:
     """Keys and values of the indices 0 … batch_records-1 of nullbroker's record layout."""
-    cycle = RecordShape(size=size, key_size=key_size).batch_records
-    keys = pa.array([key_pattern(index, key_size) for index in range(cycle)], pa.binary())
-    values = pa.array([value_pattern(index, size) for index in range(cycle)], pa.binary())
-    return keys, values, cycle
+    rows = record_cycle(size, key_size)
+    keys = pa.array([key for key, _ in rows], pa.binary())
+    values = pa.array([value for _, value in rows], pa.binary())
+    return keys, values, len(rows)
 
 
 class MemRowsReader(DataSourceReader):

@@ -4,6 +4,9 @@ partitions, through which connector."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+
+from nullbroker.sources.synthetic import RecordShape, key_pattern, value_pattern
 
 FORMATS = ("pykafka", "kafka", "memory", "range")
 TWINS = {"pykafka": "memory", "kafka": "range"}
@@ -68,3 +71,14 @@ class JobSettings:
 
     def topic(self, name: str) -> TopicShape:
         return TopicShape(name, self.partitions, self.per_partition, self.record_size)
+
+
+@cache
+def record_cycle(size: int, key_size: int) -> tuple[tuple[bytes | None, bytes], ...]:
+    """Keys and values of the indices 0 … batch_records-1 of nullbroker's record layout: the
+    records of a source topic (TopicShape.source_flag) repeat them, offset after offset, so
+    memrows makes them and a Kafka is sent them for the same rows."""
+    cycle = RecordShape(size=size, key_size=key_size).batch_records
+    return tuple(
+        (key_pattern(index, key_size), value_pattern(index, size)) for index in range(cycle)
+    )

@@ -1550,10 +1550,26 @@ async def test_groups_by_state_and_rebalances_are_in_metrics_and_summary(
         await stable(Consumer(broker, group="a"), Consumer(broker, group="a"))
         await Consumer(broker, group="b").join()
     await commit(broker, "c", {0: 1})
-    assert summary(broker.stats)["groups"] == {
-        "by_state": {"CompletingRebalance": 1, "Empty": 1, "PreparingRebalance": 0, "Stable": 1},
-        "rebalances": 2,
+    groups = summary(broker.current_accounts())["groups"]
+    assert groups["by_state"] == {
+        "CompletingRebalance": 1,
+        "Empty": 1,
+        "PreparingRebalance": 0,
+        "Stable": 1,
     }
+    assert groups["rebalances"] == 2
+    by_group = groups["by_group"]
+    assert {name: (group["state"], len(group["members"])) for name, group in by_group.items()} == {
+        "a": ("Stable", 2),
+        "b": ("CompletingRebalance", 1),
+        "c": ("Empty", 0),
+    }
+    # Committed past the log end (Kafka takes it): a negative lag, as kafka-consumer-groups
+    # shows it (CURRENT-OFFSET 5, LOG-END-OFFSET 0, LAG -5 from Kafka 4.1.1).
+    assert by_group["c"]["partitions"] == {
+        "orders": {"0": {"committed": 1, "log_end": 0, "lag": -1}}
+    }
+    assert by_group["c"]["lag"] == by_group["a"]["lag"] - 1 == -1
     text = exposition(make_registry(broker.stats)).decode()
     assert 'nullbroker_groups{state="Stable"} 1.0' in text
     assert 'nullbroker_groups{state="PreparingRebalance"} 0.0' in text

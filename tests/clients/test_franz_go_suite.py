@@ -67,6 +67,7 @@ PACKAGE_DIR = SUITE / "src" / "pkg" / "kgo"
 
 pytestmark = [
     pytest.mark.clients,
+    pytest.mark.slow,
     pytest.mark.skipif(
         not (BINARY.exists() and TEST2JSON.exists()),
         reason="franz-go's kgo suite is not built; scripts/ensure-kgo-suite (make test) "

@@ -20,7 +20,7 @@ import pytest
 from nullbroker.app.launcher import nullbroker_program
 from nullbroker.settings import Config, ConfigError
 
-MAP = 'controller = "127.0.0.1:19190"\n[nodes]\n0 = "127.0.0.1:19092"\n1 = "127.0.0.1:19093"\n'
+MAP = 'supervisor = "127.0.0.1:19190"\n[nodes]\n0 = "127.0.0.1:19092"\n1 = "127.0.0.1:19093"\n'
 
 
 @pytest.mark.parametrize(
@@ -29,10 +29,10 @@ MAP = 'controller = "127.0.0.1:19190"\n[nodes]\n0 = "127.0.0.1:19092"\n1 = "127.
         ("[nodes]\n", "needs a [nodes] table"),
         ('[nodes]\n0 = "127.0.0.1:1"\n2 = "127.0.0.1:2"\n', "node ids must be 0 to 1, got [0, 2]"),
         ('[nodes]\n0 = "127.0.0.1"\n', "node 0: expected HOST:PORT with a port"),
-        ('[nodes]\n0 = "127.0.0.1:1"\n', 'needs controller = "HOST:PORT"'),
+        ('[nodes]\n0 = "127.0.0.1:1"\n', 'needs supervisor = "HOST:PORT"'),
         (
-            'controller = "10.0.0.9:1"\n[nodes]\n0 = "127.0.0.1:1"\n',
-            "the controller runs on node 0's host, 127.0.0.1",
+            'supervisor = "10.0.0.9:1"\n[nodes]\n0 = "127.0.0.1:1"\n',
+            "the supervisor runs on node 0's host, 127.0.0.1",
         ),
         ("nodes = [", "not TOML"),
     ],
@@ -52,6 +52,13 @@ def test_the_node_map_gives_the_clusters_size(tmp_path: Path) -> None:
         Config(node_map=str(path), brokers=3)
     with pytest.raises(ConfigError, match="each host runs one process"):
         Config(node_map=str(path), brokers=2, processes="2")
+
+
+def test_a_node_map_of_before_the_rename_still_names_its_supervisor(tmp_path: Path) -> None:
+    # The key was `controller` until the process that supervises the workers was named so.
+    path = tmp_path / "map.toml"
+    path.write_text(MAP.replace("supervisor", "controller"))
+    assert Config(node_map=str(path)).read_node_map().supervisor == ("127.0.0.1", 19190)
 
 
 # -- two hosts, as network namespaces ----------------------------------------------------
@@ -128,7 +135,7 @@ def test_two_hosts_form_one_cluster_and_count_exactly(
     first, second = two_hosts
     node_map = tmp_path / "map.toml"
     node_map.write_text(
-        f'controller = "{SUBNET}.1:9190"\n[nodes]\n0 = "{SUBNET}.1:9092"\n1 = "{SUBNET}.2:9092"\n'
+        f'supervisor = "{SUBNET}.1:9190"\n[nodes]\n0 = "{SUBNET}.1:9092"\n1 = "{SUBNET}.2:9092"\n'
     )
     summary = tmp_path / "summary.json"
     serve = [*nullbroker_program(), "serve", "--node-map", str(node_map), "--partitions", "4"]
@@ -162,7 +169,7 @@ def test_two_hosts_form_one_cluster_and_count_exactly(
     finally:
         hosts[0].send_signal(signal.SIGTERM)
         assert hosts[0].wait(timeout=30) == 0
-        # The other host's worker ends when its controller does.
+        # The other host's worker ends when its supervisor does.
         assert hosts[1].wait(timeout=30) == 0
         for log in logs:
             log.close()

@@ -1,7 +1,7 @@
 """A cluster spread over processes (`--brokers N --processes P`): every worker sees the same
 topics, whichever node was asked to change them; producers are counted exactly over all of
 them; /metrics, the console line and the summary cover the whole cluster; SIGTERM drains
-every worker; a worker that dies stops the cluster; a killed controller takes its workers
+every worker; a worker that dies stops the cluster; a killed supervisor takes its workers
 with it."""
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def test_two_processes_count_exactly_and_report_once_for_the_cluster(
     })  # fmt: skip
     records = 9000
     for index in range(records):
-        # An auto-created topic (Metadata, through the controller) and a second one. Every
+        # An auto-created topic (Metadata, through the supervisor) and a second one. Every
         # partition named, so that every node gets records: librdkafka's sticky partitioner
         # may leave a node's partitions out of a short burst, and connects only where it sends.
         producer.produce(
@@ -192,7 +192,7 @@ def test_a_worker_that_dies_stops_the_cluster(start_broker: StartBroker) -> None
 
 
 @pytest.mark.clients
-def test_a_killed_controller_takes_its_workers_with_it(start_broker: StartBroker) -> None:
+def test_a_killed_supervisor_takes_its_workers_with_it(start_broker: StartBroker) -> None:
     broker = start_broker("--brokers", "2", "--processes", "2")
     pids = worker_pids(broker)
     broker.process.send_signal(signal.SIGKILL)
@@ -200,7 +200,7 @@ def test_a_killed_controller_takes_its_workers_with_it(start_broker: StartBroker
     deadline = time.monotonic() + 30
     while any(running(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(running(pid) for pid in pids), "workers outlived their controller"
+    assert not any(running(pid) for pid in pids), "workers outlived their supervisor"
 
 
 @pytest.mark.clients

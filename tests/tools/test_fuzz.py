@@ -11,6 +11,8 @@ import pytest
 
 from tests.fuzz_target import answer_stream
 
+pytestmark = pytest.mark.slow
+
 CRASHES = Path(__file__).resolve().parents[1] / "vectors" / "fuzz"
 FUZZ_SECONDS = 40
 

@@ -29,13 +29,20 @@ lines after it), from a scratch copy of the checkout (the working tree's files; 
   exactly the count when the topic holds no more). A consumer that times out short exits 0,
   so its line is what fails it.
 - Commands that take minutes however few records they are given, having no count to scale
-  (the full perf.compare, the whole codec_bench frame set, the Spark jobs), are not run:
+  (the full perf.compare, the whole codec_bench frame set, source_formats over many kinds,
+  the Spark jobs), are not run:
   each flag they use must appear in their own `--help`, so a renamed or removed flag fails
   here. Their quick forms (perf.compare with --records-per-step, codec_bench --api) run.
 - Nothing a command writes may land outside `out/` (git ignores it): files new after the
   block anywhere else in the copy fail it.
 - A block that uses kcat or Kafka's Java tools is skipped, saying why, when they are not
   installed (`make test` installs both).
+
+The ```python blocks of README.md and docs/python-api.md whose first line names a file
+(`# test_orders.py`) are that file: each is written alone into a fresh folder and run there as
+a user who installed the package would, a `test_*.py` file by `python -m pytest` (the plugin's
+fixtures come from the installed package), any other by `python`; it must exit 0 and leave
+nothing behind. Every ```python block of docs/python-api.md names its file, so none hides.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -55,8 +63,11 @@ from pathlib import Path
 
 import pytest
 
+from perf.java_perf import missing as kafka_tools_missing
 from tests.broker_process import BrokerProcess
-from tests.kafka_tools import _missing as kafka_tools_missing
+from tests.module_command import run_checked
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 READMES = ("README.md", "perf/README.md")
@@ -80,6 +91,11 @@ SLOW = (
     (re.compile(r"-m spark_tests\.jobs\.\w+"), "starts Spark: tens of seconds a job"),
     (re.compile(r"-m perf\.compare\b(?!.*--records-per-step)"), "the full comparison: ~7 min"),
     (re.compile(r"-m perf\.codec_bench\b(?!.*--api)"), "the whole frame set: ~1 min"),
+    (
+        re.compile(r"-m perf\.source_formats\b"),
+        "a broker and a read per kind, whatever the counts: ~1 min for perf/README's eleven "
+        "(tests/tools/test_perf_tools.py runs the tool)",
+    ),
 )
 PRODUCER = re.compile(r"-m perf\.producer_perf\b|kafka-producer-perf-test\b")
 CONSUMER = re.compile(r"-m perf\.consumer_perf\b|kafka-consumer-perf-test\b")
@@ -386,3 +402,49 @@ def test_every_docs_page_is_checked_and_hides_no_shell_example() -> None:
         assert not UNRUN_SHELL_FENCE.search(text), f"{page}: use ```sh, which is run"
         fences = len(re.findall(r"^```(?:sh|bash)\n", text, re.M))
         assert len([block for block in shell_blocks() if block.readme == page]) == fences, page
+
+
+PYTHON_PAGES = ("README.md", "docs/python-api.md")
+PYTHON_FILE = re.compile(r"^```python\n# (?P<name>\w+\.py)\n(?P<code>.*?)^```", re.M | re.S)
+
+
+@dataclass(frozen=True)
+class PythonFile:
+    page: str
+    name: str
+    code: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.page}#{self.name}"
+
+
+def python_files() -> list[PythonFile]:
+    return [
+        PythonFile(page, match["name"], f"# {match['name']}\n{match['code']}")
+        for page in PYTHON_PAGES
+        for match in PYTHON_FILE.finditer((ROOT / page).read_text())
+    ]
+
+
+@pytest.mark.clients
+@pytest.mark.parametrize("example", python_files(), ids=lambda example: example.id)
+def test_python_example_runs_in_a_fresh_folder(example: PythonFile, tmp_path: Path) -> None:
+    (tmp_path / example.name).write_text(example.code)
+    if example.name.startswith("test_"):
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", example.name]
+    else:
+        command = [sys.executable, example.name]
+    # As a user's shell would: nothing of this checkout on the path, only what is installed.
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    run_checked(command, timeout=TIMEOUT, what=example.id, cwd=tmp_path, env=environment)
+    left = {path.name for path in tmp_path.iterdir()} - {example.name, "__pycache__"}
+    assert not left, f"{example.id} left {sorted(left)}"
+
+
+def test_the_readme_shows_a_test_and_the_api_page_hides_no_python_example() -> None:
+    files = python_files()
+    assert [file.name for file in files if file.page == "README.md"] == ["test_orders.py"]
+    api_page = (ROOT / "docs" / "python-api.md").read_text()
+    in_page = [file for file in files if file.page == "docs/python-api.md"]
+    assert len(in_page) == len(re.findall(r"^```python\n", api_page, re.M)) >= 2

@@ -148,3 +148,59 @@ def test_spark_imports_no_broker_code() -> None:
     for module, targets in GRAPH.items():
         if module.startswith("nullbroker.spark"):
             assert all(t.startswith("nullbroker.spark") for t in targets), (module, targets)
+
+
+LAYERS = (
+    ("app",),
+    ("workers",),
+    ("ops",),
+    ("net",),
+    ("dispatch",),
+    ("handlers",),
+    ("broker",),
+    ("state", "sources", "cluster"),
+    ("settings", "stats"),
+    ("clock", "log_limit", "toml_files", "topic_names"),
+)
+"""docs/architecture.md's order, top first: a module imports its own layer's and those below."""
+
+UPWARD = {
+    # Settings are checked where they are read, each by the parser of the room it belongs
+    # to (listeners, the read budget's sizes, the node map, sources, faults, the cluster's
+    # size, fetch-session slots, a source's schema, SASL users); none of those parsers
+    # imports settings back (the circle test above holds it).
+    ("nullbroker.settings", "nullbroker.net.listeners"),
+    ("nullbroker.settings", "nullbroker.net.read_budget"),
+    ("nullbroker.settings", "nullbroker.net.sasl"),
+    ("nullbroker.settings", "nullbroker.workers.node_map"),
+    ("nullbroker.settings", "nullbroker.sources.synthetic"),
+    ("nullbroker.settings", "nullbroker.cluster.nodes"),
+    ("nullbroker.settings", "nullbroker.cluster.faults"),
+    ("nullbroker.settings", "nullbroker.cluster.fault_specs"),
+    ("nullbroker.settings", "nullbroker.state.fetch_sessions"),
+    ("nullbroker.settings", "nullbroker.ops.schema_registry"),
+    # A session's SASL state, and the mechanisms the handshake names, are the connection's:
+    # the broker's Session holds one, and the SASL handlers read them.
+    ("nullbroker.broker", "nullbroker.net.sasl"),
+    ("nullbroker.handlers.sasl", "nullbroker.net.sasl"),
+    ("nullbroker.handlers.sasl", "nullbroker.net.listeners"),
+}
+"""The imports that go up the layers, each with its reason. A new one is added here, with
+its reason, or not written."""
+
+
+def layer_of(module: str) -> int | None:
+    name = module.split(".")[1] if "." in module else ""
+    return next((depth for depth, names in enumerate(LAYERS) if name in names), None)
+
+
+def test_imports_point_down_the_layers_but_for_those_listed_with_their_reason() -> None:
+    upward = {
+        (module, target)
+        for module, targets in GRAPH.items()
+        for target in targets
+        if (low := layer_of(module)) is not None
+        and (high := layer_of(target)) is not None
+        and high < low
+    }
+    assert upward == UPWARD

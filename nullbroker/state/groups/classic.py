@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import trio
 from kio.schema.errors import ErrorCode
 
-from ...stats import BrokerStats
+from ...stats import BrokerStats, GroupSnapshot
 from . import commits, listing
 from .listing import DescribedGroup, ListedGroup
 from .model import (
@@ -827,6 +827,13 @@ class GroupCoordinator:
 
     def group_ids(self) -> list[str]:
         return list(self._groups)
+
+    def snapshots(self) -> dict[str, GroupSnapshot]:
+        """Every group's members and committed offsets, of either protocol, by group id."""
+        groups: list[Group | ConsumerGroup] = [*self._groups.values()]
+        if self.consumer_groups is not None:
+            groups += self.consumer_groups.groups.values()
+        return {group.group_id: listing.snapshot(group) for group in groups}
 
     def hand_over(self, group_id: str) -> dict[str, dict[int, CommittedOffset]]:
         """Give up a group whose coordinator is now another process's node (`--processes`):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
+from ...stats import GroupMember, GroupSnapshot
 from .model import CLASSIC_GROUP_TYPE, CONSUMER_GROUP_TYPE, Group, GroupState
 
 if TYPE_CHECKING:
@@ -102,6 +103,24 @@ def list_groups(
             for group in consumer_groups.list(wanted_states)
         ]
     return listed
+
+
+def snapshot(group: Group | ConsumerGroup) -> GroupSnapshot:
+    """The group's members and committed offsets for the accounts (its lag)."""
+    return GroupSnapshot(
+        CLASSIC_GROUP_TYPE if isinstance(group, Group) else CONSUMER_GROUP_TYPE,
+        str(group.state),
+        tuple(
+            GroupMember(member.member_id, member.client_id, member.client_host)
+            for member in group.members.values()
+        ),
+        {
+            (topic, index): committed.offset
+            for topic, partitions in group.offsets.items()
+            for index, committed in partitions.items()
+            if committed.offset >= 0
+        },
+    )
 
 
 def refusal_to_delete(group: Group) -> ErrorCode | None:

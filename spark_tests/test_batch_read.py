@@ -1,18 +1,21 @@
-"""pykafka's batch source against synthetic source topics of `nullbroker serve`: every record
-that exists is read exactly once, with the contents its offset implies."""
+"""Spark's batch readers against synthetic source topics of `nullbroker serve`: every record
+that exists is read exactly once, with the contents its offset implies. What both readers
+must do — Spark's own connector (format "kafka") and pykafka — is asked of each (`reader`);
+the rest is pykafka's (the connector's own is in test_kafka_connector.py)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 
 import pytest
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import Row, SparkSession
 
 from nullbroker.sources.synthetic import RecordShape, key_pattern, value_pattern
+from spark_tests.batch_reads import every_offset, positions, read
 from spark_tests.conftest import StartBroker, delete_records, log_offsets
-from tests.broker_process import BrokerProcess
+from tests.broker_process import BrokerProcess, fetched_from_metrics
 
 PARTITIONS = 4
 RECORDS = 2_500
@@ -36,25 +39,18 @@ def broker(start_module_broker: StartBroker) -> BrokerProcess:
     )
 
 
-def read(spark: SparkSession, broker: BrokerProcess, **options: str) -> DataFrame:
-    reader = spark.read.format("pykafka").option("kafka.bootstrap.servers", broker.bootstrap)
-    for name, value in options.items():
-        reader = reader.option(name, value)
-    return reader.load()
-
-
-def positions(rows: Iterable[Row]) -> list[tuple[str, int, int]]:
-    return sorted((row.topic, row.partition, row.offset) for row in rows)
-
-
-def every_offset(topic: str, ranges: dict[int, range]) -> list[tuple[str, int, int]]:
-    return [(topic, partition, offset) for partition, r in ranges.items() for offset in r]
+@pytest.fixture(params=["pykafka", "kafka"])
+def reader(request: pytest.FixtureRequest) -> str:
+    """Each of Spark's readers in turn, the connector's skipped where it is missing."""
+    if request.param == "kafka":
+        request.getfixturevalue("kafka_connector")
+    return str(request.param)
 
 
 def test_a_batch_read_returns_every_record_once_as_the_broker_made_it(
-    spark: SparkSession, broker: BrokerProcess
+    spark: SparkSession, broker: BrokerProcess, reader: str
 ) -> None:
-    rows = read(spark, broker, subscribe="clicks", includeHeaders="true").collect()
+    rows = read(spark, broker, reader, subscribe="clicks", includeHeaders="true").collect()
 
     assert positions(rows) == every_offset("clicks", {p: range(RECORDS) for p in range(4)})
     for row in rows:
@@ -63,6 +59,10 @@ def test_a_batch_read_returns_every_record_once_as_the_broker_made_it(
         assert row.key == key_pattern(index, KEY_SIZE)
         assert row.headers == [Row(key=f"h{h}", value=str(index).encode()) for h in range(2)]
         assert row.timestampType == 0  # CreateTime
+    fetched = fetched_from_metrics(broker.scrape())
+    # The connector's consumers fetch whole batches and may read one past a task's range,
+    # never less than it returned.
+    assert all(fetched[("clicks", p)] >= RECORDS for p in range(PARTITIONS))
 
 
 def test_the_schema_is_sparks_kafka_schema(spark: SparkSession, broker: BrokerProcess) -> None:
@@ -92,13 +92,14 @@ def test_timestamps_rise_with_offsets(spark: SparkSession, broker: BrokerProcess
 
 
 def test_offset_json_ranges_return_exactly_those_offsets(
-    spark: SparkSession, broker: BrokerProcess
+    spark: SparkSession, broker: BrokerProcess, reader: str
 ) -> None:
     starting = {"clicks": {"0": 10, "1": -2, "2": 100, "3": 2000}}
     ending = {"clicks": {"0": 20, "1": 5, "2": -1, "3": 2000}}
     frame = read(
         spark,
         broker,
+        reader,
         subscribe="clicks",
         startingOffsets=json.dumps(starting),
         endingOffsets=json.dumps(ending),
@@ -121,8 +122,10 @@ def test_min_partitions_splits_ranges_and_still_reads_each_offset_once(
     assert positions(rows) == every_offset("clicks", {p: range(RECORDS) for p in range(4)})
 
 
-def test_assign_reads_only_the_partitions_named(spark: SparkSession, broker: BrokerProcess) -> None:
-    frame = read(spark, broker, assign=json.dumps({"clicks": [1, 3]}))
+def test_assign_reads_only_the_partitions_named(
+    spark: SparkSession, broker: BrokerProcess, reader: str
+) -> None:
+    frame = read(spark, broker, reader, assign=json.dumps({"clicks": [1, 3]}))
 
     counts = {row.partition: row["count"] for row in frame.groupBy("partition").count().collect()}
     assert counts == {1: RECORDS, 3: RECORDS}
@@ -138,9 +141,9 @@ def test_assign_reads_only_the_partitions_named(spark: SparkSession, broker: Bro
     ],
 )
 def test_subscribe_pattern_is_found_anywhere_in_a_topic_name_unless_anchored(
-    spark: SparkSession, broker: BrokerProcess, pattern: str, topics: set[str]
+    spark: SparkSession, broker: BrokerProcess, reader: str, pattern: str, topics: set[str]
 ) -> None:
-    frame = read(spark, broker, subscribePattern=pattern)
+    frame = read(spark, broker, reader, subscribePattern=pattern)
 
     assert {row.topic for row in frame.select("topic").distinct().collect()} == topics
 
@@ -158,22 +161,31 @@ def test_a_topic_that_does_not_exist_reads_as_empty(
     assert read(spark, broker, subscribe="absent").count() == 0
 
 
-def test_data_loss_below_the_log_start_fails_or_is_skipped(
-    spark: SparkSession, broker: BrokerProcess
-) -> None:
-    log_start = delete_records(broker.bootstrap, "trimmed", 0, 100)
-    assert log_start == 100
-    starting = json.dumps({"trimmed": {"0": 10}})
+DATA_LOSS = {
+    "pykafka": (PySparkException, r"offsets \[10, 100\) of trimmed-0.*failOnDataLoss"),
+    # The connector's KafkaIllegalStateException reaches Python as py4j's error, unconverted.
+    "kafka": (Py4JJavaError, r"(?s)failOnDataLoss.*offset \[10, 1000\) .*trimmed-0"),
+}
+"""How each reader fails a read that starts below the log start, unless told not to."""
 
-    with pytest.raises(PySparkException, match=r"offsets \[10, 100\) of trimmed-0.*failOnDataLoss"):
-        read(spark, broker, subscribe="trimmed", startingOffsets=starting).collect()
+
+def test_data_loss_below_the_log_start_fails_or_is_skipped(
+    spark: SparkSession, broker: BrokerProcess, reader: str
+) -> None:
+    # The second reader finds the records already deleted: the log start stays 100.
+    assert delete_records(broker.bootstrap, "trimmed", 0, 100) == 100
+    starting = json.dumps({"trimmed": {"0": 10}})
+    error, message = DATA_LOSS[reader]
+
+    with pytest.raises(error, match=message):
+        read(spark, broker, reader, subscribe="trimmed", startingOffsets=starting).collect()
 
     rows = read(
-        spark, broker, subscribe="trimmed", startingOffsets=starting, failOnDataLoss="false"
+        spark, broker, reader, subscribe="trimmed", startingOffsets=starting, failOnDataLoss="false"
     ).collect()
     assert positions(rows) == every_offset("trimmed", {0: range(100, TRIMMED_RECORDS)})
     # earliest is the log start: nothing is missing.
-    earliest = read(spark, broker, subscribe="trimmed").collect()
+    earliest = read(spark, broker, reader, subscribe="trimmed").collect()
     assert positions(earliest) == every_offset("trimmed", {0: range(100, TRIMMED_RECORDS)})
 
 

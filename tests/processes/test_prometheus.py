@@ -1,0 +1,303 @@
+"""A real Prometheus scrapes a broker's /metrics while a producer and a consumer group run;
+the queries docs/metrics.md gives (and docs/dashboard.json draws) are asked through its HTTP
+query API and agree with the broker's accounts: counts exactly, once its last scrape is after
+the run; `rate` and `histogram_quantile` exactly as PromQL defines them over the samples
+Prometheus holds (tests/prometheus.py), and the quantile in the bucket where the broker's own
+p99 lies."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+import nullbroker
+from nullbroker import Accounts, RunningBroker
+from tests.broker_process import read_and_commit
+from tests.prometheus import (
+    Prometheus,
+    Samples,
+    bucket_quantile,
+    find_prometheus,
+    quantile_bucket,
+    rate,
+)
+
+pytestmark = pytest.mark.clients  # confluent-kafka's producer and consumer
+
+DOCS = Path(__file__).parents[2] / "docs"
+RANGE = "1m"
+RANGE_MS = 60_000
+TIMEOUT = 30.0
+PARTITIONS = 2
+"""Two partitions a topic: `sum by (topic)` adds two rates, and a + b is b + a exactly in
+floating point, so the sum is derived bit for bit whatever order Prometheus adds in."""
+ORDERS, CLICKS, READ = 1000, 500, 600
+ALL = {"orders": ORDERS, "clicks": CLICKS}
+FIRST = {"orders": 10, "clicks": 10}
+GROUP = "prometheus-readers"
+UP = 'up{job="nullbroker"}'
+"""1 for a scrape of the broker that succeeded, 0 for one that failed."""
+
+
+def summed_rate(metric: str, label: str) -> str:
+    return f"sum by ({label}) (rate({metric}[{RANGE}]))"
+
+
+def latency_quantile(q: float, buckets: str) -> str:
+    return f"histogram_quantile({q}, sum by (api, le) ({buckets}))"
+
+
+LATENCY_BUCKETS = "nullbroker_request_latency_seconds_bucket"
+QUERIES = {
+    "produced records/s by topic": summed_rate("nullbroker_produced_records_total", "topic"),
+    "produced bytes/s by topic": summed_rate("nullbroker_produced_bytes_total", "topic"),
+    "fetched records/s by topic": summed_rate("nullbroker_fetched_records_total", "topic"),
+    "produced records by topic": "sum by (topic) (nullbroker_produced_records_total)",
+    "fetched records by topic": "sum by (topic) (nullbroker_fetched_records_total)",
+    "requests/s by API": summed_rate("nullbroker_requests_total", "api"),
+    "held requests/s by API": summed_rate("nullbroker_request_held_seconds_count", "api"),
+    "p50 latency by API": latency_quantile(0.5, f"rate({LATENCY_BUCKETS}[{RANGE}])"),
+    "p99 latency by API": latency_quantile(0.99, f"rate({LATENCY_BUCKETS}[{RANGE}])"),
+    "p99 latency by API since the start": latency_quantile(0.99, LATENCY_BUCKETS),
+    "held requests by API": "sum by (api) (nullbroker_request_held_seconds_count)",
+    "requests by API": "sum by (api) (nullbroker_request_latency_seconds_count)",
+    "request seconds by API": "sum by (api) (nullbroker_request_latency_seconds_sum)",
+    "lag by group": "sum by (group) (nullbroker_group_lag)",
+    "members by group": "sum by (group) (nullbroker_group_members)",
+    "open connections": "sum(nullbroker_connections)",
+    "RSS": 'process_resident_memory_bytes{job="nullbroker"}',
+}
+"""The queries a user would write, each checked below; the dashboard draws only these."""
+
+
+Run = tuple[Prometheus, RunningBroker, Accounts, int]
+
+
+@pytest.fixture(scope="module")
+def run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Prometheus, RunningBroker, Accounts, int]]:
+    """A broker scraped by Prometheus every half second through a run of a producer and a
+    consumer group: Prometheus, the broker, its accounts once the clients closed, and the
+    time to evaluate queries at (ms since the epoch): that of a scrape after the run, once
+    a later scrape is in."""
+    binary = find_prometheus()
+    if binary is None:
+        pytest.skip("no prometheus: scripts/ensure-test-tools installs Debian's package")
+    folder = tmp_path_factory.mktemp("prometheus")
+    with nullbroker.start(
+        partitions=PARTITIONS, group_initial_rebalance_delay_ms=0, workdir=folder
+    ) as broker:
+        prometheus = Prometheus(binary, folder, [broker.http_address])
+        try:
+            with Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5}) as producer:
+                # The topics' series start before their records: a rate needs two samples
+                # that differ, and the whole run may fit between two scrapes.
+                produce(producer, FIRST)
+                first = wait_for_scrape_after(prometheus, round(time.time() * 1000))
+                produce(producer, {topic: n - FIRST[topic] for topic, n in ALL.items()})
+            consume(broker.bootstrap)
+            accounts = quiet_accounts(broker)
+            # At a successful scrape's time, the last sample of every series is that
+            # scrape's (a failed one after it would mark them stale); and only once a later
+            # scrape is in, so that no sample up to then can still arrive.
+            at = wait_for_scrape_after(prometheus, round(time.time() * 1000))
+            wait_for_scrape_after(prometheus, at)
+            assert at - first < RANGE_MS, "the run outlasts the queries' range"
+            yield prometheus, broker, accounts, at
+        finally:
+            prometheus.close()
+
+
+def wait_for_scrape_after(prometheus: Prometheus, moment_ms: int) -> int:
+    """The time (ms since the epoch) of the broker's last scrape, once it is after
+    `moment_ms` and succeeded."""
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        # timestamp() of the selector itself: of anything computed (`up == 1`), it would
+        # give the query's time.
+        scraped = prometheus.vector('timestamp(up{job="nullbroker"})')
+        if scraped:
+            latest = round(max(scraped.values()) * 1000)
+            if latest > moment_ms and prometheus.vector(UP, latest) == {(): 1.0}:
+                return latest
+        time.sleep(0.1)
+    raise AssertionError(f"no scrape after {moment_ms} in {TIMEOUT} s:\n{prometheus.log_tail()}")
+
+
+def produce(producer: Producer, records: dict[str, int]) -> None:
+    for topic, count in records.items():
+        for number in range(count):
+            producer.produce(topic, b"%d" % number, partition=number % PARTITIONS)
+    assert producer.flush(TIMEOUT) == 0
+
+
+def consume(bootstrap: str) -> None:
+    """A group reads READ of the orders and commits: the rest is its lag."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": GROUP,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe(["orders"])
+        read_and_commit(consumer, READ, TIMEOUT)
+    finally:
+        consumer.close()
+
+
+def quiet_accounts(broker: RunningBroker) -> Accounts:
+    """The accounts once every client has gone: nothing changes after them."""
+    deadline = time.monotonic() + TIMEOUT
+    while (accounts := broker.accounts()).connections and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert accounts.connections == 0
+    return accounts
+
+
+def by_first_label(values: dict[tuple[str, ...], float]) -> dict[str, float]:
+    return {key[0]: value for key, value in values.items()}
+
+
+def rates_by(prometheus: Prometheus, metric: str, label_index: int, at: int) -> dict[str, float]:
+    """`sum by (label) (rate(metric[RANGE]))` derived from the samples: each series' rate,
+    added up by the label at `label_index` of its (sorted) labels."""
+    sums: dict[str, float] = {}
+    for key, samples in prometheus.matrix(f"{metric}[{RANGE}]", at).items():
+        series_rate = rate(samples, at, RANGE_MS)
+        if series_rate is not None:
+            label = key[label_index]
+            sums[label] = sums[label] + series_rate if label in sums else series_rate
+    return sums
+
+
+def histograms(prometheus: Prometheus, at: int) -> dict[str, dict[float, Samples]]:
+    """The latency histogram's bucket samples of the range, by API and upper bound."""
+    by_api: dict[str, dict[float, Samples]] = defaultdict(dict)
+    for (api, le), samples in prometheus.matrix(
+        f"nullbroker_request_latency_seconds_bucket[{RANGE}]", at
+    ).items():
+        by_api[api][float(le)] = samples
+    return by_api
+
+
+def same(shown: dict[str, float], derived: dict[str, float]) -> bool:
+    """Equal, NaN included (a quantile of no observations)."""
+    return set(shown) == set(derived) and all(
+        shown[key] == derived[key] or (math.isnan(shown[key]) and math.isnan(derived[key]))
+        for key in shown
+    )
+
+
+def test_counts_per_topic_are_the_accounts_exactly(run: Run) -> None:
+    prometheus, _, accounts, at = run
+    produced = by_first_label(prometheus.vector(QUERIES["produced records by topic"], at))
+    fetched = by_first_label(prometheus.vector(QUERIES["fetched records by topic"], at))
+    assert produced == {"orders": ORDERS, "clicks": CLICKS}
+    assert produced == {name: topic.records for name, topic in accounts.produced.topics.items()}
+    assert fetched == {name: topic.records for name, topic in accounts.fetched.topics.items()}
+    assert fetched["orders"] >= READ
+
+
+def test_rates_per_topic_are_promqls_rate_of_the_samples_ending_at_the_accounts(run: Run) -> None:
+    prometheus, _, accounts, at = run
+    for name, metric, traffic in (
+        ("produced records/s by topic", "nullbroker_produced_records_total", accounts.produced),
+        ("fetched records/s by topic", "nullbroker_fetched_records_total", accounts.fetched),
+    ):
+        shown = by_first_label(prometheus.vector(QUERIES[name], at))
+        # Labels sorted: partition, topic.
+        assert shown == rates_by(prometheus, metric, 1, at), name
+        assert shown["orders"] > 0
+        # The samples rated are the broker's counts: the last of each is the accounts'.
+        for (partition, topic), samples in prometheus.matrix(f"{metric}[{RANGE}]", at).items():
+            assert samples[-1][1] == traffic.partition(topic, int(partition)).records
+    bytes_rate = by_first_label(prometheus.vector(QUERIES["produced bytes/s by topic"], at))
+    assert bytes_rate == rates_by(prometheus, "nullbroker_produced_bytes_total", 1, at)
+
+
+def test_request_rates_and_counts_are_the_accounts(run: Run) -> None:
+    prometheus, _, accounts, at = run
+    requests = by_first_label(prometheus.vector(QUERIES["requests/s by API"], at))
+    assert requests == rates_by(prometheus, "nullbroker_requests_total", 0, at)
+    held = by_first_label(prometheus.vector(QUERIES["held requests/s by API"], at))
+    assert held == rates_by(prometheus, "nullbroker_request_held_seconds_count", 0, at)
+    held_counts = by_first_label(prometheus.vector(QUERIES["held requests by API"], at))
+    assert held_counts == dict(accounts.held_requests)
+    assert set(held) <= set(held_counts)
+    counts = by_first_label(prometheus.vector(QUERIES["requests by API"], at))
+    seconds = by_first_label(prometheus.vector(QUERIES["request seconds by API"], at))
+    assert counts == {api: latency.count for api, latency in accounts.request_latency.items()}
+    assert seconds == {api: latency.sum for api, latency in accounts.request_latency.items()}
+    assert counts == dict(accounts.requests)
+
+
+def test_latency_quantiles_are_histogram_quantile_of_the_samples(run: Run) -> None:
+    prometheus, _, _, at = run
+    buckets = histograms(prometheus, at)
+    for name, q in (("p50 latency by API", 0.5), ("p99 latency by API", 0.99)):
+        shown = by_first_label(prometheus.vector(QUERIES[name], at))
+        derived = {}
+        for api, series in buckets.items():
+            rated = [
+                (bound, series_rate)
+                for bound, samples in series.items()
+                if (series_rate := rate(samples, at, RANGE_MS)) is not None
+            ]
+            if rated:
+                derived[api] = bucket_quantile(q, rated)
+        assert same(shown, derived), name
+        assert shown["Produce"] > 0
+
+
+def test_the_p99_since_the_start_is_in_the_bucket_of_the_brokers_own_p99(run: Run) -> None:
+    """The broker reads its p99 from finer buckets than it exposes (10 a decade, against 3):
+    each exposed bucket is a union of its own, so both quantiles lie in the exposed bucket
+    where the 99th percentile's rank falls. Closer than that, a histogram cannot tell."""
+    prometheus, _, accounts, at = run
+    shown = by_first_label(prometheus.vector(QUERIES["p99 latency by API since the start"], at))
+    for api, series in histograms(prometheus, at).items():
+        last = [(bound, samples[-1][1]) for bound, samples in series.items()]
+        assert shown[api] == bucket_quantile(0.99, last), api
+        lower, upper = quantile_bucket(0.99, last)
+        assert lower <= accounts.request_latency[api].p99 <= upper, api
+        assert lower <= shown[api] <= upper, api
+
+
+def test_groups_connections_and_memory_are_the_brokers(run: Run) -> None:
+    prometheus, broker, accounts, at = run
+    lag = by_first_label(prometheus.vector(QUERIES["lag by group"], at))
+    members = by_first_label(prometheus.vector(QUERIES["members by group"], at))
+    assert (
+        lag
+        == {GROUP: ORDERS - READ}
+        == {name: group.lag for name, group in accounts.groups.by_group.items()}
+    )
+    assert (
+        members
+        == {GROUP: 0}
+        == {name: len(group.members) for name, group in accounts.groups.by_group.items()}
+    )
+    assert prometheus.vector(QUERIES["open connections"], at) == {(): accounts.connections}
+    # RSS moves between any two reads; a peak bounds every one, and the broker reads its
+    # own after the scrape.
+    (rss,) = prometheus.vector(QUERIES["RSS"], at).values()
+    assert 0 < rss <= broker.accounts().peak_rss_bytes
+
+
+def test_every_query_of_the_dashboard_is_tested_and_documented() -> None:
+    dashboard = json.loads((DOCS / "dashboard.json").read_text())
+    drawn = [target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])]
+    assert drawn and set(drawn) <= set(QUERIES.values())
+    documented = (DOCS / "metrics.md").read_text()
+    assert [query for query in QUERIES.values() if query not in documented] == []
