@@ -37,6 +37,9 @@ SIZES = ("--records", str(RECORDS), "--record-size", "100", "--partitions", str(
 BROKER_COUNTS = re.compile(r"the broker counted ([\d,]+) records produced, ([\d,]+) fetched")
 COMMAND_TIMEOUT_S = 600
 NEXMARK_PARTITIONS, NEXMARK_PER_PARTITION, NEXMARK_RATE = 2, 5_000, 500.0
+# The queries whose shuffles cross executors (a join, sliding and tumbling windows); the
+# map-only ones (q0-q2) read as q3 does, and test_nexmark.py checks all six in local mode.
+CLUSTER_QUERIES = ("q3", "q5", "q7")
 # The streaming query: three micro-batches of 5,000 records from each partition.
 STREAM = TopicShape("cluster-stream", PARTITIONS, 15_000, 100)
 SHARE = 5_000
@@ -90,6 +93,17 @@ def test_the_baseline_jobs_on_two_executors_count_every_row_against_two_broker_p
     assert (produced, fetched) == (RECORDS + 26, 3 * RECORDS)
 
 
+def test_a_cluster_in_a_relative_folder_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m spark_tests.jobs.standalone --workdir out/cluster`: every JVM runs in that
+    folder, so the properties file it is given must be named from anywhere."""
+    (tmp_path / "cluster").mkdir()
+    monkeypatch.chdir(tmp_path)
+    with StandaloneCluster(Path("cluster"), workers=0) as master:
+        assert master.master_url.startswith("spark://127.0.0.1:")
+
+
 @pytest.fixture(scope="module")
 def nodes(start_module_broker: StartBroker) -> BrokerProcess:
     """Three nodes in one process, keeping what is produced (the latency job reads it back)
@@ -119,8 +133,9 @@ def test_the_nexmark_queries_on_the_cluster_give_the_generators_answer_counts(
     cluster: StandaloneCluster, nodes: BrokerProcess
 ) -> None:
     done = job_command(
-        "nexmark", "--master", cluster.master_url, "--bootstrap", nodes.bootstrap, "--json"
-    )
+        "nexmark", "--master", cluster.master_url, "--bootstrap", nodes.bootstrap, "--json",
+        *(flag for query in CLUSTER_QUERIES for flag in ("--query", query)),
+    )  # fmt: skip
 
     start_ms = first_timestamp_ms(nodes.bootstrap, nexmark.TOPIC)
     events = nexmark_answers.events(
@@ -128,7 +143,7 @@ def test_the_nexmark_queries_on_the_cluster_give_the_generators_answer_counts(
     )
     counts = {result["job"]: result["result_rows"] for result in json_lines(done.stdout)}
     assert counts == {
-        f"nexmark_{query}": len(nexmark_answers.ANSWERS[query](events)) for query in nexmark.QUERIES
+        f"nexmark_{query}": len(nexmark_answers.ANSWERS[query](events)) for query in CLUSTER_QUERIES
     }
 
 

@@ -60,11 +60,12 @@ class StandaloneCluster:
     stopped, executors and all, by `stop` or on leaving the `with` block."""
 
     def __init__(self, workdir: Path, workers: int = 2, cores: int = 1, memory: str = "1g") -> None:
-        self.workdir = workdir
+        # Absolute: every JVM runs in this folder and is given paths into it.
+        self.workdir = workdir.resolve()
         self.cores = cores
         self.memory = memory
         self.workers: list[ServerProcess] = []
-        properties = workdir / "spark-defaults.conf"
+        properties = self.workdir / "spark-defaults.conf"
         properties.write_text(PROPERTIES)
         self.master = self._start("master", MASTER_CLASS, "--host", "127.0.0.1", "--port", "0")
         try:
