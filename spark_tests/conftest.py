@@ -1,6 +1,7 @@
 """Fixtures for the PySpark tests: one SparkSession in local[2] for the whole suite (its JVM
-takes seconds to start), and nullbroker processes started per test module on OS-picked
-ports of 127.0.0.1, with the helpers of tests/broker_process.py."""
+takes seconds to start), one Spark standalone cluster for the tests that run jobs on one,
+and nullbroker processes started per test module on OS-picked ports of 127.0.0.1, with the
+helpers of tests/broker_process.py."""
 
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ from tests.broker_process import BrokerProcess, produced_from_metrics
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from spark_tests.jobs.standalone import StandaloneCluster
+
 ADMIN_TIMEOUT_S = 30.0
+WORKERS = 2  # one core each: the machine has two
 StartBroker = Callable[..., BrokerProcess]
 
 
@@ -51,6 +55,29 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    """The suite's one Spark standalone cluster: a master and two workers of one core and
+    1 GiB, each its own JVM (spark_tests/jobs/standalone.py), started when a test first asks
+    for it. Their logs, and every executor's, stay in pytest's temporary folder. Tests ask
+    for `cluster`, which replaces a worker a test killed."""
+    reason = java_missing_reason()
+    if reason:
+        pytest.skip(reason)
+    from spark_tests.jobs.standalone import StandaloneCluster
+
+    with StandaloneCluster(tmp_path_factory.mktemp("standalone"), workers=WORKERS) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def cluster(standalone: StandaloneCluster) -> StandaloneCluster:
+    """The session's standalone cluster with its two workers: one a test killed is replaced
+    before the next test starts."""
+    standalone.ensure_workers(WORKERS)
+    return standalone
 
 
 @pytest.fixture(scope="module")

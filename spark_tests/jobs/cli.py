@@ -96,7 +96,7 @@ def job_environment(
     """The SparkSession jobs run in (checked to have Spark's JVM connector for --format
     kafka), and the bootstrap server (see bootstrap_server)."""
     with bootstrap_server(args, broker_flags) as bootstrap:
-        spark = build_session(args.packages, args.jars)
+        spark = build_session(args.packages, args.jars, *cluster_of(args))
         try:
             if args.format == "kafka" and (reason := jvm_kafka_missing_reason(spark)):
                 raise SystemExit(f"--format kafka: {reason}")
@@ -112,7 +112,7 @@ def bootstrap_server(args: argparse.Namespace, broker_flags: Sequence[str]) -> I
     if not args.start_broker:
         yield args.bootstrap
         return
-    with started_broker(broker_flags) as bootstrap:
+    with started_broker([*broker_flags, *broker_cluster_flags(args)]) as bootstrap:
         print(f"started nullbroker on {bootstrap}", file=sys.stderr)
         yield bootstrap
 
@@ -122,7 +122,8 @@ def warm_up(
 ) -> None:
     """The first job in a session pays for starting Python workers and for the JIT compiling
     the JVM's hot paths: a smaller run first, not reported."""
-    job.run_with(spark, replace(settings, records=_warmup_records(settings)), args)
+    limit = getattr(args, "warmup_records", None) or WARMUP_RECORDS
+    job.run_with(spark, replace(settings, records=warmup_records(settings, limit)), args)
 
 
 def measured(
@@ -133,13 +134,14 @@ def measured(
     broker: str | None = None,
 ) -> JobResult:
     """One run of `job`, with the machine's load (it is shared) and, with --cpu, the CPU
-    seconds each role spent; `broker` names the broker the run used when two were started
-    (cpu.used)."""
-    before = cpu.snapshot() if args.cpu else {}
+    seconds each role spent; `broker` names the broker the run used when two were started,
+    and on a standalone cluster the application's executors count too (cpu.used)."""
+    app = spark.sparkContext.applicationId
+    before = cpu.snapshot(app) if args.cpu else {}
     result = job.run_with(spark, settings, args)
     details = {**result.details, "loadavg_1m": round(os.getloadavg()[0], 2)}
     if args.cpu:
-        details["cpu_seconds"] = cpu.used(before, broker)
+        details["cpu_seconds"] = cpu.used(before, broker, app)
     return replace(result, details=details)
 
 
@@ -162,8 +164,9 @@ def kafka_setting(text: str) -> tuple[str, str]:
     return name.removeprefix("kafka."), value
 
 
-def _warmup_records(settings: JobSettings) -> int:
-    per_partition = min(settings.per_partition, WARMUP_RECORDS // settings.partitions)
+def warmup_records(settings: JobSettings, limit: int) -> int:
+    """A warm-up's rows: at most `limit` (and at most the run's), split evenly."""
+    per_partition = min(settings.per_partition, limit // settings.partitions)
     return max(per_partition, 1) * settings.partitions
 
 
@@ -196,15 +199,15 @@ def add_shared_arguments(parser: argparse.ArgumentParser) -> None:
     """What every job command takes: sizes, where the broker is, the warm-up, client
     settings and Spark's classpath."""
     add_broker_arguments(parser)
-    parser.add_argument("--records", type=int, default=1_000_000, help="rows in all")
-    parser.add_argument("--record-size", type=int, default=1024, help="value bytes per row")
-    parser.add_argument("--partitions", type=int, default=4, help="topic partitions")
+    add_cluster_arguments(parser)
+    add_size_arguments(parser)
     parser.add_argument(
         "--no-warmup",
         dest="warmup",
         action="store_false",
         help=f"skip the unreported run of at most {WARMUP_RECORDS:,} rows before the runs",
     )
+    add_warmup_records_argument(parser)
     parser.add_argument(
         "--packages",
         action="append",
@@ -221,6 +224,24 @@ def add_shared_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_warmup_records_argument(parser: argparse.ArgumentParser) -> None:
+    """--warmup-records: how big the unreported first run is."""
+    parser.add_argument(
+        "--warmup-records",
+        type=positive_int,
+        metavar="N",
+        help=f"rows of the warm-up run (default {WARMUP_RECORDS:,}, at most the run's): on a "
+        "cluster, whose executors are new JVMs for every application, the run's own size",
+    )
+
+
+def add_size_arguments(parser: argparse.ArgumentParser) -> None:
+    """--records, --record-size and --partitions: what a job reads or writes."""
+    parser.add_argument("--records", type=int, default=1_000_000, help="rows in all")
+    parser.add_argument("--record-size", type=int, default=1024, help="value bytes per row")
+    parser.add_argument("--partitions", type=int, default=4, help="topic partitions")
+
+
 def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
     """--bootstrap or --start-broker, and the client settings (--kafka-option)."""
     parser.add_argument("--bootstrap", metavar="HOST:PORT", help="the Kafka bootstrap server")
@@ -229,6 +250,12 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="start `nullbroker serve` on a free port of 127.0.0.1 with the topics needed",
     )
+    add_kafka_option_argument(parser)
+    add_broker_cluster_arguments(parser)
+
+
+def add_kafka_option_argument(parser: argparse.ArgumentParser) -> None:
+    """--kafka-option NAME=VALUE, repeatable: client settings every executor's clients get."""
     parser.add_argument(
         "--kafka-option",
         action="append",
@@ -236,6 +263,56 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="a Kafka client setting, passed as option kafka.NAME (repeatable)",
     )
+
+
+def add_broker_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    """--brokers and --processes: the broker --start-broker starts as a cluster."""
+    parser.add_argument(
+        "--brokers",
+        type=positive_int,
+        default=1,
+        help="with --start-broker: nodes of the broker started (nullbroker's --brokers)",
+    )
+    parser.add_argument(
+        "--processes",
+        type=positive_int,
+        default=1,
+        help="with --start-broker: processes serving them (nullbroker's --processes)",
+    )
+
+
+def broker_cluster_flags(args: argparse.Namespace) -> list[str]:
+    """The `nullbroker serve` flags of --brokers and --processes, none when not given."""
+    flags = []
+    if getattr(args, "brokers", 1) > 1:
+        flags += ["--brokers", str(args.brokers)]
+    if getattr(args, "processes", 1) > 1:
+        flags += ["--processes", str(args.processes)]
+    return flags
+
+
+def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    """--master and --executors: where the job's SparkSession runs."""
+    parser.add_argument(
+        "--master",
+        metavar="spark://HOST:PORT",
+        help="run on this Spark standalone cluster (python -m spark_tests.jobs.standalone "
+        "starts one) instead of local[2]",
+    )
+    parser.add_argument(
+        "--executors",
+        type=positive_int,
+        help="with --master: this many one-core executors (spark.cores.max), waited for "
+        "before the first job; default one per core the cluster has",
+    )
+
+
+def cluster_of(args: argparse.Namespace) -> tuple[str | None, int | None]:
+    """(--master, --executors), or (None, None) for local[2]."""
+    master = getattr(args, "master", None)
+    if master is None and getattr(args, "executors", None) is not None:
+        raise SystemExit("--executors needs --master")
+    return master, getattr(args, "executors", None)
 
 
 def connector_job_parser(
@@ -252,6 +329,8 @@ def connector_job_parser(
     where.add_argument("--bootstrap", metavar="HOST:PORT", help=bootstrap_help)
     where.add_argument("--start-broker", action="store_true", help=start_help)
     parser.add_argument("--json", action="store_true", help="results as JSON objects")
+    add_cluster_arguments(parser)
+    add_broker_cluster_arguments(parser)
     return parser
 
 
@@ -264,7 +343,7 @@ def connector_session(
     connector is missing."""
     with bootstrap_server(args, broker_flags) as bootstrap:
         assert bootstrap is not None  # connector_job_parser requires one or the other
-        spark = build_session()
+        spark = build_session((), (), *cluster_of(args))
         try:
             if reason := jvm_kafka_missing_reason(spark):
                 raise SystemExit(f"{job} reads through Spark's connector: {reason}")

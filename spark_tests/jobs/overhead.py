@@ -82,6 +82,7 @@ class Overhead:
             "ratios": [round(ratio, 3) for ratio in self.ratios()],
             "kafka_cpu_s": _median_cpu(self.kafka),
             "twin_cpu_s": _median_cpu(self.twin),
+            "broker_share": _median_broker_share(self.kafka),
         }
 
 
@@ -104,8 +105,8 @@ class BrokerShare:
             "ratios": [round(ratio, 3) for ratio in ratios],
             "nullbroker_cpu_s": _median_cpu(self.nullbroker),
             "kafka_cpu_s": _median_cpu(self.kafka),
-            "nullbroker_broker_share": _median_share(self.nullbroker),
-            "kafka_broker_share": _median_share(self.kafka),
+            "nullbroker_broker_share": _median_broker_share(self.nullbroker),
+            "kafka_broker_share": _median_broker_share(self.kafka),
         }
 
 
@@ -132,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for job in jobs
     ]
     print(markdown_table(overheads))
+    print(broker_shares_text(overheads))
     if args.output:
         Path(args.output).write_text(json.dumps(report(args, overheads), indent=2) + "\n")
         print(f"wrote {args.output}", file=sys.stderr)
@@ -164,7 +166,12 @@ def against_kafka(
     print(shares_table(shares))
     if args.output:
         report = {
-            "settings": {**_sizes(args), "format": args.format, "against": args.against},
+            "settings": {
+                **_sizes(args),
+                "format": args.format,
+                "against": args.against,
+                **_cluster_settings(args),
+            },
             "kafka": {"version": KAFKA_VERSION, "heap": HEAP, "nodes": 1, "mode": "KRaft"},
             "jobs": [share.summary() for share in shares],
             "runs": [
@@ -245,6 +252,7 @@ def report(args: argparse.Namespace, overheads: Sequence[Overhead]) -> dict[str,
             **_sizes(args),
             "kafka_format": args.format,
             "twin_format": TWINS[args.format],
+            **_cluster_settings(args),
         },
         "jobs": [overhead.summary() for overhead in overheads],
         "runs": [
@@ -252,6 +260,36 @@ def report(args: argparse.Namespace, overheads: Sequence[Overhead]) -> dict[str,
             for overhead in overheads
             for result in (*overhead.kafka, *overhead.twin)
         ],
+    }
+
+
+def broker_shares_text(overheads: Sequence[Overhead]) -> str:
+    """`broker CPU share of the Kafka runs (median): generate_to_kafka 0.21, ...`."""
+    shares = [
+        f"{row['job']} {row['broker_share']:.2f}"
+        if row["broker_share"] is not None
+        else f"{row['job']} not measured"
+        for row in (overhead.summary() for overhead in overheads)
+    ]
+    return f"broker CPU share of the Kafka runs (median): {', '.join(shares)}"
+
+
+def _median_broker_share(results: Sequence[JobResult]) -> float | None:
+    """The broker's part of each run's CPU, the median over the runs; None when the broker
+    ran elsewhere (--bootstrap) and its CPU was not measured."""
+    shares = [cpu.broker_share(result.details["cpu_seconds"]) for result in results]
+    measured = [share for share in shares if share is not None]
+    return round(statistics.median(measured), 3) if measured else None
+
+
+def _cluster_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Where the jobs ran (a standalone master and its executors, or local[2]) and the
+    broker --start-broker started (nodes, processes)."""
+    return {
+        "master": args.master or "local[2]",
+        "executors": args.executors,
+        "brokers": args.brokers,
+        "broker_processes": args.processes,
     }
 
 
@@ -273,18 +311,6 @@ def _round_ratios(
         for top, bottom in zip(numerators, denominators, strict=True)
         if bottom.rows_per_s
     ]
-
-
-def _median_share(results: Sequence[JobResult]) -> float:
-    """The median over the runs of the broker's CPU over the CPU of every role of the
-    pipeline (Spark's JVM, the Python workers, the broker, the driver), an idle broker's
-    left out."""
-    shares = []
-    for result in results:
-        seconds = result.details["cpu_seconds"]
-        total = sum(seconds[role] or 0.0 for role in cpu.ROLES)
-        shares.append((seconds["broker"] or 0.0) / total if total else 0.0)
-    return round(statistics.median(shares), 3)
 
 
 def _median_cpu(results: Sequence[JobResult]) -> dict[str, float]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -19,6 +19,9 @@ KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 CONNECTOR_CACHE = Path(__file__).resolve().parents[2] / ".cache" / "spark-kafka"
 """Where scripts/ensure-spark-connector (run by `make test`) puts Spark's Kafka connector: a
 folder per Spark version holding `jars/`."""
+EXECUTORS_WAIT = "120s"
+"""How long a job on a cluster waits for the executors asked for (each is a JVM that a
+worker starts: seconds on a busy machine)."""
 
 
 def connector_jars() -> list[str]:
@@ -32,13 +35,24 @@ def connector_jars() -> list[str]:
     return sorted(str(jar) for jar in (folder / "jars").glob("*.jar"))
 
 
-def build_session(packages: Sequence[str] = (), jars: Sequence[str] = ()) -> SparkSession:
+def build_session(
+    packages: Sequence[str] = (),
+    jars: Sequence[str] = (),
+    master: str | None = None,
+    executors: int | None = None,
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
     """`packages` (Maven coordinates) and `jars` (paths) go on the classpath, for Spark's
     JVM Kafka connector: spark-sql-kafka-0-10_2.13 of the installed Spark's version. Given
-    neither, the connector scripts/ensure-spark-connector provisioned is used, if it did."""
+    neither, the connector scripts/ensure-spark-connector provisioned is used, if it did.
+    In local[2] unless `master` names a cluster (see on_cluster); `conf`, more settings."""
     if not packages and not jars:
         jars = connector_jars()
     builder = local_builder("nullbroker-baseline", Path(tempfile.mkdtemp(prefix="spark-jobs-")))
+    if master is not None:
+        builder = on_cluster(builder, master, executors)
+    for name, value in (conf or {}).items():
+        builder = builder.config(name, value)
     if packages:
         builder = builder.config("spark.jars.packages", ",".join(packages))
     if jars:
@@ -71,6 +85,24 @@ def local_builder(app_name: str, scratch: Path) -> SparkSession.Builder:
         # An empty micro-batch is planned but not run: restarts see only batches with data.
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
     )
+
+
+def on_cluster(
+    builder: SparkSession.Builder, master: str, executors: int | None
+) -> SparkSession.Builder:
+    """The application on `master` (`spark://HOST:PORT`, a standalone cluster) in executors
+    of one core each, `executors` of them (spark.cores.max) or one per core the cluster has.
+    Given a number, the first job waits until that many have registered (up to
+    EXECUTORS_WAIT): a measurement starts with every executor it is meant to have, not with
+    the first one up."""
+    builder = builder.master(master).config("spark.executor.cores", "1")
+    if executors is not None:
+        builder = (
+            builder.config("spark.cores.max", str(executors))
+            .config("spark.scheduler.minRegisteredResourcesRatio", "1.0")
+            .config("spark.scheduler.maxRegisteredResourcesWaitingTime", EXECUTORS_WAIT)
+        )
+    return builder
 
 
 def register_formats(spark: SparkSession) -> None:
