@@ -71,7 +71,7 @@ spark-connector: $(VENV)/.installed-test
 	if [ -z "$$jars" ]; then echo "Spark's Kafka connector could not be provisioned (see above)"; exit 1; fi; \
 	echo "Spark's Kafka connector, for spark.jars (or spark-submit --jars):"; echo "$$jars"
 
-# The fuzz target (tests/fuzz_requests.py, atheris) for longer than the suite's 40 s; an input
+# The fuzz target (tests/fuzz_requests.py, atheris) for longer than the suite's 20 s; an input
 # that breaks the broker lands in out/ (copy it to tests/vectors/fuzz/ to keep it as a test).
 FUZZ_SECONDS ?= 600
 fuzz: $(VENV)/.installed-test bytecode

@@ -200,3 +200,33 @@ def test_the_latency_command_reports_percentiles_of_what_came_back() -> None:
     result = json.loads(done.stdout.splitlines()[-1])
     assert result["records"] == 300
     assert result["p50_ms"] <= result["p99_ms"] <= result["max_ms"]
+
+
+@pytest.mark.parametrize("broker", ["nullbroker", "kafka"])
+def test_the_read_timeline_reads_the_same_rows_through_the_connector_and_range(
+    broker: str, tmp_path: Path
+) -> None:
+    if broker == "kafka" and (reason := kafka_missing()) is not None:
+        pytest.skip(reason)
+    if not connector_jars():
+        pytest.skip("Spark's Kafka connector is not provisioned (scripts/ensure-spark-connector)")
+    output = tmp_path / "timeline.json"
+    run_job(
+        "read_timeline", "--broker", broker, *SIZES, "--runs", "1",
+        "--warmup-records", "1000", "--output", str(output),
+    )  # fmt: skip
+
+    report = json.loads(output.read_text())
+    assert sorted((run["format"], run["rows"]) for run in report["runs"]) == [
+        ("kafka", RECORDS),
+        ("range", RECORDS),
+    ]
+    # One task a partition read through the connector, each with its timeline.
+    connector = next(run for run in report["runs"] if run["format"] == "kafka")
+    assert connector["tasks"] >= 4 and connector["task_ms_median"] > 0
+    assert report["summary"]["broker"] == broker and report["summary"]["ratio"] > 0
+    if broker == "nullbroker":
+        # What the connector asked of the broker meanwhile: its Fetches and ListOffsets.
+        assert connector["broker"]["fetches"] > 0 and connector["broker"]["list_offsets"] > 0
+    else:
+        assert "broker" not in connector  # Kafka is not asked for its counters

@@ -3,8 +3,9 @@
 with each run's task timeline from Spark's status store (spark_tests/jobs/timeline.py) and
 what the broker did meanwhile: against nullbroker, the Fetches it held at the log end and
 for how long, and the ListOffsets and Fetch requests it answered and its time on them;
-against Apache Kafka 4.1.1 (--broker kafka: perf/kafka_broker.py, the topic filled first
-by generate_to_kafka), the timeline alone, to set beside nullbroker's.
+against Apache Kafka 4.1.1 (--broker kafka: perf/kafka_broker.py, sent first the very
+records nullbroker serves, as overhead --against kafka does), the timeline alone, to set
+beside nullbroker's.
 
     python -m spark_tests.jobs.read_timeline --broker nullbroker --records 1000000 --runs 3
     python -m spark_tests.jobs.read_timeline --broker kafka --records 1000000 --runs 3
@@ -34,8 +35,8 @@ from pyspark.sql import SparkSession
 
 from nullbroker.app.launcher import start_broker
 
-from . import cli, client_log, generate_to_kafka, source_to_noop
-from .broker import ensure_topic
+from . import cli, client_log, source_to_noop
+from .broker import fill_source
 from .result import JobResult
 from .session import build_session
 from .settings import JobSettings
@@ -116,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             kafka = replace(settings, bootstrap=bootstrap)
             if args.broker == "kafka":
-                fill(spark, kafka)
+                fill_source(bootstrap, settings.topic(source_to_noop.TOPIC))
             slots = args.executors or 2
             limit = args.warmup_records or cli.WARMUP_RECORDS
             for warm in (kafka, twin):  # the JIT warmed, not reported
@@ -143,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 @contextmanager
 def started(args: argparse.Namespace, settings: JobSettings) -> Iterator[tuple[str, str | None]]:
     """(bootstrap, /metrics URL) of the broker read from: a nullbroker serving the source
-    topic, or Apache Kafka with none (fill() writes it)."""
+    topic, or Apache Kafka with none (fill_source writes it)."""
     if args.broker == "kafka":
         from perf.kafka_broker import KafkaBroker
 
@@ -156,12 +157,6 @@ def started(args: argparse.Namespace, settings: JobSettings) -> Iterator[tuple[s
     flags = source_to_noop.COMMAND.broker_flags(settings) + cli.broker_cluster_flags(args)
     with start_broker(*flags, metrics=True) as broker:
         yield broker.bootstrap, broker.metrics_url
-
-
-def fill(spark: SparkSession, settings: JobSettings) -> None:
-    """The source topic written into Kafka: records / partitions rows in each partition."""
-    ensure_topic(str(settings.bootstrap), source_to_noop.TOPIC, settings.partitions)
-    generate_to_kafka.run(spark, settings, topic=source_to_noop.TOPIC)
 
 
 def measured(
