@@ -122,6 +122,30 @@ class GroupSnapshot:
     """The offset committed for each topic and partition."""
 
 
+# BrokerStats' totals besides traffic and APIs, by attribute name: what `add` sums over a
+# cluster's processes, and `reset_counts` zeroes (the counts) or keeps (the gauges).
+COUNTERS = (
+    "errors",
+    "node_connections",
+    "transactions",
+    "transactional_records",
+    "node_requests",
+    "faults",
+    "protocol_errors",
+    "fetch_requests",
+    "fetch_sessions",
+    "authentications",
+    "connections_refused",
+)
+"""Counters by key that only grow."""
+COUNTS = ("connections_total", "rebalances", "connections_idle_closed", "read_budget_waits")
+"""Numbers that only grow."""
+GAUGE_COUNTERS = ("groups",)
+"""Counters by key of what stands now (groups by state)."""
+GAUGES = ("connections", "fetch_sessions_open", "read_budget_reserved")
+"""Numbers of what stands now."""
+
+
 @dataclass(slots=True)
 class ApiStats:
     requests: int = 0
@@ -276,25 +300,10 @@ class BrokerStats:
             mine_api.requests += api.requests
             mine_api.latency.add(api.latency)
             mine_api.held.add(api.held)
-        self.errors.update(other.errors)
-        self.connections += other.connections
-        self.connections_total += other.connections_total
-        self.node_connections.update(other.node_connections)
-        self.transactions.update(other.transactions)
-        self.transactional_records.update(other.transactional_records)
-        self.node_requests.update(other.node_requests)
-        self.faults.update(other.faults)
-        self.protocol_errors.update(other.protocol_errors)
-        self.groups.update(other.groups)
-        self.rebalances += other.rebalances
-        self.fetch_requests.update(other.fetch_requests)
-        self.fetch_sessions.update(other.fetch_sessions)
-        self.fetch_sessions_open += other.fetch_sessions_open
-        self.authentications.update(other.authentications)
-        self.connections_refused.update(other.connections_refused)
-        self.connections_idle_closed += other.connections_idle_closed
-        self.read_budget_reserved += other.read_budget_reserved
-        self.read_budget_waits += other.read_budget_waits
+        for name in (*COUNTERS, *GAUGE_COUNTERS):
+            getattr(self, name).update(getattr(other, name))
+        for name in (*COUNTS, *GAUGES):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
         # A group is coordinated by one process. Every process keeps every partition, but
         # only its leader's log grows: the other copies lag behind it (a log end never
         # goes back), so the largest is the partition's.
@@ -327,24 +336,10 @@ class BrokerStats:
             api.requests = 0
             api.latency.clear()
             api.held.clear()
-        for counter in (
-            self.errors,
-            self.node_connections,
-            self.transactions,
-            self.transactional_records,
-            self.node_requests,
-            self.faults,
-            self.protocol_errors,
-            self.fetch_requests,
-            self.fetch_sessions,
-            self.authentications,
-            self.connections_refused,
-        ):
-            counter.clear()
-        self.connections_total = 0
-        self.rebalances = 0
-        self.connections_idle_closed = 0
-        self.read_budget_waits = 0
+        for name in COUNTERS:
+            getattr(self, name).clear()
+        for name in COUNTS:
+            setattr(self, name, 0)
         self.counts_since = time.time()
         return counted
 

@@ -48,11 +48,14 @@ Handler = Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]
 """Answers a request, at once or (an async function) after awaiting what it needs."""
 
 
+METRICS_PATH = "/metrics"
+
+
 def metrics_handler(render: Callable[[], bytes]) -> Handler:
     """GET /metrics with the exposition; 404 for anything else."""
 
     def handle(request: HttpRequest) -> HttpResponse:
-        if request.method in (b"GET", b"HEAD") and request.path == "/metrics":
+        if request.method in (b"GET", b"HEAD") and request.path == METRICS_PATH:
             return HttpResponse(200, render(), CONTENT_TYPE)
         return HttpResponse(404, b"not found: try / (the status page) or /metrics\n")
 

@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 class Accounts:
     """Where the accounts shown come from: `current()` gives them; `reset()` zeroes the
     counts and gives them as they stood (POST /accounts/reset); `refresh`, when set, is
-    awaited before each HTTP request and console line (a supervisor asks its workers for
-    theirs)."""
+    awaited before each read of /metrics or /accounts and each console line (a supervisor
+    asks its workers for theirs)."""
 
     current: Callable[[], BrokerStats]
     reset: Callable[[], Awaitable[BrokerStats]]
@@ -150,6 +150,8 @@ def _operator_paths(accounts: Accounts, faults: Faults) -> Handler:
     """/accounts, /faults, the status page at / and the exposition of `accounts` at
     /metrics."""
     from ..ops.http_endpoint import (
+        ACCOUNTS_PATH,
+        METRICS_PATH,
         accounts_handler,
         faults_handler,
         metrics_handler,
@@ -168,9 +170,12 @@ def _operator_paths(accounts: Accounts, faults: Faults) -> Handler:
         faults_handler(faults, status_page_handler(metrics_handler(partial(exposition, registry)))),
     )
     refresh = accounts.refresh
+    # Only these read the workers' accounts: the status page is static, the faults are the
+    # supervisor's own, and a reset asks every worker itself.
+    reads_accounts = (METRICS_PATH, ACCOUNTS_PATH)
 
     async def refreshed(request: HttpRequest) -> HttpResponse:
-        if refresh is not None:
+        if refresh is not None and request.path.rstrip("/") in reads_accounts:
             await refresh()
         answered = answer(request)
         return await answered if inspect.isawaitable(answered) else answered
