@@ -5,6 +5,14 @@
 # .cache/; `make perf` adds perf/'s client and plots to the broker. Any of them may be
 # started at once; scripts/install-venv takes a lock.
 PYTHON ?= python3
+# STRICT=1 makes a strict run, as CI's (CI=true) is: a part that cannot be provisioned fails
+# `make test` at once (scripts/strict.sh), a C module that does not compile fails the install
+# (setup.py), and a test skipped for a reason tests/allowed_skips.py does not name fails the
+# run (tests/skip_gate.py). Without it a missing tool is a skip, with the reason.
+STRICT ?=
+ifneq ($(filter 1 true yes,$(STRICT)),)
+export NULLBROKER_STRICT := 1
+endif
 VENV ?= .venv
 BIN := $(VENV)/bin
 ARGS ?=

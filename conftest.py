@@ -3,7 +3,10 @@
 JVM (Kafka's tools, Kafka itself through the `kafka` fixture, Spark), `spark` for
 spark_tests/, `slow` for the files that take a minute or more (each says so itself) and
 for Spark's. A test marked `kafka_tools` is skipped, saying why, where Kafka's
-command-line tools are not provisioned."""
+command-line tools are not provisioned.
+
+Every skip is counted and printed at the end of the run, and in a strict run (CI, or `make
+test STRICT=1`) a skip the allowed table does not name fails it (tests/skip_gate.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent
+
+pytest_plugins = ["tests.skip_gate"]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -31,6 +31,12 @@ if TYPE_CHECKING:
 
 ENV_PREFIX = "NULLBROKER_"
 CONFIG_FILE_VARIABLE = "NULLBROKER_CONFIG"
+STRICT_VARIABLE = "NULLBROKER_STRICT"
+"""Set by `make test STRICT=1`: a strict build and test run (setup.py, tests/skip_gate.py),
+which the broker's processes inherit and must not take for a setting of theirs."""
+NOT_SETTINGS = frozenset({CONFIG_FILE_VARIABLE, native.VARIABLE, STRICT_VARIABLE})
+"""NULLBROKER_ variables that are not settings: the config file's path, the C switch, the
+strict run's."""
 CONNECTION_LOOPS = ("epoll", "trio")
 
 
@@ -559,7 +565,7 @@ def from_environment(environ: Mapping[str, str] = os.environ) -> tuple[Settings,
         {
             key[len(ENV_PREFIX) :]: value
             for key, value in environ.items()
-            if key.startswith(ENV_PREFIX) and key not in (CONFIG_FILE_VARIABLE, native.VARIABLE)
+            if key.startswith(ENV_PREFIX) and key not in NOT_SETTINGS
         },
         lambda key: ENV_PREFIX + key,
         lambda name: ENV_PREFIX + name.upper(),

@@ -51,6 +51,17 @@ def c_interface() -> object:
     return _produce_lane.c_api
 
 
+def built() -> bool:
+    """Whether the lane's C module is built and switched on."""
+    if not native.switched_on():
+        return False
+    try:
+        from . import _produce_lane  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def for_broker(broker: Broker, served: ApiRange) -> Lane | None:
     """The broker's lane for the Produce versions `served`, or None where the Python path
     serves every request: C switched off or not built."""

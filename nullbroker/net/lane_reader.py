@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from codec import native
+
 from ..handlers.produce_lane import c_interface
 from .host_loop import FIRST_RECEIVE_BYTES, RECEIVE_BYTES, SHRINK_AFTER_READS
 
@@ -32,6 +34,16 @@ class Reader(Protocol):
 
     def __call__(self, events: int) -> None: ...
 
+
+def built() -> bool:
+    """Whether the reader's C module is built and switched on."""
+    if not native.switched_on():
+        return False
+    try:
+        from . import _lane_reader  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 def reader(
     lane: Lane,

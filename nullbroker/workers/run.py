@@ -12,6 +12,8 @@ import trio
 
 from codec import native
 
+from ..handlers import produce_lane
+from ..net import lane_reader
 from ..net.host_loop import HostLoop
 from ..settings import Config
 from .server import BrokerServer
@@ -74,8 +76,28 @@ def print_addresses(
             f"{node} on {address.host}:{address.port}" for node, address in enumerate(nodes)
         )
         print(f"nodes: {listed}", flush=True)
-    log.info("Produce requests are decoded in %s", native.status())
+    log.info("Produce is served by %s", hot_path())
     if metrics is not None:
         print(f"metrics on http://{metrics.host}:{metrics.port}/metrics", flush=True)
     if registry is not None:
         print(f"schema registry on http://{registry.host}:{registry.port}", flush=True)
+
+
+def hot_path() -> str:
+    """Which code serves Produce, for the start line: C whole (the decoders, the Produce lane
+    and the connection's reader), or pure Python and why. Each C module builds or fails
+    alone, so each is named where it is missing."""
+    if not native.switched_on():
+        return f"pure Python ({native.VARIABLE}=off)"
+    missing = [
+        name
+        for name, built in (
+            ("codec/_native.c", native.load() is not None),
+            ("nullbroker/handlers/_produce_lane.c", produce_lane.built()),
+            ("nullbroker/net/_lane_reader.c", lane_reader.built()),
+        )
+        if not built
+    ]
+    if not missing:
+        return "C (the decoders, the Produce lane and the connection's reader)"
+    return f"Python where C was not built ({', '.join(missing)})"

@@ -7,12 +7,14 @@ import re
 import signal
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 
+from codec import native
 from nullbroker.app.launcher import nullbroker_program
 from tests.broker_process import metric_total, random_values, samples
 from tests.conftest import StartBroker
@@ -257,3 +259,23 @@ def test_the_summary_is_readable_by_others_as_the_umask_allows(
         "nullbroker.stderr",
         "summary.json",
     ]
+
+
+def test_the_start_log_names_the_code_that_serves_produce(start_broker: StartBroker) -> None:
+    # In CI the C modules must be built (setup.py makes them required there) and be what the
+    # broker serves with: a build that quietly fell back to Python would be measured as ours.
+    from nullbroker.workers.run import hot_path
+
+    broker = start_broker()
+    deadline = time.monotonic() + TIMEOUT
+    while "Produce is served by" not in broker.stderr_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (line,) = [line for line in broker.stderr_text().splitlines() if "Produce is served by" in line]
+    if not native.switched_on():
+        assert line.endswith("Produce is served by pure Python (NULLBROKER_NATIVE=off)"), line
+        return
+    if hot_path() != "C (the decoders, the Produce lane and the connection's reader)":
+        pytest.skip(f"the C modules were not built: {hot_path()}")
+    assert line.endswith(
+        "Produce is served by C (the decoders, the Produce lane and the connection's reader)"
+    ), line

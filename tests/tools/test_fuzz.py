@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fuzz_target import answer_stream
+from tests.fuzz_target import FRAMES, answer_stream
 
 pytestmark = pytest.mark.slow
 
@@ -17,13 +17,26 @@ CRASHES = Path(__file__).resolve().parents[1] / "vectors" / "fuzz"
 FUZZ_SECONDS = 20  # per pass of make test; `make fuzz` runs 600 s
 
 
-@pytest.mark.parametrize("path", sorted(CRASHES.glob("crash-*")), ids=lambda path: path.name)
-def test_an_input_that_once_broke_the_broker_is_refused_or_answered(path: Path) -> None:
-    answer_stream(path.read_bytes())
+def replayed() -> list[tuple[str, bytes]]:
+    """The fuzzer's seeds (every recorded request frame, size-prefixed as a connection reads
+    it) and every input that once broke the broker, by name."""
+    seeds = [
+        (f"seed-{frame.parent.name}-{frame.name}", len(data).to_bytes(4, "big") + data)
+        for frame in sorted(FRAMES.glob("*/*-request.bin"))
+        for data in [frame.read_bytes()]
+    ]
+    assert seeds, f"no recorded request frames in {FRAMES}"
+    return seeds + [(path.name, path.read_bytes()) for path in sorted(CRASHES.glob("crash-*"))]
+
+
+@pytest.mark.parametrize(("name", "data"), replayed(), ids=[name for name, _ in replayed()])
+def test_a_seed_or_an_input_that_once_broke_the_broker_is_refused_or_answered(
+    name: str, data: bytes
+) -> None:
+    answer_stream(data)
 
 
 def test_the_fuzzer_finds_nothing_in_its_time(tmp_path: Path) -> None:
-    pytest.importorskip("atheris")
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
         [sys.executable, "-m", "tests.fuzz_requests", f"-max_total_time={FUZZ_SECONDS}",

@@ -1,0 +1,26 @@
+# Sourced by the provisioning scripts (ensure-*): what to do when a part cannot be provisioned.
+# A strict run -- CI's (CI=true) or one the user asks for (`make test STRICT=1`, which sets
+# NULLBROKER_STRICT=1) -- fails at once, naming what it could not provision: a green run must
+# mean every part ran. Elsewhere the script says why and exits 0, and the tests that need the
+# part skip with the reason (a laptop without root still runs the rest). tests/skip_gate.py
+# applies the same rule to the skips themselves. The sourcing script defines say().
+
+strict_run() {
+  local value
+  for value in "${CI:-}" "${NULLBROKER_STRICT:-}"; do
+    case "${value,,}" in
+      1 | true | yes | on) return 0 ;;
+    esac
+  done
+  return 1
+}
+
+# cannot_provision MESSAGE: say it; exit 1 in a strict run, 0 elsewhere.
+cannot_provision() {
+  say "$*"
+  if strict_run; then
+    say "a strict run (CI=${CI:-} NULLBROKER_STRICT=${NULLBROKER_STRICT:-}) stops here"
+    exit 1
+  fi
+  exit 0
+}
