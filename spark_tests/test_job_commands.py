@@ -18,6 +18,7 @@ from spark_tests.jobs.session import connector_jars
 from tests.module_command import REPO, run_module
 
 RECORDS = 8_000
+KAFKA_DELIVERY_TIMEOUT_MS = 480_000  # within COMMAND_TIMEOUT_S
 COMMAND_TIMEOUT_S = 600
 BROKER_COUNTS = re.compile(r"the broker counted ([\d,]+) records produced, ([\d,]+) fetched")
 
@@ -124,6 +125,10 @@ def test_the_overhead_report_runs_each_job_against_nullbroker_and_a_kafka_it_sta
         "overhead", "--against", "kafka", "--format", "kafka", *SIZES,
         "--jobs", "generate_to_kafka", "source_to_noop",
         "--rounds", "1", "--no-warmup", "--output", str(output),
+        # A loaded machine once kept Kafka from acknowledging a batch within the Java
+        # producer's default 120 s: the run gets the time it needs (measured, not asserted).
+        "--kafka-option", f"delivery.timeout.ms={KAFKA_DELIVERY_TIMEOUT_MS}",
+        "--kafka-option", f"request.timeout.ms={KAFKA_DELIVERY_TIMEOUT_MS // 2}",
     )  # fmt: skip
 
     report = json.loads(output.read_text())

@@ -30,7 +30,9 @@ from tests.kafka_tools import requires_kafka_tools, run_tool
 pytestmark = [pytest.mark.clients, requires_kafka_tools]
 
 RECORDS = 3000  # per partition of a source topic
-FETCH_MAX_WAIT_MS = 30_000
+FETCH_MAX_WAIT_MS = 300_000
+"""Far longer than the console consumer takes to start, read and close even on a loaded
+machine, so that a close that waited it out cannot be mistaken for a slow one."""
 
 
 def source(name: str, partitions: int = 2, compression: str = "none") -> str:
@@ -187,6 +189,7 @@ def test_a_java_consumer_closes_without_waiting_out_fetch_max_wait(
         "--topic", "src", "--partition", "0", "--offset", "0",
         "--max-messages", str(RECORDS),
         "--consumer-property", f"fetch.max.wait.ms={FETCH_MAX_WAIT_MS}",
+        "--consumer-property", f"request.timeout.ms={FETCH_MAX_WAIT_MS + 30_000}",
     )  # fmt: skip
     seconds = time.monotonic() - started
     print(f"Java console consumer read {RECORDS} records and closed in {seconds:.1f} s")

@@ -12,7 +12,6 @@ import re
 import socket
 import time
 from collections import Counter
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -32,7 +31,7 @@ from nullbroker.settings import Config, ConfigError
 from tests.broker_process import BrokerProcess, samples
 from tests.conftest import StartBroker
 from tests.kafka_wire import decode_response
-from tests.net.test_sasl import LISTENED, METADATA, call
+from tests.net.test_sasl import LISTENED, METADATA, Inconclusive, answered_within, call
 from tests.net.test_tls import counted, produce
 
 NOW_MS = 1_790_000_000_000
@@ -215,20 +214,39 @@ def authenticate_with(sock: socket.socket, token: bytes) -> Any:
     return None if answer is None else decode_response(answer, 36, 2)[1]
 
 
+TOKEN_LIFE_S = 6.0
+"""How long the token of the test below lives: a loaded machine's pauses do not decide it."""
+
+
+def token_life_run(sock: socket.socket) -> None:
+    """Authenticate with a token that expires in TOKEN_LIFE_S: the session's lifetime is what
+    is left of the token when the broker reads it (between the clock readings either side of
+    the exchange), a request within it is answered and one after it is refused."""
+    before_wall, before = time.time(), time.monotonic()
+    expires = before_wall + TOKEN_LIFE_S
+    answer = authenticate_with(sock, client_first(unsecured({"sub": "alice", "exp": expires})))
+    after_wall, after = time.time(), time.monotonic()
+    assert (answer.error_code, answer.error_message) == (0, "")
+    lifetime = answer.session_lifetime.total_seconds()
+    assert expires - after_wall - 0.001 <= lifetime <= expires - before_wall + 0.001, lifetime
+    answered_within(sock, METADATA, 3, ends_by=before + lifetime)
+    time.sleep(max(0.0, after + lifetime + 0.2 - time.monotonic()))  # past the token's exp
+    assert call(sock, METADATA, 4) is None, "answered after the token expired"
+
+
 @pytest.mark.clients
 def test_on_the_wire_as_kafka_answers(start_broker: StartBroker) -> None:
     """What Kafka 4.1.1 answered the same requests: an empty error message (not null) and
     the token's remaining life as the session's; after it, the next request closes the
     connection; a header without alg closes it unanswered."""
     broker, address = start_oauthbearer_broker(start_broker)
-    with socket.create_connection(address, timeout=10) as sock:
-        token = unsecured({"sub": "alice", "exp": time.time() + 1.5})
-        answer = authenticate_with(sock, client_first(token))
-        assert (answer.error_code, answer.error_message) == (0, "")
-        assert timedelta(seconds=1) < answer.session_lifetime <= timedelta(seconds=1.5)
-        assert call(sock, METADATA, 3) is not None
-        time.sleep(1.7)  # past the token's exp, not re-authenticated
-        assert call(sock, METADATA, 4) is None
+    for runs in range(1, 4):
+        with socket.create_connection(address, timeout=30) as sock:
+            try:
+                token_life_run(sock)
+                break
+            except Inconclusive:
+                assert runs < 3, "three runs in a row were too slow to decide anything"
     with socket.create_connection(address, timeout=10) as sock:
         no_alg = unsecured({"sub": "alice", "exp": time.time() + 60}, {"typ": "JWT"})
         assert authenticate_with(sock, client_first(no_alg)) is None

@@ -87,7 +87,26 @@ def test_start_up_faults_are_checked_with_the_other_settings() -> None:
     assert Config(brokers=3, faults=("down:node=2",)).faults == ("down:node=2",)
 
 
-def test_a_down_node_leaves_the_cluster_until_its_time_is_up() -> None:
+class StoppedClock:
+    """Stands in for the `time` module of the fault and node modules: time moves only when
+    the test says, so a pause of the machine cannot end a fault early."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_a_down_node_leaves_the_cluster_until_its_time_is_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import nullbroker.cluster.faults
+    import nullbroker.cluster.nodes
+
+    clock = StoppedClock()
+    for module in (nullbroker.cluster.faults, nullbroker.cluster.nodes):
+        monkeypatch.setattr(module, "time", clock)
     cluster = Cluster(3)
     faults = Faults(cluster)
     before = cluster.leaders("orders", 6)
@@ -96,7 +115,9 @@ def test_a_down_node_leaves_the_cluster_until_its_time_is_up() -> None:
     assert cluster.live == [0, 2] and 1 not in during
     assert all(after == was for was, after in zip(before, during, strict=True) if was != 1)
     assert cluster.leader_epoch("orders", 0) == 1
-    time.sleep(0.35)
+    clock.now += 0.299
+    assert cluster.live == [0, 2]
+    clock.now += 0.002
     assert cluster.live == [0, 1, 2]
     assert cluster.leaders("orders", 6) == before
     assert cluster.leader_epoch("orders", 0) == 2  # forward again, not back to 0
