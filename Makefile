@@ -16,6 +16,11 @@ endif
 VENV ?= .venv
 BIN := $(VENV)/bin
 ARGS ?=
+# The suite runs in WORKERS processes at once (pytest-xdist; how the work is split is
+# tests/parallel.py's): most of it waits on JVMs, brokers and clients, and the waits overlap.
+# WORKERS=0 runs it in one process.
+WORKERS ?= 3
+PARALLEL := $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadgroup)
 # The C the package builds (setup.py): a change to any of them reinstalls it.
 NATIVE_SOURCES := codec/_native.c codec/_kafka_wire.h nullbroker/handlers/_produce_lane.c \
   nullbroker/handlers/produce_lane.h nullbroker/net/_lane_reader.c
@@ -31,7 +36,7 @@ test: $(VENV)/.installed-test bytecode
 	scripts/ensure-spark-connector $(VENV)
 	scripts/ensure-kfake
 	scripts/ensure-kgo-suite
-	$(BIN)/pytest --durations 30 $(ARGS)
+	$(BIN)/pytest $(PARALLEL) --durations 30 $(ARGS)
 	@# The whole suite ran with codec/_native.c; the codec and broker tests run again on the
 	@# pure-Python path it equals, and the fuzzer with them (the real-client tests drive the
 	@# same code through sockets, and what needs Java -- the comparison with Kafka, Kafka's
@@ -39,7 +44,7 @@ test: $(VENV)/.installed-test bytecode
 	@# own tests, tests/tools/, do not depend on the path).
 	@if [ -z "$(ARGS)" ]; then \
 	  echo "again without the C decoders (NULLBROKER_NATIVE=off): the codec and broker tests"; \
-	  NULLBROKER_NATIVE=off $(BIN)/pytest -m "not clients and not differential and not java" \
+	  NULLBROKER_NATIVE=off $(BIN)/pytest $(PARALLEL) -m "not clients and not differential and not java" \
 	    tests/codec tests/broker tests/net tests/sources tests/processes tests/tools/test_fuzz.py; \
 	fi
 
@@ -48,7 +53,7 @@ test: $(VENV)/.installed-test bytecode
 oracle: $(VENV)/.installed-test bytecode
 	scripts/ensure-test-tools
 	scripts/ensure-kafka-tools
-	$(BIN)/pytest -m differential tests $(ARGS)
+	$(BIN)/pytest $(PARALLEL) -m differential tests $(ARGS)
 
 # perf/'s tools need their client and plots (confluent-kafka, matplotlib) beside the broker,
 # not the whole test stack.

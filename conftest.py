@@ -6,7 +6,8 @@ for Spark's. A test marked `kafka_tools` is skipped, saying why, where Kafka's
 command-line tools are not provisioned.
 
 Every skip is counted and printed at the end of the run, and in a strict run (CI, or `make
-test STRICT=1`) a skip the allowed table does not name fails it (tests/skip_gate.py)."""
+test STRICT=1`) a skip the allowed table does not name fails it (tests/skip_gate.py). How
+the suite is spread over several processes is tests/parallel.py's."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 
-pytest_plugins = ["tests.skip_gate"]
+pytest_plugins = ["tests.skip_gate", "tests.parallel"]
 
 
+@pytest.hookimpl(tryfirst=True)  # tests/parallel.py orders the work by these marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     tools_missing: str | None = None
     if any(item.get_closest_marker("kafka_tools") for item in items):

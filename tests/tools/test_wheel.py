@@ -202,3 +202,37 @@ def test_the_pytest_plugin_of_the_installed_package_runs_the_readme_s_test(
         cwd=installed.user,
     )
     assert "2 passed" in output, output
+
+
+@pytest.mark.parametrize("strict", [True, False], ids=["strict", "a-user-s-build"])
+def test_a_c_module_that_does_not_compile_fails_a_strict_build_only(
+    tmp_path: Path, strict: bool
+) -> None:
+    source = tmp_path / "source"
+    source.mkdir()
+    copy_package_sources(source)
+    lane = source / "nullbroker" / "handlers" / "_produce_lane.c"
+    lane.write_text(lane.read_text() + "\nthis is not C;\n")
+    environment = clean_environment()
+    if not strict:
+        environment.pop("NULLBROKER_STRICT")
+        environment.pop("CI", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path / "dist"), str(source)],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+    )
+    assert "_produce_lane.c" in done.stdout + done.stderr
+    if strict:
+        assert done.returncode != 0, done.stdout[-3000:]
+        return
+    assert done.returncode == 0, done.stderr[-3000:]
+    (wheel,) = (tmp_path / "dist").glob("nullbroker-*.whl")
+    with zipfile.ZipFile(wheel) as built:
+        modules = [name for name in built.namelist() if name.endswith(".so")]
+    # The others are built; the pure-Python path serves Produce's lane.
+    assert any("_native" in name for name in modules)
+    assert not any("_produce_lane" in name for name in modules)
