@@ -144,7 +144,7 @@ def test_kafka_tools_read_list_and_describe_consumer_groups(start_broker: StartB
     output = run_tool(
         "kafka-console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", "fixed",
         "--group", "java-848", "--consumer-property", "group.protocol=consumer",
-        "--from-beginning", "--max-messages", str(PARTITIONS * 500), "--timeout-ms", "30000",
+        "--from-beginning", "--max-messages", str(PARTITIONS * 500), "--timeout-ms", "120000",
     )  # fmt: skip
     assert len(output.splitlines()) == PARTITIONS * 500
     # A member of the new protocol, and a classic group beside it.

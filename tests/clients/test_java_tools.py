@@ -239,7 +239,7 @@ def test_kafka_producer_perf_test_with_a_transactional_id_is_counted_exactly(
     read = run_tool(
         "kafka-console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", "txn",
         "--from-beginning", "--isolation-level", "read_committed", "--max-messages", "20000",
-        "--timeout-ms", "30000",
+        "--timeout-ms", "120000",
     )  # fmt: skip
     assert len(read.splitlines()) == 20000, read[-500:]
     # Transactions v2 (KIP-890, transaction.version=2 finalized): from epoch 0 at
