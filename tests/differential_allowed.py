@@ -174,3 +174,33 @@ UNORDERED: dict[str, str] = {
 }
 """Arrays whose order Kafka takes from a hash map (so no client may rely on it), by path
 pattern, with the field they are matched by."""
+
+
+# -- SASL conversations (tests/oracle/test_differential_sasl.py) ---------------------------
+
+TOKEN_LIFETIME = "token lifetime"
+"""The identity of an OAUTHBEARER session's lifetime: the pair a sequence checked, each
+within what the token had left while that broker was asked."""
+
+SCRAM_MESSAGE = "scram message"
+"""The identity of a SCRAM server message: the pair a sequence checked (the server-first
+message well formed, the server-final signature verified)."""
+
+SASL: tuple[Entry, ...] = (
+    Entry(
+        "token lifetime",
+        "SaslAuthenticateResponse.session_lifetime",
+        "an OAUTHBEARER session lasts until its token's exp, so each broker tells the "
+        "milliseconds left when it authenticated the client",
+        identity=TOKEN_LIFETIME,
+    ),
+    Entry(
+        "scram randomness",
+        "SaslAuthenticateResponse.auth_bytes",
+        "SCRAM's server-first message carries the server's random nonce and the user's "
+        "random salt, and the server-final message a signature over them",
+        identity=SCRAM_MESSAGE,
+    ),
+)
+
+ALLOWED = (*ALLOWED, *SASL)
