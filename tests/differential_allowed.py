@@ -204,3 +204,33 @@ SASL: tuple[Entry, ...] = (
 )
 
 ALLOWED = (*ALLOWED, *SASL)
+
+
+# -- a cluster compared with a Kafka cluster, nodes matched by role
+# -- (tests/oracle/test_differential_cluster.py) ------------------------------------------
+
+CLUSTER_CONTROLLER = "cluster controller"
+"""The identity of the controller a cluster's Metadata or DescribeCluster names: the pair a
+sequence checked, each a node of its own cluster."""
+
+CLUSTER: tuple[Entry, ...] = (
+    Entry(
+        "controller",
+        "*.controller_id",
+        "Kafka's KRaft brokers name a random live broker as the controller (clients cannot "
+        "reach the controllers themselves); nullbroker names node 0",
+        identity=CLUSTER_CONTROLLER,
+    ),
+)
+
+ALLOWED = (*ALLOWED, *CLUSTER)
+
+UNORDERED.update(
+    {
+        # Kafka's come from a hash map of nodes; matched by node id (by role, on a cluster).
+        "MetadataResponse.brokers": "node_id",
+        "DescribeClusterResponse.brokers": "broker_id",
+        "ProduceResponse.node_endpoints": "node_id",
+        "FetchResponse.node_endpoints": "node_id",
+    }
+)

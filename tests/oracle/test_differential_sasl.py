@@ -199,8 +199,9 @@ def authenticate(token: bytes | Callable[[Side], bytes], version: int = 2) -> An
     return request(36, version, auth_bytes=token)
 
 
-METADATA = request(3, 12, topics=None, allow_auto_topic_creation=False,
+METADATA = request(3, 12, topics=[], allow_auto_topic_creation=False,
                    include_topic_authorized_operations=False)  # fmt: skip
+"""Metadata of the brokers alone: the session's Kafka holds other tests' topics."""
 METADATA_OF_A_TOPIC = request(3, 12, topics=[{"name": "t", "topic_id": uuid.UUID(int=0)}],
                               allow_auto_topic_creation=False,
                               include_topic_authorized_operations=False)  # fmt: skip
