@@ -36,7 +36,7 @@ from ..java_hashing import hash_set_capacity, java_hash_order
 from ..toml_files import read_table
 from .listeners import OAUTHBEARER, PLAIN, SCRAM_MECHANISMS
 from .oauthbearer import CONTROL_A, INVALID_TOKEN
-from .scram import Credential, ScramServer
+from .scram import AuthorizationIdRefused, Credential, ScramServer
 
 API_VERSIONS = int(ApiKey.API_VERSIONS)
 SASL_HANDSHAKE = int(ApiKey.SASL_HANDSHAKE)
@@ -328,8 +328,8 @@ class SaslSession:
                 server = self._scram = ScramServer(self.mechanism, self.users.scram[self.mechanism])
                 return server.first(token), False
             final = server.final(token)
-        except ToldClient:
-            raise
+        except AuthorizationIdRefused as refused:
+            raise ToldClient(str(refused), refused.told) from None
         except ValueError as error:
             raise ValueError(
                 f"authentication failed for user {server.user!r}: invalid credentials ({error})"

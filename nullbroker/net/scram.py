@@ -6,10 +6,10 @@ the auth message rebuilt from what it parsed (the client-final message without i
 extensions), the channel binding not checked, and the client's nonce required whole.
 
 Failures are told as Kafka tells them: an authorization id other than the user by its own
-message (ToldClient); anything else (an unknown user, a wrong proof, a malformed message) as
-a ValueError, which the client hears of only as "invalid credentials" with the mechanism's
-name; a proof of the wrong length, which Kafka fails on unexpectedly, closes the connection
-unanswered (ClosedUnanswered).
+message (AuthorizationIdRefused); anything else (an unknown user, a wrong proof, a malformed
+message) as a ValueError, which the client hears of only as "invalid credentials" with the
+mechanism's name; a proof of the wrong length, which Kafka fails on unexpectedly, closes the
+connection unanswered (ClosedUnanswered).
 """
 
 from __future__ import annotations
@@ -46,6 +46,16 @@ _CLIENT_FIRST = re.compile(
 _CLIENT_FINAL = re.compile(
     rf"c=(?P<channel>{_BASE64}),r=(?P<nonce>{_PRINTABLE}){_EXTENSIONS},p=(?P<proof>{_BASE64})"
 )
+
+
+class AuthorizationIdRefused(ValueError):
+    """An authorization id other than the user, which Kafka tells the client in its own
+    words (`told`)."""
+
+    told = (
+        "Authentication failed: Client requested an authorization id that is different from "
+        "username"
+    )
 
 
 def random_string() -> str:
@@ -112,13 +122,7 @@ class ScramServer:
             raise ValueError(f"unknown user {user!r}")
         authzid = found["authzid"] or ""
         if authzid and authzid != user:
-            from .sasl import ToldClient
-
-            told = (
-                "Authentication failed: Client requested an authorization id that is "
-                "different from username"
-            )
-            raise ToldClient(f"user {user!r} may not act as {authzid!r}", told)
+            raise AuthorizationIdRefused(f"user {user!r} may not act as {authzid!r}")
         self._credential = credential
         self._nonce = found["nonce"] + random_string()
         # Kafka signs the bare message as it rebuilds it: its extensions in its map's order.
