@@ -227,9 +227,7 @@ ALLOWED = (*ALLOWED, *CLUSTER)
 
 UNORDERED.update(
     {
-        # Kafka's come from a hash map of nodes; matched by node id (by role, on a cluster).
-        "MetadataResponse.brokers": "node_id",
-        "DescribeClusterResponse.brokers": "broker_id",
+        # KIP-951's endpoints: Kafka's come from a hash map of the leaders named (by role).
         "ProduceResponse.node_endpoints": "node_id",
         "FetchResponse.node_endpoints": "node_id",
     }

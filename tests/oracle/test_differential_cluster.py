@@ -241,7 +241,10 @@ class RolePair(Pair):
     def record(self, api_key: int, version: int, answers: Answers, name: str = "") -> None:
         self._controller(answers)
         nullbroker = as_kafka(answers.nullbroker, self.roles, self.ports, self.placed)
-        super().record(api_key, version, Answers(answers.kafka, nullbroker), name)
+        # The brokers a cluster lists, in the order of their ids (Kafka's, once nullbroker's
+        # are read as Kafka's): no client relies on the order.
+        kafka, nullbroker = (_brokers_in_order(answer) for answer in (answers.kafka, nullbroker))
+        super().record(api_key, version, Answers(kafka, nullbroker), name)
 
     def _controller(self, answers: Answers) -> None:
         """The controller each names must be a node of its own cluster (Kafka's KRaft
@@ -254,6 +257,14 @@ class RolePair(Pair):
         members = (self.clusters.kafka, self.clusters.nullbroker)
         if all(node in side.sides for node, side in zip(named, members, strict=True)):
             self.identities[CLUSTER_CONTROLLER] = named
+
+
+def _brokers_in_order(answer: Any) -> Any:
+    brokers = getattr(answer, "brokers", None)
+    if not brokers:
+        return answer
+    key = "node_id" if hasattr(brokers[0], "node_id") else "broker_id"
+    return replace(answer, brokers=tuple(sorted(brokers, key=lambda b: getattr(b, key))))
 
 
 def as_kafka(
