@@ -121,6 +121,8 @@ class _Answer:
     """Partitions of topics and indexes that exist: those the request waits on."""
     read_error: bool = False
     """Whether reading one of them failed (offset out of range, not the leader, a fault)."""
+    leaders: set[int] = field(default_factory=set)
+    """The leaders the answer names for partitions it refused (KIP-951, v16+)."""
 
 
 @dataclass(slots=True)
@@ -454,10 +456,12 @@ def _build(body: Any, wanted: list[_WantedTopic], hinted: bool) -> _Answer:
                 else:
                     answer.read_error = True
             # Records are never null: librdkafka rejects a flexible response with null records.
+            leader = fetch.leader if hinted else None
+            if leader is not None:
+                answer.leaders.add(leader[0])
             data = FetchPartition(
-                asked.partition, error, log_end, stable, log_start, records, aborted, size,
-                fetch.leader if hinted else None,
-            )  # fmt: skip
+                asked.partition, error, log_end, stable, log_start, records, aborted, size, leader
+            )
             if fetch.set_aside:
                 set_aside.append((fetch.set_aside, (key, [data], [asked])))
             else:
@@ -522,16 +526,12 @@ def _endpoints(broker: Broker, session: Session, answer: _Answer) -> list[NodeEn
     """The endpoints of the leaders the answer's partitions name (KIP-951), by node id, at
     the host and listener the client came in on, as Metadata tells them; every leader named
     counts, also one of a partition an incremental answer leaves out, as in Kafka."""
-    leaders = {
-        data.current_leader[0]
-        for _, told, _ in answer.runs
-        for data in told
-        if data.current_leader is not None
-    }
+    if not answer.leaders:
+        return []
     cluster = broker.cluster
     return [
         (node, endpoint.host, endpoint.port)
-        for node in sorted(leaders)
+        for node in sorted(answer.leaders)
         if not cluster.is_down(node)
         for endpoint in (session.node(cluster, node),)
     ]

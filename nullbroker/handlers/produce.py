@@ -52,8 +52,8 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
     response encoder (codec.produce), the per-request hot path."""
     body = request.body
     topic_results: list[TopicResults] = []
+    # The leader and epoch of each partition refused as led elsewhere (KIP-951).
     hints: dict[tuple[object, int], tuple[int, int]] = {}
-    """The leader and epoch of each partition refused as led elsewhere (KIP-951)."""
     # An error fault answers every partition with its code, appending nothing.
     injected = broker.faults.error("Produce", session.node_id) if broker.faults.active else None
     transactional_id = body.transactional_id
