@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from .framing import Buffer
-from .writers import compact_length
+from .writers import compact_length, uvarint
 
 FIRST_VERSION = 4
 LAST_VERSION = 18
@@ -29,6 +29,9 @@ _FIRST_SESSION_VERSION = 7  # with a top-level error code and session id
 _FIRST_PREFERRED_REPLICA_VERSION = 11
 _FIRST_FLEXIBLE_VERSION = 12
 _FIRST_TOPIC_ID_VERSION = 13
+_FIRST_NODE_ENDPOINTS_VERSION = 16
+_CURRENT_LEADER_TAG = 1  # a partition's (DivergingEpoch is 0, SnapshotId 2)
+_NODE_ENDPOINTS_TAG = 0  # the response's
 
 NO_PREFERRED_REPLICA = -1
 # The aborted transactions (there are never any): null, or an empty array. Legacy lengths
@@ -68,7 +71,14 @@ class FetchPartition(NamedTuple):
     in error that gets an empty list rather than null."""
     size: int = -1
     """The batches' length in bytes, when the caller has counted it; -1: counted here."""
+    current_leader: tuple[int, int] | None = None
+    """The partition's leader and its epoch (KIP-951), for a partition refused because this
+    node does not lead it (flexible versions; Kafka tells it from v16); None: not told."""
 
+
+NodeEndpoint = tuple[int, str, int]
+"""A node's id, host and port, as a Fetch response v16+ tells the leaders it names (KIP-951;
+no rack)."""
 
 FetchTopic = tuple[str | uuid.UUID | None, Sequence[FetchPartition]]
 """A topic's name (or, from v13, its id: None is written as the zero UUID, as kio writes
@@ -101,12 +111,15 @@ def fetch_response_parts(
     error_code: int = 0,
     session_id: int = 0,
     read_committed: bool = False,
+    node_endpoints: Sequence[NodeEndpoint] = (),
 ) -> list[Buffer]:
     """The FetchResponse payload of `version` (4 to 18) as buffers to join: the record
     batches of every partition among them, not copied.
 
     Each partition's aborted transactions are null, as Kafka answers a read_uncommitted
     fetch, or (`read_committed`) its `aborted` list, as Kafka answers a read_committed one.
+    From v12 a partition's `current_leader` is told, and from v16 the `node_endpoints`
+    (KIP-951's hints for a client that asked a node that does not lead a partition).
     """
     if not FIRST_VERSION <= version <= LAST_VERSION:
         raise ValueError(f"Fetch v{version} responses are not served (v4-v18)")
@@ -117,7 +130,10 @@ def fetch_response_parts(
     else:
         parts = [_pack_ihi(throttle_time_ms, error_code, session_id), compact_length(len(topics))]
         _flexible_topics(parts, version >= _FIRST_TOPIC_ID_VERSION, topics, read_committed)
-        parts.append(_NO_TAGGED_FIELDS)
+        if node_endpoints and version >= _FIRST_NODE_ENDPOINTS_VERSION:
+            parts.append(_tagged_node_endpoints(node_endpoints))
+        else:
+            parts.append(_NO_TAGGED_FIELDS)
         return parts
     _legacy_topics(parts, version, topics, read_committed)
     return parts
@@ -153,7 +169,9 @@ def _flexible_topics(
             assert isinstance(topic, str)
             name = topic.encode()
             add(compact_length(len(name)) + name + compact_length(len(partitions)))
-        for index, error, high_watermark, last_stable, log_start, batches, txns, size in partitions:
+        for (
+            index, error, high_watermark, last_stable, log_start, batches, txns, size, leader
+        ) in partitions:  # fmt: skip
             if size < 0:
                 size = sum(map(len, batches))
             if txns and read_committed:
@@ -175,7 +193,7 @@ def _flexible_topics(
                 )
             add(fixed + compact_length(size))
             extend(batches)
-            add(_NO_TAGGED_FIELDS)
+            add(_NO_TAGGED_FIELDS if leader is None else _tagged_current_leader(leader))
         add(_NO_TAGGED_FIELDS)
 
 
@@ -199,7 +217,9 @@ def _legacy_topics(
         assert isinstance(topic, str)
         name = topic.encode()
         add(struct.pack(f">h{len(name)}si", len(name), name, len(partitions)))
-        for index, error, high_watermark, last_stable, log_start, batches, txns, size in partitions:
+        for (
+            index, error, high_watermark, last_stable, log_start, batches, txns, size, _
+        ) in partitions:  # fmt: skip
             if size < 0:
                 size = sum(map(len, batches))
             if txns and read_committed:
@@ -220,3 +240,24 @@ def _legacy_topics(
                 else:
                     add(pack(index, error, high_watermark, last_stable, *fields, size))
             extend(batches)
+
+
+def _tagged_current_leader(leader: tuple[int, int]) -> bytes:
+    """A partition's tagged fields holding its CurrentLeader (a LeaderIdAndEpoch: leader
+    id, epoch, no tagged fields of its own)."""
+    value = _pack_ii(*leader) + _NO_TAGGED_FIELDS
+    return b"\x01" + uvarint(_CURRENT_LEADER_TAG) + uvarint(len(value)) + value
+
+
+def _tagged_node_endpoints(endpoints: Sequence[NodeEndpoint]) -> bytes:
+    """The response's tagged fields holding NodeEndpoints (id, host, port, a null rack)."""
+    value = compact_length(len(endpoints)) + b"".join(
+        _pack_i(node_id) + _compact_string(host) + _pack_i(port) + b"\x00" + _NO_TAGGED_FIELDS
+        for node_id, host, port in endpoints
+    )
+    return b"\x01" + uvarint(_NODE_ENDPOINTS_TAG) + uvarint(len(value)) + value
+
+
+def _compact_string(text: str) -> bytes:
+    encoded = text.encode()
+    return compact_length(len(encoded)) + encoded

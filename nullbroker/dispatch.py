@@ -67,7 +67,12 @@ class Dispatch:
         started = time.perf_counter_ns()
         key, version = _KEY_VERSION.unpack_from(frame) if len(frame) >= 4 else (-1, -1)
         if session.sasl is not None:
-            session.sasl.admit(key)  # raises NotAuthenticated: the connection closes
+            # A SASL listener lets through what its connection's state admits.
+            from .handlers.sasl import gate
+
+            reply = gate(self.broker, frame, key, version, session)
+            if reply is not None:
+                return reply
         if key == PRODUCE and self.produce_lane is not None:
             response = self.produce_lane.answer(frame, session.node_id)
             if response is not None:  # answered whole in C, and accounted

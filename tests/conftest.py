@@ -10,12 +10,19 @@ from pathlib import Path
 import pytest
 
 from nullbroker.settings import CONNECTION_LOOPS, Config
-from perf.kafka_broker import KafkaBroker
+from perf.kafka_broker import KafkaBroker, SaslListener
 from perf.kafka_broker import missing as kafka_missing
 from tests.broker_process import BrokerProcess
 from tests.certificates import Certificates, make_certificates
 
 StartBroker = Callable[..., BrokerProcess]
+
+KAFKA_SASL = SaslListener(
+    {"alice": "alice-secret", "bob": "bob-secret"}, session_lifetime_ms=60_000
+)
+"""The `kafka` fixture's SASL_PLAINTEXT listener: PLAIN, SCRAM-SHA-256 and -512 for these
+users, OAUTHBEARER's unsecured tokens, sessions of a minute (KIP-368): what
+tests/oracle/test_differential_sasl.py asks of it and of a nullbroker given the same."""
 
 
 @pytest.fixture
@@ -63,9 +70,11 @@ def certificates(tmp_path: Path) -> Certificates:
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
     """Apache Kafka 4.1.1 (one KRaft node, perf.kafka_broker), started once for the session:
     the reference every differential test asks. Tests share it, so each uses topic and group
-    names of its own. Skipped, with the reason, where Java or Kafka's jars are missing."""
+    names of its own. Beside its PLAINTEXT listener (`bootstrap`) a SASL_PLAINTEXT one
+    (`sasl_bootstrap`, KAFKA_SASL). Skipped, with the reason, where Java or Kafka's jars are
+    missing."""
     why = kafka_missing()
     if why is not None:
         pytest.skip(why)
-    with KafkaBroker(tmp_path_factory.mktemp("kafka")) as broker:
+    with KafkaBroker(tmp_path_factory.mktemp("kafka"), sasl=KAFKA_SASL) as broker:
         yield broker

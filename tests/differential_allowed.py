@@ -174,3 +174,61 @@ UNORDERED: dict[str, str] = {
 }
 """Arrays whose order Kafka takes from a hash map (so no client may rely on it), by path
 pattern, with the field they are matched by."""
+
+
+# -- SASL conversations (tests/oracle/test_differential_sasl.py) ---------------------------
+
+TOKEN_LIFETIME = "token lifetime"
+"""The identity of an OAUTHBEARER session's lifetime: the pair a sequence checked, each
+within what the token had left while that broker was asked."""
+
+SCRAM_MESSAGE = "scram message"
+"""The identity of a SCRAM server message: the pair a sequence checked (the server-first
+message well formed, the server-final signature verified)."""
+
+SASL: tuple[Entry, ...] = (
+    Entry(
+        "token lifetime",
+        "SaslAuthenticateResponse.session_lifetime",
+        "an OAUTHBEARER session lasts until its token's exp, so each broker tells the "
+        "milliseconds left when it authenticated the client",
+        identity=TOKEN_LIFETIME,
+    ),
+    Entry(
+        "scram randomness",
+        "SaslAuthenticateResponse.auth_bytes",
+        "SCRAM's server-first message carries the server's random nonce and the user's "
+        "random salt, and the server-final message a signature over them",
+        identity=SCRAM_MESSAGE,
+    ),
+)
+
+ALLOWED = (*ALLOWED, *SASL)
+
+
+# -- a cluster compared with a Kafka cluster, nodes matched by role
+# -- (tests/oracle/test_differential_cluster.py) ------------------------------------------
+
+CLUSTER_CONTROLLER = "cluster controller"
+"""The identity of the controller a cluster's Metadata or DescribeCluster names: the pair a
+sequence checked, each a node of its own cluster."""
+
+CLUSTER: tuple[Entry, ...] = (
+    Entry(
+        "controller",
+        "*.controller_id",
+        "Kafka's KRaft brokers name a random live broker as the controller (clients cannot "
+        "reach the controllers themselves); nullbroker names node 0",
+        identity=CLUSTER_CONTROLLER,
+    ),
+)
+
+ALLOWED = (*ALLOWED, *CLUSTER)
+
+UNORDERED.update(
+    {
+        # KIP-951's endpoints: Kafka's come from a hash map of the leaders named (by role).
+        "ProduceResponse.node_endpoints": "node_id",
+        "FetchResponse.node_endpoints": "node_id",
+    }
+)

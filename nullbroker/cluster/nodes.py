@@ -25,6 +25,8 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
+from ..java_hashing import java_string_hash
+
 NO_LEADER_EPOCH = -1
 """No epoch: what a client that knows none sends as its current_leader_epoch, and what an
 answer that finds no offset names."""
@@ -219,15 +221,6 @@ class Cluster:
     def port(self, node: int, default: int) -> int:
         """The port clients reach `node` at (`default` before the listeners are open)."""
         return self.ports.get(node, default)
-
-
-def java_string_hash(text: str) -> int:
-    """Java's String.hashCode(), over UTF-16 code units, as a signed 32-bit int."""
-    value = 0
-    encoded = text.encode("utf-16-be")
-    for index in range(0, len(encoded), 2):
-        value = (31 * value + int.from_bytes(encoded[index : index + 2], "big")) & 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 def internal_partition_for(key: str, partitions: int) -> int:

@@ -31,6 +31,7 @@ from codec.fetch_response import (
     EMPTY_ABORTED,
     FetchPartition,
     FetchTopic,
+    NodeEndpoint,
     fetch_response_parts,
     with_throttle,
 )
@@ -57,6 +58,8 @@ if TYPE_CHECKING:
 
 FIRST_SESSION_VERSION = 7
 FIRST_TOPIC_ID_VERSION = 13
+FIRST_LEADER_HINT_VERSION = 16
+"""Kafka tells a refused partition's current leader, and the leaders' endpoints, from v16."""
 READ_COMMITTED = 1  # the isolation level
 ZERO_TOPIC_ID = uuid.UUID(int=0)
 """kio reads the zero topic id as None; a request built in-process may hold it."""
@@ -69,6 +72,9 @@ NO_RECORDS: tuple[Buffer, ...] = ()
 READ = 0
 UNKNOWN_ID = 1
 UNKNOWN_PARTITION = 2
+
+LEADER_HINTED = frozenset((ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch))
+"""The errors whose partitions Kafka answers with their current leader (Fetch v16+)."""
 
 # What a Fetch's session epoch makes of it (Kafka's FetchContext kinds).
 SESSIONLESS = "sessionless"
@@ -85,6 +91,9 @@ class _Wanted:
     partition: Partition | None
     missing: ErrorCode
     set_aside: int = READ
+    leader: tuple[int, int] | None = None
+    """The partition's leader and epoch, where this node refused it as not its leader or
+    for a stale epoch: what Fetch v16+ tells the client (KIP-951)."""
 
 
 @dataclass(slots=True)
@@ -112,6 +121,8 @@ class _Answer:
     """Partitions of topics and indexes that exist: those the request waits on."""
     read_error: bool = False
     """Whether reading one of them failed (offset out of range, not the leader, a fault)."""
+    leaders: set[int] = field(default_factory=set)
+    """The leaders the answer names for partitions it refused (KIP-951, v16+)."""
 
 
 @dataclass(slots=True)
@@ -155,11 +166,12 @@ def handle_fetch(broker: Broker, request: Request, session: Session) -> Any:
     else:
         asked = _session_topics(context.session)
     wanted = _resolve(broker, asked, version >= FIRST_TOPIC_ID_VERSION, node, injected)
-    answer = _build(body, wanted)
+    answer = _build(body, wanted, version >= FIRST_LEADER_HINT_VERSION)
     if _enough(answer, body) or body.max_wait.total_seconds() <= 0:
-        return _account(broker, _respond(version, body, answer, context), answer, node)
+        parts = _respond(version, body, answer, context, _endpoints(broker, session, answer))
+        return _account(broker, parts, answer, node)
     deadline_ms = now_ms() + body.max_wait.total_seconds() * 1000
-    return _held(broker, request, wanted, context, deadline_ms, node)
+    return _held(broker, request, wanted, context, deadline_ms, session)
 
 
 def _context(broker: Broker, version: int, body: Any, node: int) -> _Context:
@@ -277,13 +289,14 @@ async def _held(
     wanted: list[_WantedTopic],
     context: _Context,
     deadline_ms: float,
-    node: int,
+    session: Session,
 ) -> Any:
     """Wait until a produce or a growing source brings data, or the deadline; then answer.
     A client leaving meanwhile cancels this: its session stays as it was when the request
     came (as in Kafka, where it stays till evicted), and a full Fetch opens none."""
     body = request.body
     version = request.header.api_version
+    node = session.node_id
     while True:
         remaining_ms = deadline_ms - now_ms()
         if remaining_ms > 0:
@@ -291,9 +304,12 @@ async def _held(
             wait_ms = remaining_ms if growth_ms is None else min(remaining_ms, growth_ms)
             with trio.move_on_after(wait_ms / 1000):
                 await broker.log_growth.wait()
-        answer = _build(body, wanted)
+        answer = _build(body, wanted, version >= FIRST_LEADER_HINT_VERSION)
         if _enough(answer, body) or now_ms() >= deadline_ms:
-            return _account(broker, _respond(version, body, answer, context), answer, node)
+            endpoints = _endpoints(broker, session, answer)
+            return _account(
+                broker, _respond(version, body, answer, context, endpoints), answer, node
+            )
 
 
 def _next_growth_ms(wanted: list[_WantedTopic]) -> float | None:
@@ -347,7 +363,15 @@ def _resolve(
                 error = ErrorCode.not_leader_or_follower
             elif exists:
                 partition = topic.partitions[asked.partition]
-            partitions.append(_Wanted(asked, topic, partition, error, aside))
+            leader = None
+            if topic is not None and error in LEADER_HINTED:
+                cluster = broker.cluster
+                index = asked.partition
+                leader = (
+                    cluster.leader(topic.name, index),
+                    cluster.leader_epoch(topic.name, index),
+                )
+            partitions.append(_Wanted(asked, topic, partition, error, aside, leader))
         resolved.append(_WantedTopic(key, partitions))
     return resolved
 
@@ -360,7 +384,9 @@ def _fenced(broker: Broker, topic: Topic, asked: Any) -> ErrorCode:
     return epoch_error(current_epoch, broker.cluster.leader_epoch(topic.name, asked.partition))
 
 
-def _build(body: Any, wanted: list[_WantedTopic]) -> _Answer:
+def _build(body: Any, wanted: list[_WantedTopic], hinted: bool) -> _Answer:
+    """The answer as the log is now; with `hinted` (v16+), a partition refused as led
+    elsewhere tells its leader."""
     now = now_ms()
     budget = getattr(body, "max_bytes", NO_LIMIT)
     answer = _Answer()
@@ -430,8 +456,11 @@ def _build(body: Any, wanted: list[_WantedTopic]) -> _Answer:
                 else:
                     answer.read_error = True
             # Records are never null: librdkafka rejects a flexible response with null records.
+            leader = fetch.leader if hinted else None
+            if leader is not None:
+                answer.leaders.add(leader[0])
             data = FetchPartition(
-                asked.partition, error, log_end, stable, log_start, records, aborted, size
+                asked.partition, error, log_end, stable, log_start, records, aborted, size, leader
             )
             if fetch.set_aside:
                 set_aside.append((fetch.set_aside, (key, [data], [asked])))
@@ -493,7 +522,28 @@ def _transactional_records(
     return parts, count, size
 
 
-def _respond(version: int, body: Any, answer: _Answer, context: _Context) -> list[Buffer]:
+def _endpoints(broker: Broker, session: Session, answer: _Answer) -> list[NodeEndpoint]:
+    """The endpoints of the leaders the answer's partitions name (KIP-951), by node id, at
+    the host and listener the client came in on, as Metadata tells them; every leader named
+    counts, also one of a partition an incremental answer leaves out, as in Kafka."""
+    if not answer.leaders:
+        return []
+    cluster = broker.cluster
+    return [
+        (node, endpoint.host, endpoint.port)
+        for node in sorted(answer.leaders)
+        if not cluster.is_down(node)
+        for endpoint in (session.node(cluster, node),)
+    ]
+
+
+def _respond(
+    version: int,
+    body: Any,
+    answer: _Answer,
+    context: _Context,
+    endpoints: Sequence[NodeEndpoint] = (),
+) -> list[Buffer]:
     """The response, and what it changes of the fetch sessions: a full Fetch at epoch 0
     opens one holding what it answered; an incremental one lists only what must be told."""
     runs = answer.runs
@@ -523,6 +573,7 @@ def _respond(version: int, body: Any, answer: _Answer, context: _Context) -> lis
         _by_topic(runs),
         session_id=session_id,
         read_committed=body.isolation_level == READ_COMMITTED,
+        node_endpoints=endpoints,
     )
 
 

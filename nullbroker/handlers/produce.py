@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import datetime
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import ApiKey, InvalidRecordBatch, ProtocolError, Request, read_batch_header
+from codec import (
+    ApiKey,
+    InvalidRecordBatch,
+    ProtocolError,
+    Request,
+    encode_response_body,
+    read_batch_header,
+)
 from codec.entities import make, response_module
 from codec.produce import (
     PartitionResult,
@@ -28,6 +37,9 @@ FIRST_PRODUCER_FENCED_INIT_VERSION = 4
 """Before it (KIP-588), a fenced producer is told INVALID_PRODUCER_EPOCH."""
 FIRST_ADDING_PRODUCE_VERSION = 12
 """Produce v12+ in a transaction is transactions v2 (KIP-890): it adds its partitions."""
+FIRST_LEADER_HINT_VERSION = 10
+"""From v10 Kafka tells a producer the leader of a partition it refused as led elsewhere
+(KIP-951)."""
 FIRST_ABORTABLE_PRODUCE_VERSION = 11
 """Produce v11+ knows TRANSACTION_ABORTABLE (KIP-890); older ones INVALID_TXN_STATE."""
 NOT_ADDED = "Partition was not added to the transaction"
@@ -40,6 +52,8 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
     response encoder (codec.produce), the per-request hot path."""
     body = request.body
     topic_results: list[TopicResults] = []
+    # The leader and epoch of each partition refused as led elsewhere (KIP-951).
+    hints: dict[tuple[object, int], tuple[int, int]] = {}
     # An error fault answers every partition with its code, appending nothing.
     injected = broker.faults.error("Produce", session.node_id) if broker.faults.active else None
     transactional_id = body.transactional_id
@@ -58,8 +72,13 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
                 result = null_sink.AppendResult(injected)
             elif index in followed:
                 # As Kafka answers a batch sent to a follower: the producer refreshes
-                # its metadata and sends the batch to the leader.
+                # its metadata (or, v10+, takes the leader it is told) and sends it there.
                 result = null_sink.AppendResult(ErrorCode.not_leader_or_follower)
+                assert topic is not None
+                hints[_topic_key(topic_data), index] = (
+                    broker.cluster.leader(topic.name, index),
+                    broker.cluster.leader_epoch(topic.name, index),
+                )
             elif topic is not None and topic.source is not None:
                 result = null_sink.AppendResult(
                     ErrorCode.policy_violation,
@@ -107,14 +126,13 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
                     result.log_append_time,
                 )
             )
-        name = getattr(topic_data, "name", None)
-        topic_results.append((topic_data.topic_id if name is None else name, results))
+        topic_results.append((_topic_key(topic_data), results))
     broker.log_grew()
     if body.acks == 0:
         _close_if_refused(topic_results)
         return None
     version = request.header.api_version
-    answer = encode_produce_response_body(version, topic_results)
+    throttle_ms = 0
     if broker.faults.active:
         received = sum(
             len(partition.records or b"")
@@ -122,9 +140,86 @@ def handle_produce(broker: Broker, request: Request, session: Session) -> bytes 
             for partition in topic.partition_data
         )
         throttle_ms = broker.faults.throttle_ms("Produce", session.node_id, received)
-        if throttle_ms:
-            answer = with_throttle(answer, version, throttle_ms)
+    if hints and version >= FIRST_LEADER_HINT_VERSION:
+        return _hinted(broker, session, version, topic_results, hints, throttle_ms)
+    answer = encode_produce_response_body(version, topic_results)
+    if throttle_ms:
+        answer = with_throttle(answer, version, throttle_ms)
     return answer
+
+
+def _topic_key(topic_data: Any) -> str | uuid.UUID | None:
+    """The topic as the response names it: by name, or from v13 by id."""
+    name = getattr(topic_data, "name", None)
+    return topic_data.topic_id if name is None else name  # type: ignore[no-any-return]
+
+
+def _hinted(
+    broker: Broker,
+    session: Session,
+    version: int,
+    topic_results: list[TopicResults],
+    hints: dict[tuple[object, int], tuple[int, int]],
+    throttle_ms: int,
+) -> bytes:
+    """The response with KIP-951's hints, as Kafka answers from v10: a partition refused
+    as led elsewhere tells its leader and epoch, and the response the leaders' endpoints
+    (those that are up, at the host and listener the client came in on). Written by kio:
+    the path of a refusal on a cluster, not the hot one."""
+    types = response_module(ApiKey.PRODUCE, version)
+    cluster = broker.cluster
+    leaders = sorted({leader for leader, _ in hints.values() if not cluster.is_down(leader)})
+    body = make(
+        types.ProduceResponse,
+        throttle_time=datetime.timedelta(milliseconds=throttle_ms),
+        responses=tuple(
+            make(
+                types.TopicProduceResponse,
+                name=key,
+                topic_id=key,
+                partition_responses=tuple(
+                    make(
+                        types.PartitionProduceResponse,
+                        index=result.partition,
+                        error_code=ErrorCode(result.error_code),
+                        base_offset=result.base_offset,
+                        log_append_time=_append_time(result.log_append_time),
+                        log_start_offset=result.log_start_offset,
+                        record_errors=(),
+                        error_message=result.error_message,
+                        **_current_leader(types, hints.get((key, result.partition))),
+                    )
+                    for result in results
+                ),
+            )
+            for key, results in topic_results
+        ),
+        node_endpoints=tuple(
+            make(
+                types.NodeEndpoint,
+                node_id=node,
+                host=session.node(cluster, node).host,
+                port=session.node(cluster, node).port,
+                rack=None,
+            )
+            for node in leaders
+        ),
+    )
+    return encode_response_body(ApiKey.PRODUCE, version, body)
+
+
+def _append_time(milliseconds: int) -> datetime.datetime | None:
+    if milliseconds == -1:
+        return None
+    return datetime.datetime.fromtimestamp(milliseconds / 1000, tz=datetime.UTC)
+
+
+def _current_leader(types: Any, leader: tuple[int, int] | None) -> dict[str, Any]:
+    if leader is None:
+        return {}
+    return {
+        "current_leader": make(types.LeaderIdAndEpoch, leader_id=leader[0], leader_epoch=leader[1])
+    }
 
 
 def _transaction_refusal(

@@ -1,38 +1,61 @@
-"""SASL on SASL_PLAINTEXT and SASL_SSL listeners: PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512
-(scramp), users from `--users FILE`; OAUTHBEARER with unsecured tokens, as Kafka's default
-validator takes them (nullbroker.net.oauthbearer).
+"""SASL on SASL_PLAINTEXT and SASL_SSL listeners: PLAIN and SCRAM-SHA-256/512
+(nullbroker.net.scram) against the users of `--users FILE`; OAUTHBEARER with unsecured tokens,
+as Kafka's default validator takes them (nullbroker.net.oauthbearer).
 
-A connection on such a listener starts unauthenticated: it may send ApiVersions,
-SaslHandshake (v1: the mechanism; its tokens then come in SaslAuthenticate requests) and
-SaslAuthenticate; any other request closes it, as Kafka does. A wrong password is answered
-SASL_AUTHENTICATION_FAILED and the connection closed. With `--sasl-session-lifetime-ms` the
-session lasts that long (KIP-368): the client re-authenticates on the same connection before
-it ends, or its next request closes the connection.
+A connection goes through the states of Kafka's SaslServerAuthenticator, and a request that
+does not fit its state is answered as Kafka answers it. Before SaslHandshake it may send one
+ApiVersions, and nothing else: any other request (SaslAuthenticate too) closes the connection.
+A handshake naming a mechanism not offered is answered UNSUPPORTED_SASL_MECHANISM, then the
+connection closes. After the handshake (v1) come SaslAuthenticate requests only: another
+request is answered with its own error response (ILLEGAL_SASL_STATE), then the connection
+closes. A handshake v0 is followed by the mechanism's tokens as bare size-prefixed frames, as
+before Kafka 1.0. A failed authentication is answered SASL_AUTHENTICATION_FAILED and the
+connection closed.
 
-The users file is TOML: `[users]` with `name = "password"`. SCRAM credentials (salt, stored
-and server keys) are derived from the passwords at start, 4096 iterations, as Kafka's
-kafka-configs --add-config 'SCRAM-SHA-512=[password=...]' stores them.
+Once authenticated, SaslHandshake and SaslAuthenticate are answered ILLEGAL_SASL_STATE, the
+connection kept, unless the session has a lifetime (`--sasl-session-lifetime-ms`, an
+OAUTHBEARER token's expiry: KIP-368): then a SaslHandshake begins re-authentication (with the
+same mechanism and for the same principal, or it fails), at most once a second. A session
+past its lifetime closes the connection at the next request other than that handshake.
+
+The users file is TOML: `[users]` with `name = "password"`. SCRAM credentials are made from
+the passwords at start, as `kafka-storage format --add-scram` makes them (4096 iterations).
 """
 
 from __future__ import annotations
 
+import struct
 import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from codec import ApiKey, ProtocolError
+from codec import KAFKA_4_RANGES, ApiKey, ProtocolError
 
+from ..java_hashing import hash_set_capacity, java_hash_order
 from ..toml_files import read_table
 from .listeners import OAUTHBEARER, PLAIN, SCRAM_MECHANISMS
 from .oauthbearer import CONTROL_A, INVALID_TOKEN
+from .scram import AuthorizationIdRefused, Credential, ScramServer
 
-SCRAM_ITERATIONS = 4096
-BEFORE_AUTHENTICATION = frozenset(
-    map(int, (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE))
-)
-"""What a client may send before it has authenticated: plain ints, looked up per request."""
+API_VERSIONS = int(ApiKey.API_VERSIONS)
+SASL_HANDSHAKE = int(ApiKey.SASL_HANDSHAKE)
+SASL_AUTHENTICATE = int(ApiKey.SASL_AUTHENTICATE)
+API_VERSIONS_MAX = KAFKA_4_RANGES[ApiKey.API_VERSIONS].max_version
+MIN_REAUTHENTICATION_INTERVAL_S = 1.0
+"""Kafka re-authenticates a connection at most once a second (KafkaChannel): a handshake
+sooner is answered as on an authenticated connection."""
+_SIZE = struct.Struct(">i")
+
+# Where a connection is in its authentication (Kafka's SaslServerAuthenticator states).
+VERSIONS_OR_HANDSHAKE = "versions or handshake"
+HANDSHAKE = "handshake"
+AUTHENTICATE = "authenticate"
+RAW_TOKENS = "raw tokens"
+"""After a SaslHandshake v0: the tokens come as bare frames, not SaslAuthenticate requests."""
+BAD_MECHANISM = "bad mechanism"
+"""Re-authentication asked for another mechanism: the next frame closes the connection."""
+COMPLETE = "complete"
 
 
 class UsersError(ValueError):
@@ -55,8 +78,13 @@ class WrongPassword(ToldClient):
 
 
 class NotAuthenticated(ProtocolError):
-    """A request other than the SASL ones before authentication, or after the session's
-    lifetime: the connection is closed, as Kafka closes it."""
+    """A request that closes the connection unanswered: one other than those a client may
+    send before it has authenticated, or after the session's lifetime."""
+
+
+class UnexpectedRequest(ProtocolError):
+    """A request other than SaslAuthenticate while a client authenticates: Kafka answers it
+    with its own error response (ILLEGAL_SASL_STATE), then closes the connection."""
 
 
 class SaslAuthenticationFailed(ProtocolError):
@@ -73,7 +101,7 @@ class Users:
     """Passwords by user name, and each user's SCRAM credentials by mechanism."""
 
     passwords: Mapping[str, str]
-    scram: Mapping[str, Mapping[str, tuple[Any, ...]]]
+    scram: Mapping[str, dict[str, Credential]]
 
     @classmethod
     def read(cls, path: str) -> Users:
@@ -85,84 +113,149 @@ class Users:
 
     @classmethod
     def of(cls, passwords: Mapping[str, str]) -> Users:
-        from scramp import ScramMechanism  # only a broker with SASL listeners needs it
-
         scram = {
             mechanism: {
-                name: ScramMechanism(mechanism).make_auth_info(
-                    password, iteration_count=SCRAM_ITERATIONS
-                )
-                for name, password in passwords.items()
+                name: Credential.of(mechanism, password) for name, password in passwords.items()
             }
             for mechanism in SCRAM_MECHANISMS
         }
         return cls(dict(passwords), scram)
 
 
+def offered_order(mechanisms: tuple[str, ...]) -> tuple[str, ...]:
+    """The mechanisms as Kafka lists them in SaslHandshake: the order of a HashSet of the
+    listener's sasl.enabled.mechanisms (SaslServerAuthenticator), not the configured one."""
+    return tuple(java_hash_order(mechanisms, hash_set_capacity(len(set(mechanisms)))))
+
+
 @dataclass(slots=True)
 class SaslSession:
-    """One connection's authentication: the mechanism under way, and whether it succeeded."""
+    """One connection's authentication: where it is (`state`), the mechanism under way, and
+    who it authenticated."""
 
     users: Users
     mechanisms: tuple[str, ...]
     lifetime_ms: int
     counts: Counter[tuple[str, str]]
     """Authentications by (mechanism, result): the broker's, for /metrics."""
+    oauth_principal_claim: str = "sub"
+    """The token claim OAUTHBEARER's principal comes from (Kafka's
+    unsecuredValidatorPrincipalClaimName)."""
+    state: str = VERSIONS_OR_HANDSHAKE
     principal: str | None = None
-    """The authenticated user."""
+    """The authenticated user (during a re-authentication, the one authenticated before)."""
     expires_at: float | None = None
     """time.monotonic() when the session ends (with --sasl-session-lifetime-ms, or an
-    OAUTHBEARER token's expiry)."""
+    OAUTHBEARER token's expiry); None: it does not, and it is not re-authenticated."""
     session_lifetime_ms: int = 0
     """What the last SaslAuthenticate tells the client of its session: 0 (for ever, or
     authentication not complete yet), else how long it lasts."""
     mechanism: str | None = None
-    oauth_principal_claim: str = "sub"
-    """The token claim OAUTHBEARER's principal comes from (Kafka's
-    unsecuredValidatorPrincipalClaimName)."""
+    offered: tuple[str, ...] = ()
+    """The mechanisms in the order SaslHandshake lists them (Kafka's)."""
+    _reauthenticating: bool = False
+    _reauthenticated_at: float | None = None
+    """time.monotonic() the last re-authentication began."""
+    _bad_mechanism: str = ""
     _oauth_error: bytes | None = None
     """The invalid_token challenge sent, awaiting the client's %x01."""
-    _scram: Any = field(default=None, repr=False)
-    _scram_step: int = 0
-    _scram_user: str | None = None
-    """The user a SCRAM exchange is for (scramp's server does not keep it)."""
+    _scram: ScramServer | None = field(default=None, repr=False)
 
-    def admit(self, api_key: int) -> None:
-        """Let a request through, or raise NotAuthenticated (the connection closes)."""
-        if api_key in BEFORE_AUTHENTICATION:
+    def __post_init__(self) -> None:
+        self.offered = offered_order(self.mechanisms)
+
+    def admit(self, api_key: int, api_version: int) -> None:
+        """Let a request through to its handler, or raise NotAuthenticated (the connection
+        closes unanswered) or UnexpectedRequest (answered with its error, then closed)."""
+        state = self.state
+        if state is COMPLETE:
+            if api_key == SASL_HANDSHAKE and self._reauthentication_begins():
+                return
+            if self.expires_at is not None and time.monotonic() > self.expires_at:
+                raise NotAuthenticated(
+                    f"SASL session of {self.principal!r} expired without re-authentication "
+                    "(--sasl-session-lifetime-ms, or its OAUTHBEARER token's exp)"
+                )
             return
-        if self.principal is None:
-            raise NotAuthenticated(
-                f"request (API key {api_key}) before SASL authentication on a SASL listener"
-            )
-        if self.expires_at is not None and time.monotonic() > self.expires_at:
-            raise NotAuthenticated(
-                f"SASL session of {self.principal!r} expired without re-authentication "
-                "(--sasl-session-lifetime-ms, or its OAUTHBEARER token's exp)"
-            )
+        if state is AUTHENTICATE:
+            if api_key != SASL_AUTHENTICATE:
+                raise UnexpectedRequest(f"request (API key {api_key}) during SASL authentication")
+            return
+        if state is BAD_MECHANISM:
+            raise NotAuthenticated(self._bad_mechanism)
+        if api_key == SASL_HANDSHAKE:
+            return
+        if api_key == API_VERSIONS and state is VERSIONS_OR_HANDSHAKE:
+            if api_version <= API_VERSIONS_MAX:  # else answered UNSUPPORTED_VERSION: again
+                self.state = HANDSHAKE
+            return
+        raise NotAuthenticated(
+            f"request (API key {api_key}) before SASL authentication on a SASL listener"
+        )
 
-    def start(self, mechanism: str) -> bool:
-        """SaslHandshake: begin `mechanism` (also to re-authenticate); False if not offered."""
-        if mechanism not in self.mechanisms:
+    def _reauthentication_begins(self) -> bool:
+        """Whether a SaslHandshake on an authenticated connection begins re-authenticating
+        it (KafkaChannel.maybeBeginServerReauthentication): only a session with a lifetime
+        is, and at most once a second."""
+        if self.expires_at is None:
             return False
+        now = time.monotonic()
+        last = self._reauthenticated_at
+        if last is not None and now - last < MIN_REAUTHENTICATION_INTERVAL_S:
+            return False
+        self._reauthenticated_at = now
+        self._reauthenticating = True
+        self.state = HANDSHAKE
+        return True
+
+    @property
+    def expects_handshake(self) -> bool:
+        """Whether a SaslHandshake now begins an authentication (else it is answered
+        ILLEGAL_SASL_STATE, as on an authenticated connection)."""
+        return self.state is VERSIONS_OR_HANDSHAKE or self.state is HANDSHAKE
+
+    def start(self, mechanism: str, raw_tokens: bool = False) -> None:
+        """SaslHandshake of an offered `mechanism`: its tokens come next, in SaslAuthenticate
+        requests or (`raw_tokens`, a handshake v0) as bare frames."""
+        previous = self.mechanism
+        if self._reauthenticating and mechanism != previous:
+            # As Kafka: the handshake is answered, the next frame closes the connection.
+            self.state = BAD_MECHANISM
+            self._bad_mechanism = (
+                f"SASL mechanism '{mechanism}' requested by client is not supported for "
+                f"re-authentication of mechanism '{previous}'"
+            )
+            return
         self.mechanism = mechanism
+        self.state = RAW_TOKENS if raw_tokens else AUTHENTICATE
         self.session_lifetime_ms = 0
         self._oauth_error = None
         self._scram = None
-        self._scram_step = 0
-        self._scram_user = None
-        return True
 
     def step(self, token: bytes) -> tuple[bytes, bool]:
-        """One SaslAuthenticate token: (the server's reply, whether authentication is
-        complete). Raises ValueError with the reason it failed."""
-        if self.mechanism is None:
-            raise ValueError("SaslAuthenticate before SaslHandshake")
-        if self.mechanism == PLAIN:
+        """One token: (the server's reply, whether authentication is complete). Raises
+        ValueError with the reason it failed."""
+        mechanism = self.mechanism
+        if mechanism == PLAIN:
             return self._plain(token), True
-        if self.mechanism == OAUTHBEARER:
+        if mechanism == OAUTHBEARER:
             return self._oauthbearer(token)
         return self._scram_token(token)
+
+    def raw_reply(self, frame: bytes) -> bytes:
+        """A token that came as a bare frame (after a handshake v0): the reply, a bare
+        size-prefixed frame too. A refused token closes the connection unanswered, as
+        Kafka closes it."""
+        mechanism = self.mechanism
+        assert mechanism is not None
+        try:
+            reply, complete = self.step(bytes(frame))
+        except ValueError as failure:
+            self.counts[mechanism, "failed"] += 1
+            raise SaslAuthenticationFailed(str(failure), b"") from None
+        if complete:
+            self.counts[mechanism, "succeeded"] += 1
+        return _SIZE.pack(len(reply)) + reply
 
     def told_client(self, failure: ValueError) -> str:
         """What Kafka tells a client whose authentication `failure` refused (the broker's
@@ -170,21 +263,36 @@ class SaslSession:
         names only the phase and the mechanism, never whether the user exists."""
         if isinstance(failure, ToldClient):
             return failure.told
-        phase = "re-authentication" if self.principal is not None else "authentication"
+        phase = "re-authentication" if self._reauthenticating else "authentication"
         return (
             f"Authentication failed during {phase} due to invalid credentials with SASL "
             f"mechanism {self.mechanism}"
         )
 
     def _plain(self, token: bytes) -> bytes:
-        parts = token.split(b"\0")
+        """As Kafka's PlainSaslServer: authzid NUL user NUL password, the messages its own."""
+        parts = token.decode("utf-8", "replace").split("\0")
         if len(parts) != 3:
-            raise ValueError("a PLAIN token is authzid NUL user NUL password")
-        authzid, user, password = (part.decode("utf-8", "replace") for part in parts)
-        if authzid and authzid != user:
-            raise ValueError(f"user {user!r} may not act as {authzid!r}")
+            got = min(len(parts), 4)  # Kafka splits at most four times
+            told = f"Invalid SASL/PLAIN response: expected 3 tokens, got {got}"
+            raise ToldClient(told, told)
+        authzid, user, password = parts
+        if not user:
+            raise ToldClient(
+                "PLAIN without a user", "Authentication failed: username not specified"
+            )
+        if not password:
+            raise ToldClient(
+                "PLAIN without a password", "Authentication failed: password not specified"
+            )
         if self.users.passwords.get(user) != password:
             raise WrongPassword(f"authentication failed for user {user!r}: invalid credentials")
+        if authzid and authzid != user:
+            raise ToldClient(
+                f"user {user!r} may not act as {authzid!r}",
+                "Authentication failed: Client requested an authorization id that is "
+                "different from username",
+            )
         self._authenticated(user)
         return b""
 
@@ -199,56 +307,51 @@ class SaslSession:
         first = parse_client_first(token)  # MalformedMessage: a ValueError, told generically
         now_ms = int(time.time() * 1000)
         try:
-            token = validate_unsecured(first.token, now_ms, self.oauth_principal_claim)
+            valid = validate_unsecured(first.token, now_ms, self.oauth_principal_claim)
         except InvalidToken:
             self._oauth_error = INVALID_TOKEN
             return INVALID_TOKEN, False
-        if first.authzid and first.authzid != token.principal:
+        if first.authzid and first.authzid != valid.principal:
             told = (
                 f"Authentication failed: Client requested an authorization id ({first.authzid}) "
-                f"that is different from the token's principal name ({token.principal})"
+                f"that is different from the token's principal name ({valid.principal})"
             )
             raise ToldClient(told, told)
-        self._authenticated(token.principal, credential_ms=token.expires_ms - now_ms)
+        self._authenticated(valid.principal, credential_ms=valid.expires_ms - now_ms)
         return b"", True
 
     def _scram_token(self, token: bytes) -> tuple[bytes, bool]:
-        from scramp import ScramException, ScramMechanism
-
         assert self.mechanism is not None
-        credentials = self.users.scram[self.mechanism]
+        server = self._scram
         try:
-            if self._scram_step == 0:
-                self._scram = ScramMechanism(self.mechanism).make_server(
-                    lambda name: self._credentials_of(credentials, name)
-                )
-                self._scram.set_client_first(token.decode("utf-8"))
-                self._scram_step = 1
-                return self._scram.get_server_first().encode(), False
-            self._scram.set_client_final(token.decode("utf-8"))
-            final = self._scram.get_server_final().encode()
-        except (ScramException, KeyError, UnicodeDecodeError) as error:
+            if server is None:
+                server = self._scram = ScramServer(self.mechanism, self.users.scram[self.mechanism])
+                return server.first(token), False
+            final = server.final(token)
+        except AuthorizationIdRefused as refused:
+            raise ToldClient(str(refused), refused.told) from None
+        except ValueError as error:
             raise ValueError(
-                f"authentication failed for user {self._scram_user!r}: invalid credentials "
-                f"({error})"
+                f"authentication failed for user {server.user!r}: invalid credentials ({error})"
             ) from None
-        assert self._scram_user is not None
-        self._authenticated(self._scram_user)
+        assert server.user is not None
+        self._authenticated(server.user)
         return final, True
-
-    def _credentials_of(
-        self, credentials: Mapping[str, tuple[Any, ...]], name: str
-    ) -> tuple[Any, ...]:
-        self._scram_user = name
-        if name not in credentials:
-            raise KeyError(f"unknown user {name!r}")
-        return credentials[name]
 
     def _authenticated(self, user: str, credential_ms: float | None = None) -> None:
         """`user` is authenticated; its session lasts --sasl-session-lifetime-ms, or as long
         as its credential (`credential_ms`, an OAUTHBEARER token's) if sooner, as Kafka's
-        session lasts (SaslServerAuthenticator's calcCompletionTimesAndReturnSessionLifetimeMs)."""
+        session lasts (SaslServerAuthenticator's calcCompletionTimesAndReturnSessionLifetimeMs).
+        Re-authenticated, it must be the user it was."""
+        if self._reauthenticating and user != self.principal:
+            told = (
+                "Cannot change principals during re-authentication from "
+                f"User.{self.principal}: User.{user}"
+            )
+            raise ToldClient(told, told)
         self.principal = user
+        self.state = COMPLETE
+        self._reauthenticating = False
         limits = [ms for ms in (self.lifetime_ms or None, credential_ms) if ms is not None]
         if limits:
             self.session_lifetime_ms = max(0, int(min(limits)))

@@ -17,8 +17,15 @@ from codec.apis import request_schema
 from codec.entities import make
 from nullbroker.broker import Broker
 from nullbroker.settings import Config
-from tests.kio_calls import answered, decode_response, dispatch_of, request_frame, types
-from tests.processes.test_cluster import cluster_broker, session
+from tests.kio_calls import (
+    answered,
+    decode_response,
+    dispatch_of,
+    record_batch,
+    request_frame,
+    types,
+)
+from tests.processes.test_cluster import PORTS, cluster_broker, session
 
 
 def ask(broker: Broker, node: int, api_key: int, version: int, **fields: Any) -> Any:
@@ -117,3 +124,76 @@ def test_a_moved_leader_bumps_the_epoch_and_fences_clients_of_the_old_one() -> N
     assert end_of(broker, elsewhere, "orders", 1, 0) == (ErrorCode.none, 0, 4)
     assert end_of(broker, elsewhere, "orders", 1, 1) == (ErrorCode.none, 1, 4)
     assert end_of(broker, elsewhere, "orders", 2, 1)[0] == ErrorCode.unknown_leader_epoch
+
+
+def produce_refusal(broker: Broker, node: int, topic: str, version: int) -> Any:
+    """Produce v`version` of one batch to partition 0 of `topic`, sent to `node`."""
+    t = types(ApiKey.PRODUCE, version)
+    created = broker.topics.get(topic)
+    assert created is not None
+    return ask(
+        broker, node, ApiKey.PRODUCE, version,
+        transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=1),
+        topic_data=(make(t.TopicProduceData, name=topic, topic_id=created.id, partition_data=(
+            make(t.PartitionProduceData, index=0, records=record_batch(1)),
+        )),),
+    )  # fmt: skip
+
+
+def fetched(broker: Broker, node: int, topic: str, version: int, current: int = -1) -> Any:
+    """Fetch v`version` of partition 0 of `topic` from offset 0, sent to `node`."""
+    t = types(ApiKey.FETCH, version)
+    created = broker.topics.get(topic)
+    assert created is not None
+    request = make(
+        request_schema(ApiKey.FETCH, version),
+        replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=1 << 20,
+        isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=(),
+        rack_id="",
+        topics=(make(t.FetchTopic, topic=topic, topic_id=created.id, partitions=(
+            make(t.FetchPartition, partition=0, current_leader_epoch=current, fetch_offset=0,
+                 last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1 << 20),
+        )),),
+    )  # fmt: skip
+    frame = request_frame(ApiKey.FETCH, version, request)
+    answer = answered(dispatch_of(broker).answer(frame, session(node)))
+    return decode_response(ApiKey.FETCH, version, answer)[1]
+
+
+def test_a_partition_refused_elsewhere_names_its_leader_as_kafka_does() -> None:
+    """KIP-951, as Kafka 4.1.1 answers: Produce v10+ and Fetch v16+ refused by a node that
+    does not lead the partition tell its leader and epoch, and the leader's endpoint; Fetch
+    v12-v15 tells no leader; a stale epoch (FENCED_LEADER_EPOCH) is told the leader too."""
+    broker = cluster_broker()
+    grown(broker, "orders", 2)
+    leader = broker.cluster.leader("orders", 0)
+    elsewhere = (leader + 1) % 3
+    for version in (9, 10, 13):
+        answer = produce_refusal(broker, elsewhere, "orders", version)
+        (refused,) = answer.responses[0].partition_responses
+        assert refused.error_code == ErrorCode.not_leader_or_follower
+        if version >= 10:
+            assert (refused.current_leader.leader_id, refused.current_leader.leader_epoch) == (
+                leader,
+                0,
+            )
+            (endpoint,) = answer.node_endpoints
+            assert (endpoint.node_id, endpoint.port) == (leader, PORTS[leader])
+    for version in (12, 15, 16, 18):
+        answer = fetched(broker, elsewhere, "orders", version)
+        (refused,) = answer.responses[0].partitions
+        assert refused.error_code == ErrorCode.not_leader_or_follower
+        told = (refused.current_leader.leader_id, refused.current_leader.leader_epoch)
+        assert told == ((leader, 0) if version >= 16 else (-1, -1))
+        endpoints = getattr(answer, "node_endpoints", ())
+        assert [(e.node_id, e.port) for e in endpoints] == (
+            [(leader, PORTS[leader])] if version >= 16 else []
+        )
+    # Taken by the leader: nothing to tell.
+    answer = produce_refusal(broker, leader, "orders", 13)
+    assert answer.responses[0].partition_responses[0].current_leader.leader_id == -1
+    assert answer.node_endpoints == ()
+    broker.faults.add(f"move:topic=orders,partition=0,to={elsewhere}")
+    (fenced,) = fetched(broker, elsewhere, "orders", 16, current=0).responses[0].partitions
+    assert fenced.error_code == ErrorCode.fenced_leader_epoch
+    assert (fenced.current_leader.leader_id, fenced.current_leader.leader_epoch) == (elsewhere, 1)

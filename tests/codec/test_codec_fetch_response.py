@@ -21,6 +21,7 @@ from codec.fetch_response import (
     EMPTY_ABORTED,
     FetchPartition,
     FetchTopic,
+    NodeEndpoint,
     fetch_response_parts,
     with_throttle,
 )
@@ -42,6 +43,8 @@ partitions = st.builds(
     records=BATCHES,
     aborted=st.lists(st.tuples(INT64, INT64), max_size=3) | st.just(EMPTY_ABORTED),
     size=st.just(-1),
+    # A leader is a node id (never -1 with -1, the field's default, which is not written).
+    current_leader=st.none() | st.tuples(st.integers(0, 2**31 - 1), INT32),
 ).flatmap(
     # The records' size counted by the encoder (-1) or given by the caller, as the broker does.
     lambda partition: st.sampled_from(
@@ -50,12 +53,15 @@ partitions = st.builds(
 )
 
 
+ENDPOINTS = st.lists(st.tuples(st.integers(0, 2**31 - 1), st.text(max_size=20), INT32), max_size=3)
+
+
 @st.composite
-def fetch_responses(draw: st.DrawFn) -> tuple[int, list[FetchTopic], bool]:
+def fetch_responses(draw: st.DrawFn) -> tuple[int, list[FetchTopic], bool, list[NodeEndpoint]]:
     version = draw(st.sampled_from(VERSIONS))
     name: st.SearchStrategy[Any] = st.uuids() | st.none() if version >= 13 else st.text(max_size=30)
     topics = draw(st.lists(st.tuples(name, st.lists(partitions, max_size=4)), max_size=3))
-    return version, topics, draw(st.booleans())
+    return version, topics, draw(st.booleans()), draw(ENDPOINTS)
 
 
 def _aborted_listed(partition: FetchPartition, read_committed: bool) -> bool:
@@ -70,12 +76,23 @@ def _aborted_listed(partition: FetchPartition, read_committed: bool) -> bool:
 
 
 def kio_encoding(
-    version: int, topics: list[FetchTopic], read_committed: bool, throttle_ms: int = 0
+    version: int,
+    topics: list[FetchTopic],
+    read_committed: bool,
+    throttle_ms: int = 0,
+    endpoints: list[NodeEndpoint] | None = None,
 ) -> bytes:
-    """The same response as a kio entity, written by kio's writer."""
+    """The same response as a kio entity, written by kio's writer (which writes a tagged
+    field only where its value is not the default, and the fields a version has)."""
     types = response_module(ApiKey.FETCH, version)
+    leader_type = getattr(types, "LeaderIdAndEpoch", None)
+    endpoint_type = getattr(types, "NodeEndpoint", None)
     body = make(
         types.FetchResponse,
+        node_endpoints=tuple(
+            make(endpoint_type, node_id=node_id, host=host, port=port, rack=None)
+            for node_id, host, port in (endpoints or () if endpoint_type is not None else ())
+        ),
         throttle_time=datetime.timedelta(milliseconds=throttle_ms),
         error_code=ErrorCode.none,
         session_id=0,
@@ -104,6 +121,7 @@ def kio_encoding(
                         else None,
                         preferred_read_replica=-1,
                         records=b"".join(partition.records),
+                        **_leader(leader_type, partition.current_leader),
                     )
                     for partition in partitions
                 ),
@@ -116,26 +134,38 @@ def kio_encoding(
     return buffer.getvalue()
 
 
+def _leader(leader_type: Any, leader: tuple[int, int] | None) -> dict[str, Any]:
+    """A partition's current_leader field, where there is one to tell (else its default)."""
+    if leader is None or leader_type is None:
+        return {}
+    return {"current_leader": make(leader_type, leader_id=leader[0], leader_epoch=leader[1])}
+
+
 @settings(max_examples=400, deadline=None)
 @given(fetch_responses())
 def test_the_fast_fetch_response_equals_kios_bytes(
-    case: tuple[int, list[FetchTopic], bool],
+    case: tuple[int, list[FetchTopic], bool, list[NodeEndpoint]],
 ) -> None:
-    version, topics, read_committed = case
-    parts = fetch_response_parts(version, topics, read_committed=read_committed)
-    assert b"".join(parts) == kio_encoding(version, topics, read_committed)
+    version, topics, read_committed, endpoints = case
+    parts = fetch_response_parts(
+        version, topics, read_committed=read_committed, node_endpoints=endpoints
+    )
+    assert b"".join(parts) == kio_encoding(version, topics, read_committed, endpoints=endpoints)
 
 
 @settings(max_examples=200, deadline=None)
 @given(fetch_responses(), st.integers(1, 2**31 - 1))
 def test_a_throttled_fetch_response_is_kios_with_that_throttle_time(
-    case: tuple[int, list[FetchTopic], bool], throttle_ms: int
+    case: tuple[int, list[FetchTopic], bool, list[NodeEndpoint]], throttle_ms: int
 ) -> None:
-    version, topics, read_committed = case
+    version, topics, read_committed, endpoints = case
     parts = with_throttle(
-        fetch_response_parts(version, topics, read_committed=read_committed), throttle_ms
+        fetch_response_parts(
+            version, topics, read_committed=read_committed, node_endpoints=endpoints
+        ),
+        throttle_ms,
     )
-    assert b"".join(parts) == kio_encoding(version, topics, read_committed, throttle_ms)
+    assert b"".join(parts) == kio_encoding(version, topics, read_committed, throttle_ms, endpoints)
 
 
 def test_the_batches_are_handed_on_as_they_are_not_copied() -> None:

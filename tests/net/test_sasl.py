@@ -5,6 +5,9 @@ and nothing is counted; a request before authentication, or after the session's 
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import os
 import re
 import shutil
@@ -12,6 +15,7 @@ import socket
 import struct
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +24,20 @@ from confluent_kafka import KafkaError
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+from scramp import ScramClient
 
+from codec import ApiKey
+from nullbroker.net.oauthbearer import ClosedUnanswered
+from nullbroker.net.sasl import (
+    COMPLETE,
+    NotAuthenticated,
+    SaslSession,
+    ToldClient,
+    UnexpectedRequest,
+    Users,
+    offered_order,
+)
+from nullbroker.net.scram import HASHES, AuthorizationIdRefused, ScramServer
 from nullbroker.settings import Config, ConfigError
 from tests.broker_process import BrokerProcess, samples
 from tests.certificates import Certificates
@@ -313,3 +330,144 @@ def test_kafka_producer_perf_test_over_scram_and_over_plain_with_tls(
         )  # fmt: skip
         assert output.strip().splitlines()[-1].startswith("3000 records sent"), output
         assert counted(broker, topic) == 3000
+
+
+# -- the mechanisms and the connection's states, as Kafka 4.1.1's (tests/oracle compares
+# -- them with Kafka's own answers on the wire) --------------------------------------------
+
+
+def test_the_mechanisms_are_listed_in_the_order_kafka_lists_them() -> None:
+    # Kafka lists a HashSet of sasl.enabled.mechanisms, not the configured order.
+    configured = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+    assert offered_order(configured) == ("PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256", "OAUTHBEARER")
+    # One bucket, in the order configured.
+    assert offered_order(("SCRAM-SHA-512", "PLAIN")) == ("SCRAM-SHA-512", "PLAIN")
+
+
+def scram_final(
+    mechanism: str, server_first: bytes, bare: str, without_proof: str, password: str = PASSWORD
+) -> bytes:
+    """The client-final message a client knowing `password` sends: its proof signs `bare`,
+    the server-first message and `without_proof`."""
+    algorithm = HASHES[mechanism]
+    fields = dict(part.split("=", 1) for part in server_first.decode().split(","))
+    salted = hashlib.pbkdf2_hmac(
+        algorithm, password.encode(), base64.b64decode(fields["s"]), int(fields["i"])
+    )
+    client_key = hmac.digest(salted, b"Client Key", algorithm)
+    auth = f"{bare},{server_first.decode()},{without_proof}".encode()
+    signature = hmac.digest(hashlib.new(algorithm, client_key).digest(), auth, algorithm)
+    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+    return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+
+def scram_server(mechanism: str = "SCRAM-SHA-256") -> ScramServer:
+    return ScramServer(mechanism, Users.of({USER: PASSWORD}).scram[mechanism])
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_scram_as_kafkas_server_serves_it(mechanism: str) -> None:
+    server = scram_server(mechanism)
+    first = server.first(b"n,,n=alice,r=abc")
+    nonce, salt, iterations = (part.split("=", 1)[1] for part in first.decode().split(","))
+    # Kafka's nonce and salt: random strings of base 36 (a 130-bit number).
+    assert nonce.startswith("abc") and re.fullmatch(r"[0-9a-z]{1,26}", nonce[3:])
+    assert re.fullmatch(r"[0-9a-z]{1,26}", base64.b64decode(salt).decode())
+    assert iterations == "4096"
+    client = ScramClient([mechanism], USER, PASSWORD)
+    server = scram_server(mechanism)
+    client.set_server_first(server.first(client.get_client_first().encode()).decode())
+    client.set_server_final(server.final(client.get_client_final().encode()).decode())
+    assert server.user == USER
+
+
+@pytest.mark.parametrize(
+    ("client_first", "bare"),
+    [
+        ("n,a=alice,n=alice,r=abc", "n=alice,r=abc"),  # an authorization id that is the user
+        ("n,,m=ext,n=alice,r=abc", "n=alice,r=abc"),  # reserved: taken and ignored
+        ("n,,n=alice,r=abc,foo=bar", "n=alice,r=abc,foo=bar"),  # an extension, signed
+    ],
+)
+def test_scram_takes_what_kafkas_server_takes(client_first: str, bare: str) -> None:
+    server = scram_server()
+    first = server.first(client_first.encode())
+    nonce = first.decode().split(",")[0][2:]
+    # The channel binding is not checked, and the final message's extensions not signed.
+    final = scram_final("SCRAM-SHA-256", first, bare, f"c=eSws,r={nonce}")
+    assert server.final(final.replace(b",p=", b",x=1,p=")).startswith(b"v=")
+
+
+def test_scram_refuses_what_kafkas_server_refuses() -> None:
+    for refused in ("y,,n=alice,r=abc", "n,,n=carol,r=abc", "n,,n=alicé,r=abc", "hello",
+                    "n,,n=alice,r=abc,tokenauth=true"):  # fmt: skip
+        with pytest.raises(ValueError) as failure:
+            scram_server().first(refused.encode())
+        assert not isinstance(failure.value, AuthorizationIdRefused), refused
+    with pytest.raises(AuthorizationIdRefused, match="may not act as") as told:
+        scram_server().first(b"n,a=bob,n=alice,r=abc")
+    assert told.value.told == (
+        "Authentication failed: Client requested an authorization id that is different from "
+        "username"
+    )
+    server = scram_server()
+    first = server.first(b"n,,n=alice,r=abc")
+    nonce = first.decode().split(",")[0][2:]
+    with pytest.raises(ValueError, match="nonce"):  # the client's nonce, whole
+        server.final(scram_final("SCRAM-SHA-256", first, "n=alice,r=abc", f"c=biws,r=abc{nonce}"))
+    with pytest.raises(ClosedUnanswered):  # Kafka fails on it unexpectedly
+        server.final(f"c=biws,r={nonce},p=AAAA".encode())
+
+
+def sasl_session(lifetime_ms: int = 0) -> SaslSession:
+    return SaslSession(
+        Users.of({USER: PASSWORD}), ("PLAIN", "SCRAM-SHA-256"), lifetime_ms, Counter()
+    )
+
+
+def test_a_connection_goes_through_kafkas_states(monkeypatch: pytest.MonkeyPatch) -> None:
+    metadata, versions = int(ApiKey.METADATA), int(ApiKey.API_VERSIONS)
+    session = sasl_session()
+    session.admit(versions, 3)
+    with pytest.raises(NotAuthenticated):  # one ApiVersions before the handshake
+        session.admit(versions, 3)
+    session = sasl_session(lifetime_ms=60_000)
+    session.admit(int(ApiKey.SASL_HANDSHAKE), 1)
+    session.start("PLAIN")
+    with pytest.raises(UnexpectedRequest):  # answered with its error, then closed
+        session.admit(metadata, 12)
+    session.admit(int(ApiKey.SASL_AUTHENTICATE), 2)
+    assert session.step(f"\0{USER}\0{PASSWORD}".encode()) == (b"", True)
+    assert session.state is COMPLETE and session.session_lifetime_ms == 60_000
+    # Re-authentication: once at once, then not again within the second.
+    now = [100.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    session.admit(int(ApiKey.SASL_HANDSHAKE), 1)
+    assert session.expects_handshake
+    session.start("PLAIN")
+    session.step(f"\0{USER}\0{PASSWORD}".encode())
+    now[0] += 0.5
+    session.admit(int(ApiKey.SASL_HANDSHAKE), 1)
+    assert not session.expects_handshake  # answered ILLEGAL_SASL_STATE, the connection kept
+    now[0] += 1.0
+    session.admit(int(ApiKey.SASL_HANDSHAKE), 1)
+    session.start("SCRAM-SHA-256")  # another mechanism: the next frame closes the connection
+    with pytest.raises(NotAuthenticated, match="not supported for re-authentication"):
+        session.admit(int(ApiKey.SASL_AUTHENTICATE), 2)
+
+
+def test_plain_refuses_with_kafkas_words() -> None:
+    for token, told in (
+        (b"alice", "Invalid SASL/PLAIN response: expected 3 tokens, got 1"),
+        (b"a\0b\0c\0d\0e", "Invalid SASL/PLAIN response: expected 3 tokens, got 4"),
+        (b"\0\0secret", "Authentication failed: username not specified"),
+        (b"\0alice\0", "Authentication failed: password not specified"),
+        (b"\0carol\0secret", "Authentication failed: Invalid username or password"),
+        (b"bob\0alice\0alice-secret", "Authentication failed: Client requested an "
+         "authorization id that is different from username"),
+    ):  # fmt: skip
+        session = sasl_session()
+        session.start("PLAIN")
+        with pytest.raises(ToldClient) as refused:
+            session.step(token)
+        assert session.told_client(refused.value) == told

@@ -25,6 +25,7 @@ TOP_LEVEL = {
     "log_limit",
     "toml_files",
     "topic_names",
+    "java_hashing",
 }
 """The shared vocabulary: what every room may name (docs/architecture.md)."""
 
@@ -160,7 +161,7 @@ LAYERS = (
     ("broker",),
     ("state", "sources", "cluster"),
     ("settings", "stats"),
-    ("clock", "log_limit", "toml_files", "topic_names"),
+    ("clock", "log_limit", "toml_files", "topic_names", "java_hashing"),
 )
 """docs/architecture.md's order, top first: a module imports its own layer's and those below."""
 

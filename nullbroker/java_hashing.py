@@ -1,0 +1,47 @@
+"""Java's string hash and the order a java.util.HashMap (or HashSet) of strings iterates in:
+where Kafka answers with such an order (a group's partition of __consumer_offsets, the SASL
+mechanisms a listener offers, SCRAM extensions in a signed message), nullbroker answers with
+the same one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+DEFAULT_CAPACITY = 16
+LOAD_FACTOR = 0.75
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode(), over UTF-16 code units, as a signed 32-bit int."""
+    value = 0
+    encoded = text.encode("utf-16-be")
+    for index in range(0, len(encoded), 2):
+        value = (31 * value + int.from_bytes(encoded[index : index + 2], "big")) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def java_hash_order(keys: Iterable[str], capacity: int = DEFAULT_CAPACITY) -> list[str]:
+    """`keys` (distinct, in insertion order) in the order a HashMap of them iterates: by
+    bucket, `(h ^ h >>> 16) & (table size - 1)` of each key's hash, then by insertion within
+    a bucket (a resize splits a bucket keeping that order). The table starts at `capacity`
+    (a power of two: 16, HashMap's default; a HashSet made from a collection of n starts at
+    max(n / 0.75 + 1, 16) rounded up) and doubles whenever the keys outgrow 0.75 of it."""
+    ordered = list(dict.fromkeys(keys))
+    size = capacity
+    while len(ordered) > size * LOAD_FACTOR:
+        size *= 2
+
+    def bucket(key: str) -> int:
+        hashed = java_string_hash(key) & 0xFFFFFFFF
+        return (hashed ^ (hashed >> 16)) & (size - 1)
+
+    return sorted(ordered, key=bucket)  # sorted() is stable: insertion order within a bucket
+
+
+def hash_set_capacity(count: int) -> int:
+    """The table size of `new HashSet<>(collection)` of `count` elements."""
+    wanted = max(int(count / LOAD_FACTOR) + 1, DEFAULT_CAPACITY)
+    size = 1
+    while size < wanted:
+        size *= 2
+    return size
