@@ -10,6 +10,11 @@ message (AuthorizationIdRefused); anything else (an unknown user, a wrong proof,
 message) as a ValueError, which the client hears of only as "invalid credentials" with the
 mechanism's name; a proof of the wrong length, which Kafka fails on unexpectedly, closes the
 connection unanswered (ClosedUnanswered).
+
+Written here rather than on scramp, which the tests use as the independent client and check
+of this server: scramp's server refuses an authorization id, the reserved "m=" part and
+extensions, all of which Kafka takes, and checks the channel binding Kafka leaves unchecked,
+and an answer that differs from Kafka's on those is what tests/oracle would catch.
 """
 
 from __future__ import annotations
