@@ -45,6 +45,7 @@ def built() -> bool:
         return False
     return True
 
+
 def reader(
     lane: Lane,
     fd: int,
