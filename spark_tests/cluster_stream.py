@@ -98,6 +98,13 @@ def executors(spark: SparkSession) -> dict[str, int]:
     }
 
 
+def written(spark: SparkSession, output: Path) -> list[list[int]]:
+    """Every (partition, offset) the file sink holds, read back as Spark reads a sink's folder
+    (its log names the files committed: a killed task's file is not among them), sorted."""
+    rows = spark.read.parquet(str(output / "data")).select("partition", "offset").collect()
+    return sorted([row.partition, row.offset] for row in rows)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--master", required=True)
@@ -123,6 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if query.exception() is not None:
             print(f"the query failed: {query.exception()}", file=sys.stderr)
             return 1
+        print(json.dumps({"written": written(spark, args.output)}), flush=True)
     finally:
         spark.stop()
     return 0

@@ -125,6 +125,17 @@ def delete_records(bootstrap: str, topic: str, partition: int, before: int) -> i
 
 
 @pytest.fixture(scope="module")
+def connector_provisioned() -> None:
+    """Skips a module whose job commands (Spark applications of their own, given the jars)
+    need Spark's JVM Kafka connector when scripts/ensure-spark-connector has not provisioned
+    it; unlike `kafka_connector`, it starts no SparkSession."""
+    from spark_tests.jobs.session import connector_jars
+
+    if not connector_jars():
+        pytest.skip("Spark's Kafka connector is not provisioned (scripts/ensure-spark-connector)")
+
+
+@pytest.fixture(scope="module")
 def kafka_connector(spark: SparkSession) -> None:
     """Skips a module whose tests need Spark's JVM Kafka connector when it is missing."""
     from spark_tests.jobs.session import jvm_kafka_missing_reason

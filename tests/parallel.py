@@ -8,9 +8,12 @@ run several processes at once and their waits overlap. Three rules keep that sou
 - A test file runs whole in one process, so that its module fixtures (a Prometheus, perf.compare's
   brokers, the wheel built once) start once. Each process has its own session fixtures: the
   `kafka` fixture is one Kafka JVM a process, on ports the OS picks, as every broker is.
-- spark_tests/ run together in one process: they share one SparkSession and one standalone
-  cluster, JVMs that take seconds to start and cores to run.
-- The longest work starts first: Spark's tests, then the files marked `slow`, then the rest in
+- The tests that share a session fixture too dear to start in every process run together in
+  one process: those of the SparkSession (`spark`) in one, those of the standalone cluster
+  (`standalone`) in another. A test file that uses either without being named in GROUPS fails
+  the collection in one process, saying so (tests/tools/test_parallel.py collects the suite
+  that way), rather than starting a second JVM quietly.
+- The longest work starts first: the groups, then the files marked `slow`, then the rest in
   collection order, so that no process is left with a long file while the others are idle.
 
 xdist's own `loadgroup` names a test's group by rewriting its node id, which pytest 9 no longer
@@ -24,27 +27,61 @@ from typing import Any
 
 import pytest
 
-GROUPS = {"spark_tests/": "spark"}
-"""Node-id prefixes whose tests run together in one process, by group name."""
+SHARED = {"spark": "spark-session", "standalone": "spark-cluster"}
+"""Session fixtures started once for the group of tests that use them, by group."""
+
+SPARK_SESSION_FILES = (
+    "test_batch_read.py",
+    "test_e2e_latency.py",
+    "test_jobs.py",
+    "test_kafka_connector.py",
+    "test_nexmark.py",
+    "test_pykafka_options.py",
+    "test_pykafka_streaming.py",
+    "test_pykafka_write.py",
+    "test_readme_pyspark.py",
+    "test_timelines.py",
+)
+GROUPS = {
+    **{f"spark_tests/{name}": "spark-session" for name in SPARK_SESSION_FILES},
+    "spark_tests/test_standalone_cluster.py": "spark-cluster",
+}
+"""Test files whose tests run together in one process, by group name."""
 
 
 def scope_of(nodeid: str) -> str:
     """The unit of work a test belongs to: its group, else its file."""
     path = nodeid.split("::", 1)[0]
-    for prefix, group in GROUPS.items():
-        if path.startswith(prefix):
-            return group
-    return path
+    return GROUPS.get(path, path)
 
 
 def longest_first(item: pytest.Item) -> tuple[bool, bool]:
-    return (not item.nodeid.startswith(tuple(GROUPS)), item.get_closest_marker("slow") is None)
+    grouped = scope_of(item.nodeid) in GROUPS.values()
+    return (not grouped, item.get_closest_marker("slow") is None)
 
 
-@pytest.hookimpl(trylast=True)  # after conftest.py marks what is slow
+def check_groups(items: list[pytest.Item]) -> None:
+    """Each user of a shared fixture is in that fixture's group."""
+    strays = sorted(
+        {
+            f"{item.path.name} uses {fixture} but is not in GROUPS as {group!r}"
+            for item in items
+            for fixture, group in SHARED.items()
+            if fixture in getattr(item, "fixturenames", ()) and scope_of(item.nodeid) != group
+        }
+    )
+    if strays:
+        raise pytest.UsageError("tests/parallel.py: " + "; ".join(strays))
+
+
+@pytest.hookimpl(tryfirst=True)  # the whole collection, before -k or -m leave tests out
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker; every worker sorts alike
         items.sort(key=longest_first)
+    else:
+        # In one process, where a refusal reads clearly (in a worker it would end the worker);
+        # tests/tools/test_parallel.py collects the whole suite so.
+        check_groups(items)
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
