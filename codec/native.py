@@ -9,6 +9,7 @@ again with NULLBROKER_NATIVE=off.
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 
@@ -24,13 +25,18 @@ def switched_on() -> bool:
 
 def load() -> ModuleType | None:
     """The C module, or None when it is switched off or was not built."""
+    return load_module("codec._native")
+
+
+def load_module(name: str) -> ModuleType | None:
+    """The C module of that name (this one, or the broker's Produce lane and reader), or None
+    when C is switched off or the module was not built."""
     if not switched_on():
         return None
     try:
-        from . import _native
+        return importlib.import_module(name)
     except ImportError:
         return None
-    return _native
 
 
 def status() -> str:

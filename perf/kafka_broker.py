@@ -220,24 +220,14 @@ class KafkaBroker:
     def start(self) -> Self:
         """Format the log folder and start the node; returns once Kafka says it started
         (`with` does this). A start that fails leaves no JVM running."""
-        why = missing()
-        if why is not None:
-            raise RuntimeError(why)
-        for attempt in range(3):
-            try:
-                self.pick_ports()
-                self.format(kraft_cluster_id())
-                self.launch()
-                self.wait_started()
-                return self
-            except PortTaken:
-                self.stop()
-                if attempt == 2:
-                    raise
-            except BaseException:
-                self.stop()
-                raise
+        start_retrying(self._start, self.stop)
         return self
+
+    def _start(self) -> None:
+        self.pick_ports()
+        self.format(kraft_cluster_id())
+        self.launch()
+        self.wait_started()
 
     def __exit__(
         self,
@@ -354,6 +344,26 @@ class PortTaken(RuntimeError):
     """A port picked for Kafka was taken before Kafka bound it."""
 
 
+def start_retrying(start_once: Callable[[], None], stop: Callable[[], object]) -> None:
+    """`start_once` again while a port it picked was taken before Kafka bound it (three tries
+    in all); a start that fails, for that reason the third time or for any other, leaves no
+    JVM running (`stop`) and raises."""
+    why = missing()
+    if why is not None:
+        raise RuntimeError(why)
+    for attempt in range(3):
+        try:
+            start_once()
+            return
+        except PortTaken:
+            stop()
+            if attempt == 2:
+                raise
+        except BaseException:
+            stop()
+            raise
+
+
 CLUSTER_HEAP = "-Xmx384m"
 """Each node of a KafkaCluster: three JVMs share the machine with the tests."""
 CLUSTER_STOP_TIMEOUT = 10.0
@@ -407,20 +417,7 @@ class KafkaCluster:
     def start(self) -> Self:
         """Format every node's folder and start them all; returns once each says it started
         (they wait for one another's votes). A start that fails leaves no JVM running."""
-        why = missing()
-        if why is not None:
-            raise RuntimeError(why)
-        for attempt in range(3):
-            try:
-                self._start()
-                return self
-            except PortTaken:
-                self.stop()
-                if attempt == 2:
-                    raise
-            except BaseException:
-                self.stop()
-                raise
+        start_retrying(self._start, self.stop)
         return self
 
     def _start(self) -> None:

@@ -51,25 +51,19 @@ def c_interface() -> object:
     return _produce_lane.c_api
 
 
+C_MODULE = "nullbroker.handlers._produce_lane"
+
+
 def built() -> bool:
     """Whether the lane's C module is built and switched on."""
-    if not native.switched_on():
-        return False
-    try:
-        from . import _produce_lane  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return native.load_module(C_MODULE) is not None
 
 
 def for_broker(broker: Broker, served: ApiRange) -> Lane | None:
     """The broker's lane for the Produce versions `served`, or None where the Python path
     serves every request: C switched off or not built."""
-    if not native.switched_on():
-        return None
-    try:
-        from . import _produce_lane
-    except ImportError:
+    _produce_lane = native.load_module(C_MODULE)
+    if _produce_lane is None:
         return None
     lane: Lane = _produce_lane.Lane(
         broker.topics.name_table(),

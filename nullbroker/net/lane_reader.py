@@ -35,15 +35,12 @@ class Reader(Protocol):
     def __call__(self, events: int) -> None: ...
 
 
+C_MODULE = "nullbroker.net._lane_reader"
+
+
 def built() -> bool:
     """Whether the reader's C module is built and switched on."""
-    if not native.switched_on():
-        return False
-    try:
-        from . import _lane_reader  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return native.load_module(C_MODULE) is not None
 
 
 def reader(
@@ -64,9 +61,8 @@ def reader(
     error)` to take a read on from its first request the lane did not answer. None where
     the reader was not built though the lane was (each C module builds or fails alone): the
     connection's Python reads then, as it does for SASL."""
-    try:
-        from . import _lane_reader
-    except ImportError:
+    _lane_reader = native.load_module(C_MODULE)
+    if _lane_reader is None:
         return None
     made: Reader = _lane_reader.Reader(
         c_interface(),
