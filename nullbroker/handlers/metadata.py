@@ -85,8 +85,12 @@ def _requested_topic(
         return _topic_error(
             types, broker, name, None, ErrorCode.invalid_topic_exception, include_operations
         )
-    topic = broker.topics.get_or_auto_create(name) if allow_auto_create else broker.topics.get(name)
+    topic = broker.topics.get(name)
     if topic is None:
+        # Kafka (KRaft) asks its controller to make the topic and answers at once that it
+        # does not know it (the client asks again); so does nullbroker, having made it.
+        if allow_auto_create:
+            broker.topics.get_or_auto_create(name)
         return _topic_error(
             types, broker, name, None, ErrorCode.unknown_topic_or_partition, include_operations
         )
