@@ -237,17 +237,7 @@ ALLOWED: tuple[Entry, ...] = (
     ),
 )
 
-KNOWN: tuple[Entry, ...] = (
-    Entry(
-        "uniform assignor not sticky",
-        "ConsumerGroupHeartbeatResponse.assignment.topic_partitions[].partitions[]",
-        "Kafka's uniform assignor (KIP-848) keeps what a member owns when another joins; "
-        "nullbroker's deals each topic's partitions round robin over the members in member id "
-        "order, so the first member gives up partition 0 where its id sorts after the new one's",
-        kafka=(0,),
-        nullbroker=(1,),
-    ),
-)
+KNOWN: tuple[Entry, ...] = ()
 
 COMMON: frozenset[str] = frozenset()
 """Known differences in the steps most sequences share (CreateTopics, Metadata,

@@ -579,8 +579,10 @@ async def test_a_uniform_assignment_keeps_what_a_member_owns(pair: Pair) -> None
     await beat(a, 0, [])
     await beat(a, 1, [0, 1])
     await beat(b, 0, [])
-    await beat(a, 1, [0, 1])  # told which partition to give up
-    pair.check("uniform assignor not sticky")
+    await beat(a, 1, [0, 1])  # told to give up partition 1, not 0
+    await beat(a, 1, [0])
+    await beat(b, 2, [])  # given partition 1
+    pair.check()
 
 
 async def test_producer_sequences_epochs_and_their_state(pair: Pair) -> None:
