@@ -56,10 +56,27 @@ a time from another day, is still a difference)."""
 
 NODE = "each broker's own node id (Kafka's fixture is node 1, nullbroker's only node is 0)"
 
+_DEFAULT_SYNONYM = ("synonyms[].value", "synonyms[].source")
+FIXTURE_CONFIGS: dict[str, tuple[str, ...]] = {
+    # Kafka's default is no value, so nullbroker lists no synonym where Kafka lists its own
+    "controller.listener.names": ("value", "config_source", "synonyms[]"),
+    "inter.broker.listener.name": ("value", "config_source", "synonyms[]"),
+    # Kafka's default is a value: nullbroker lists it, Kafka the fixture's and then it
+    **dict.fromkeys(
+        (
+            "controller.quorum.bootstrap.servers",
+            "listener.security.protocol.map",
+            "log.retention.check.interval.ms",
+        ),
+        ("value", "config_source", "synonyms[]", *_DEFAULT_SYNONYM),
+    ),
+}
+"""The broker configs Kafka's fixture sets and nullbroker has no counterpart of, with the
+fields of each that differ."""
+
 MEMBER = "a classic group's member ids are the broker's (client id and a random UUID)"
 
 ALLOWED: tuple[Entry, ...] = (
-    Entry("throttle", "*.throttle_time", "throttle times depend on the broker's quotas and load"),
     Entry(
         "cluster id",
         "*.cluster_id",
@@ -175,8 +192,11 @@ ALLOWED: tuple[Entry, ...] = (
             "with a CONTROLLER listener; nullbroker where the launcher told it (port 0: the "
             "OS picks one)",
         )
-        for name in ("listeners", "advertised.listeners")
-        for field in ("value", "synonyms[].value")
+        for name, field in (
+            ("listeners", "value"),
+            ("listeners", "synonyms[].value"),
+            ("advertised.listeners", "value"),
+        )
     ),
     *(
         Entry(
@@ -206,20 +226,8 @@ ALLOWED: tuple[Entry, ...] = (
             "five minutes (so the tests' records, timestamped 2026-01-01, are not deleted "
             "mid-test); nullbroker reports Kafka's defaults, as a node not told them would",
         )
-        for name in (
-            "controller.listener.names",
-            "controller.quorum.bootstrap.servers",
-            "inter.broker.listener.name",
-            "listener.security.protocol.map",
-            "log.retention.check.interval.ms",
-        )
-        for field in (
-            "value",
-            "config_source",
-            "synonyms[]",
-            "synonyms[].value",
-            "synonyms[].source",
-        )
+        for name, fields in FIXTURE_CONFIGS.items()
+        for field in fields
     ),
     Entry(
         "fixture config",
