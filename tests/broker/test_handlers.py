@@ -123,6 +123,7 @@ def test_metadata_auto_creates_a_topic_with_the_default_partition_count() -> Non
     b = broker(partitions=3)
     (unknown,) = metadata(b, "orders").topics
     assert (unknown.error_code, unknown.topic_id) == (ErrorCode.unknown_topic_or_partition, None)
+    assert not b.stats.errors, "a topic being made is no refusal"
     response = metadata(b, "orders")
     (topic,) = response.topics
     assert topic.error_code is ErrorCode.none
