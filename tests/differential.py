@@ -854,10 +854,14 @@ async def find_coordinator(pair: Pair, key: str, key_type: int = 0, version: int
 
 
 async def init_producer(
-    pair: Pair, transactional_id: str | None, version: int | None = None
+    pair: Pair,
+    transactional_id: str | None,
+    version: int | None = None,
+    timeout: datetime.timedelta = datetime.timedelta(seconds=60),
 ) -> Answers:
-    """InitProducerId; each broker's producer id and epoch are learned under the
-    transactional id (None: the idempotent producer)."""
+    """InitProducerId (its transactions aborted by the broker past `timeout`); each
+    broker's producer id and epoch are learned under the transactional id (None: the
+    idempotent producer)."""
     if transactional_id is not None:
         await find_coordinator(pair, transactional_id, key_type=1)
     chosen = pair.versions(22)[-1] if version is None else version
@@ -866,7 +870,7 @@ async def init_producer(
             22,
             chosen,
             transactional_id=transactional_id,
-            transaction_timeout=datetime.timedelta(seconds=60),
+            transaction_timeout=timeout,
             producer_id=side.learned.get(("producer_id", transactional_id), -1),
             producer_epoch=side.learned.get(("producer_epoch", transactional_id), -1),
         ),

@@ -1130,10 +1130,13 @@ async def init_producer_id(pair: Pair) -> tuple[str, ...]:
     return ()
 
 
-async def open_transaction(pair: Pair, topic: str) -> str:
-    """A transactional producer with a transaction open on the topic's partition 0."""
+async def open_transaction(
+    pair: Pair, topic: str, timeout: datetime.timedelta = datetime.timedelta(seconds=60)
+) -> str:
+    """A transactional producer with a transaction open on the topic's partition 0 (aborted
+    by the broker past `timeout`)."""
     transactional_id = unique("txn")
-    await init_producer(pair, transactional_id)
+    await init_producer(pair, transactional_id, timeout=timeout)
     await add_partitions(pair, transactional_id, topic, pair.versions(24)[-1])
     await produce(
         pair,
@@ -1334,7 +1337,7 @@ async def list_transactions(pair: Pair) -> tuple[str, ...]:
     await create_topic(pair, topic)
     empty = unique("txn-empty")
     await init_producer(pair, empty)
-    ongoing = await open_transaction(pair, topic)
+    ongoing = await open_transaction(pair, topic, timeout=LONG)  # open for the sequence
     made = {empty: "Empty", ongoing: "Ongoing"}
     for committed in (True, False):
         transactional_id = await open_transaction(pair, topic)
