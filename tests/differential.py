@@ -744,6 +744,17 @@ async def create_topic(
         )
     )
     await learn_topic_ids(pair, topic)
+    await until_led(pair, topic, partitions)
+
+
+async def until_led(pair: Pair, topic: str, partitions: int) -> None:
+    """ListOffsets of every partition (compared), until each broker answers it as its
+    leader: Kafka's Metadata names a new topic's leader a moment before that broker takes
+    requests for it (NOT_LEADER_OR_FOLLOWER till then)."""
+    await pair.step(
+        list_offsets_request(pair.versions(2)[-1], topic, -1, partitions=range(partitions)),
+        until=no_error,
+    )
 
 
 async def learn_topic_ids(pair: Pair, *topics: str) -> None:
@@ -1062,8 +1073,10 @@ def list_offsets_request(
     isolation_level: int = 0,
     partition: int = 0,
     current_leader_epoch: int = -1,
+    partitions: Iterable[int] | None = None,
 ) -> Any:
-    """ListOffsets of one partition at one timestamp (-1 latest, -2 earliest, -3 max)."""
+    """ListOffsets of one partition (or of `partitions`) at one timestamp (-1 latest, -2
+    earliest, -3 max)."""
     return request(
         2,
         version,
@@ -1075,10 +1088,11 @@ def list_offsets_request(
                 "name": topic,
                 "partitions": [
                     {
-                        "partition_index": partition,
+                        "partition_index": index,
                         "current_leader_epoch": current_leader_epoch,
                         "timestamp": timestamp,
                     }
+                    for index in ([partition] if partitions is None else partitions)
                 ],
             }
         ],

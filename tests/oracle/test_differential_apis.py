@@ -1015,6 +1015,10 @@ async def join_second_member(pair: Pair, group: str, topic: str) -> list[Side]:
             size_prefix(request_frame(join(connection), connection.correlation))
         )
         held.append(connection)
+    await pair.step(  # the join taken (on its own connection, so in its own time)
+        request(15, pair.versions(15)[-1], groups=[group], include_authorized_operations=False),
+        until=lambda answer: answer.groups[0].group_state == "PreparingRebalance",
+    )
     return held
 
 
@@ -1269,9 +1273,22 @@ async def end_txn(pair: Pair) -> tuple[str, ...]:
                     ),
                     until=lambda answer: answer.error_code != 51,
                 )
+            await transaction_ended(pair, transactional_id)
 
     await for_each_version(pair, 26, run)
     return ()
+
+
+async def transaction_ended(pair: Pair, transactional_id: str) -> None:
+    """DescribeTransactions (compared) until the transaction's end is complete on both: Kafka
+    writes its markers and completes it after it answers EndTxn, so what comes next (a
+    Produce to the partition, a listing of states) could meet it half done."""
+    await pair.step(
+        request(65, pair.versions(65)[-1], transactional_ids=[transactional_id]),
+        until=lambda answer: (
+            answer.transaction_states[0].transaction_state in ("CompleteCommit", "CompleteAbort")
+        ),
+    )
 
 
 @sweep(61)
@@ -1352,6 +1369,7 @@ async def list_transactions(pair: Pair) -> tuple[str, ...]:
             ),
             until=lambda answer: answer.error_code != CONCURRENT_TRANSACTIONS,
         )
+        await transaction_ended(pair, transactional_id)
         made[transactional_id] = "CompleteCommit" if committed else "CompleteAbort"
     everything = set(made)
 
