@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -107,7 +109,10 @@ class Config:
     sources: tuple[SourceSpec, ...] = ()
     faults: tuple[str, ...] = ()
     """Fault SPECs applied at start (nullbroker.cluster.faults)."""
-    cluster_id: str = "nullbroker-cluster-0001"
+    cluster_id: str = "bnVsbGJyb2tlci1jbHN0cg"
+    """The cluster's id (Metadata, DescribeCluster): a KRaft cluster id as `kafka-storage
+    format -t` takes one, 16 bytes in URL-safe base64, 22 characters (these decode to
+    "nullbroker-clstr")."""
     group_initial_rebalance_delay_ms: int = 3000
     fetch_session_cache_slots: int = DEFAULT_SLOTS
     """Fetch sessions each node keeps (Kafka's max.incremental.fetch.session.cache.slots);
@@ -201,6 +206,12 @@ class Config:
                 raise ConfigError(
                     f"{named(setting)}: must be at least 1, got {getattr(self, setting)}"
                 )
+        if not is_cluster_id(self.cluster_id):
+            raise ConfigError(
+                f"{named('cluster_id')}: must be a KRaft cluster id, 16 bytes in URL-safe "
+                f"base64 (22 characters, as `kafka-storage random-uuid` prints one), got "
+                f"{self.cluster_id!r}"
+            )
         if self.fetch_session_cache_slots < 0:
             raise ConfigError(
                 f"{named('fetch_session_cache_slots')}: must not be negative (0: no fetch "
@@ -425,6 +436,15 @@ def _check_schema_ids(sources: tuple[SourceSpec, ...], setting: str) -> None:
                 f"{setting}: sources {first.name!r} and {source.name!r} give schema-id "
                 f"{source.schema_id} to two different schemas; give each its own schema-id"
             )
+
+
+def is_cluster_id(text: str) -> bool:
+    """A KRaft cluster id: 16 bytes in URL-safe base64, unpadded (22 characters), as
+    Kafka's Uuid.toString writes it."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]{22}", text):
+        return False
+    raw = base64.urlsafe_b64decode(text + "==")
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=") == text
 
 
 # The flags whose names are not their setting's name with dashes.

@@ -13,10 +13,13 @@ Record batches (Fetch) are decoded and compared batch by batch, record by record
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import datetime
 import io
 import re
 import struct
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -40,9 +43,12 @@ from tests.conftest import StartBroker
 from tests.differential_allowed import (
     ALLOWED,
     ASSIGNED,
+    CLOCK,
+    CLUSTER_ID,
     COMMON,
     KNOWN,
     SESSION,
+    TOPIC_ID,
     UNORDERED,
     Entry,
 )
@@ -100,8 +106,11 @@ def matching(
     entries: Iterable[Entry],
     difference: Difference,
     identities: dict[str, tuple[Any, Any]] | None = None,
+    seen: Seen | None = None,
 ) -> list[Entry]:
-    """The entries that explain a difference (its path, version, values)."""
+    """The entries that explain a difference (its path, version, values): an entry of an
+    identity explains it only where both values are that identity (each broker's own,
+    `identities`, or as the sequence has `seen` them), and the ids it sees are learned."""
     path = normalised(difference.path)
     found = []
     for entry in entries:
@@ -109,20 +118,39 @@ def matching(
             continue
         if entry.versions is not None and difference.version not in entry.versions:
             continue
-        if entry.identity is not None and not _same_identity(
-            entry.identity, difference, identities
-        ):
-            continue
         if entry.kafka is not None and difference.kafka not in entry.kafka:
             continue
         if entry.nullbroker is not None and difference.nullbroker not in entry.nullbroker:
+            continue
+        if entry.identity is not None and not _same_identity(
+            entry.identity, difference, identities, seen
+        ):
             continue
         found.append(entry)
     return found
 
 
+@dataclass
+class Seen:
+    """What a sequence has seen of the values each broker makes up, for the identities that
+    must hold across it (tests/differential_allowed.py: TOPIC_ID, CLUSTER_ID, CLOCK)."""
+
+    since_ms: int
+    """When the sequence began, by the clock both brokers read (they run on this machine)."""
+    topic_ids: dict[tuple[str, uuid.UUID], uuid.UUID] = field(default_factory=dict)
+    """Each topic id seen, by broker and id, with the other broker's id for the topic."""
+    cluster_ids: tuple[Any, Any] | None = None
+
+    @classmethod
+    def starting_now(cls) -> Seen:
+        return cls(since_ms=time.time_ns() // 1_000_000)
+
+
 def _same_identity(
-    identity: str, difference: Difference, identities: dict[str, tuple[Any, Any]] | None
+    identity: str,
+    difference: Difference,
+    identities: dict[str, tuple[Any, Any]] | None,
+    seen: Seen | None,
 ) -> bool:
     values = (difference.kafka, difference.nullbroker)
     if identity == ASSIGNED:
@@ -132,7 +160,55 @@ def _same_identity(
         )
     if identity == SESSION:
         return all(isinstance(value, int) and value > 0 for value in values)
+    if identity in (TOPIC_ID, CLUSTER_ID, CLOCK):
+        return seen is not None and _seen_identity(identity, values, seen)
     return (identities or {}).get(identity) == values
+
+
+def _seen_identity(identity: str, values: tuple[Any, Any], seen: Seen) -> bool:
+    kafka, ours = values
+    if identity == TOPIC_ID:
+        # One topic, one id on each side for the sequence: a pair of ids, once seen, is the
+        # only pair either id may be in (so a changed id, or one id for two topics, fails).
+        if not all(isinstance(value, uuid.UUID) and value.int for value in values):
+            return False
+        if seen.topic_ids.get((KAFKA, kafka), ours) != ours:
+            return False
+        if seen.topic_ids.get((NULLBROKER, ours), kafka) != kafka:
+            return False
+        seen.topic_ids[KAFKA, kafka], seen.topic_ids[NULLBROKER, ours] = ours, kafka
+        return True
+    if identity == CLUSTER_ID:
+        if not all(is_cluster_id(value) for value in values):
+            return False
+        if seen.cluster_ids is None:
+            seen.cluster_ids = values
+        return seen.cluster_ids == values
+    now_ms = time.time_ns() // 1_000_000
+    return all(_in_window(value, seen.since_ms, now_ms) for value in values)
+
+
+def is_cluster_id(value: Any) -> bool:
+    """A KRaft cluster id: 16 bytes in URL-safe base64, unpadded (22 characters), as
+    Kafka's Uuid.toString writes it and `kafka-storage format -t` takes it."""
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_-]{22}", value):
+        return False
+    raw = base64.urlsafe_b64decode(value + "==")
+    return len(raw) == 16 and base64.urlsafe_b64encode(raw).decode().rstrip("=") == value
+
+
+def _in_window(value: Any, since_ms: int, now_ms: int) -> bool:
+    """Whether a broker's time (ms since the epoch, or a datetime) falls between the
+    sequence's start and now; a datetime at its precision (kio keeps a record's timestamp
+    to the second)."""
+    if isinstance(value, datetime.datetime):
+        ms = round(value.timestamp() * 1000)
+        since_ms -= since_ms % (1000 if value.microsecond == 0 else 1)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        ms = value
+    else:
+        return False
+    return since_ms <= ms <= now_ms
 
 
 # -- comparing two decoded answers -------------------------------------------------------
@@ -221,7 +297,11 @@ def compare_batches(
 def _compare_keyed(
     kafka: tuple[Any, ...], nullbroker: tuple[Any, ...], path: str, key: str
 ) -> list[tuple[str, Any, Any]]:
-    """Arrays whose order Kafka does not define (it comes from a hash map), matched by key."""
+    """Arrays whose order Kafka does not define (it comes from a hash map), matched by key;
+    one entry on each side is matched whatever its key (a broker's config resource is named
+    by each broker's own node id), its key then compared as a field."""
+    if len(kafka) == len(nullbroker) == 1 and getattr(kafka[0], key) != getattr(nullbroker[0], key):
+        return compare(kafka[0], nullbroker[0], f"{path}[0]")
     left = {getattr(entry, key): entry for entry in kafka}
     right = {getattr(entry, key): entry for entry in nullbroker}
     found: list[tuple[str, Any, Any]] = []
@@ -369,12 +449,16 @@ class Pair:
         self.nullbroker = nullbroker
         self.identities: dict[str, tuple[Any, Any]] = {
             "node": (kafka_node_id, 0),
+            "node name": (str(kafka_node_id), "0"),
             "port": (kafka.port, nullbroker.port),
         }
+        kafka.learned["node id"], nullbroker.learned["node id"] = kafka_node_id, 0
+        self.seen = Seen.starting_now()
         self.unexplained: list[Difference] = []
         self.known: list[tuple[Difference, frozenset[str]]] = []
         """Known differences seen, each with the names of the KNOWN entries that fit it."""
-        self.compared: set[int] = set()
+        self.compared: set[tuple[int, int]] = set()
+        """Every (API key, version) whose answers were compared."""
 
     @property
     def sides(self) -> tuple[Side, Side]:
@@ -408,11 +492,25 @@ class Pair:
         """The versions both brokers serve of `api_key` (from their ApiVersions answers),
         as far as kio and the codec's table define them, from `low` up. Versions advertised
         below the served range (Produce from v0, as Kafka 4 lists it) close the connection on
-        both brokers; tests/oracle/test_api_versions_as_kafka.py checks that."""
+        both brokers (`advertised`, `compare_refused`)."""
         lows, highs = zip(*(side.ranges.get(api_key, (0, -1)) for side in self.sides), strict=True)
         served = KAFKA_4_RANGES.get(api_key)
         floor, ceiling = (served.min_version, served.max_version) if served else (0, -1)
         return range(max(*lows, low, floor), min(*highs, ceiling) + 1)
+
+    def advertised(self, api_key: int) -> range:
+        """The versions of `api_key` both brokers advertise (ApiVersions), the lowest first."""
+        lows, highs = zip(*(side.ranges.get(api_key, (0, -1)) for side in self.sides), strict=True)
+        return range(max(lows), min(highs) + 1)
+
+    async def compare_refused(self, api_key: int, version: int) -> None:
+        """A version both advertise and neither serves (Produce v0-v2 in Kafka 4): a request
+        at it on a fresh connection, whose body is never read, is answered or closed alike."""
+        outcomes = [await outcome_of_version(side, api_key, version) for side in self.sides]
+        self.compared.add((api_key, version))
+        if outcomes[0] != outcomes[1]:
+            path = f"{api_name(api_key)}Request v{version}"
+            self.unexplained.append(Difference(api_name(api_key), version, path, *outcomes))
 
     async def step(
         self,
@@ -420,15 +518,25 @@ class Pair:
         *,
         until: Until | None = None,
         compared: bool = True,
+        only: Listed | None = None,
     ) -> Answers:
         """Send one request to each broker (built per broker when `build_request` is a
         function of the Side) and compare the answers. With `until`, the request is repeated
         on each broker until its answer satisfies it (what waits on Kafka's asynchronous
-        work: a topic's leader, the offsets topic)."""
+        work: a topic's leader, the offsets topic). With `only`, a listing (ListGroups,
+        ListTransactions) is restricted on both sides to the entries the sequence made,
+        repeated until it lists those expected, and Kafka's must (or the comparison would be
+        of lists the sequence never made what it meant to); the restricted answers are
+        compared and returned."""
+        if only is not None:
+            until = only.until(until)
         answers = []
         for side in self.sides:
             answers.append(await self._ask_until(side, build_request, until))
         both = Answers(*answers)
+        if only is not None:
+            both = Answers(only.restrict(both.kafka), only.restrict(both.nullbroker))
+            only.check_listed(both.kafka)
         if compared:
             sample = build_request(self.kafka) if callable(build_request) else build_request
             self.record(sample.__api_key__, sample.__version__, both)
@@ -445,11 +553,11 @@ class Pair:
 
     def record(self, api_key: int, version: int, answers: Answers, name: str = "") -> None:
         """Compare two answers of (key, version) and sort their differences."""
-        self.compared.add(api_key)
+        self.compared.add((api_key, version))
         name = name or type(answers.kafka).__name__
         for path, left, right in compare(answers.kafka, answers.nullbroker, name):
             difference = Difference(api_name(api_key), version, path, left, right)
-            if matching(ALLOWED, difference, self.identities):
+            if matching(ALLOWED, difference, self.identities, self.seen):
                 continue
             known = frozenset(entry.name for entry in matching(KNOWN, difference))
             if known:
@@ -493,14 +601,87 @@ class Pair:
         assert not message, message
 
 
-async def for_each_version(
-    pair: Pair, api_key: int, run: Callable[[int], Awaitable[None]], low: int = 0
-) -> None:
-    """`run(version)` at every version of `api_key` both brokers serve (at least one)."""
-    versions = pair.versions(api_key, low)
+async def for_each_version(pair: Pair, api_key: int, run: Callable[[int], Awaitable[None]]) -> None:
+    """`run(version)` at every version of `api_key` both brokers serve (at least one), and
+    each version both advertise below those refused alike (`Pair.compare_refused`)."""
+    versions = pair.versions(api_key)
     assert versions, f"no version of {api_name(api_key)} served by both brokers"
-    for version in versions:
-        await run(version)
+    for version in pair.advertised(api_key):
+        if version in versions:
+            await run(version)
+        elif version < versions.start:
+            await pair.compare_refused(api_key, version)
+
+
+def uncompared_versions(
+    compared: set[tuple[int, int]], api_key: int, advertised: Iterable[int]
+) -> list[int]:
+    """The versions of `api_key` advertised (by both brokers: `Pair.advertised`) whose
+    answers were never compared (`Pair.compared`)."""
+    asked = {version for key, version in compared if key == api_key}
+    return [version for version in advertised if version not in asked]
+
+
+async def outcome_of_version(side: Side, api_key: int, version: int) -> str:
+    """What a broker does with a request at `version` on a fresh connection: "closed" or
+    "answered" (the body is zeros: a version refused is refused before its body is read)."""
+    stream = FrameStream(await trio.open_tcp_stream(side.host, side.port))
+    try:
+        header = struct.pack(">hhih", api_key, version, 1, 5) + b"tests"
+        await stream.send(size_prefix(header + bytes(32)))
+        try:
+            await stream.receive_frame()
+        except EOFError:
+            return "closed"
+        return "answered"
+    finally:
+        await stream.aclose()
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A listing (ListGroups' groups, ListTransactions' transactions) restricted to the
+    entries a sequence made: the Kafka is the session's, so its lists hold every other
+    test's groups and transactions too, and a comparison of whole lists could only be of
+    filters that match nothing. The sequence names what it made (`made`, by `key`) and,
+    of them, what this listing must hold (`expected`); both answers are cut down to what
+    it made, and Kafka's must hold exactly what is expected."""
+
+    array: str
+    key: str
+    made: frozenset[str]
+    expected: frozenset[str]
+
+    @classmethod
+    def of(cls, array: str, key: str, made: Iterable[str], expected: Iterable[str]) -> Listed:
+        made = frozenset(made)
+        expected = frozenset(expected)
+        assert expected <= made, f"expected {sorted(expected - made)}, never made"
+        return cls(array, key, made, expected)
+
+    def names(self, answer: Any) -> set[str]:
+        return {getattr(entry, self.key) for entry in getattr(answer, self.array)}
+
+    def restrict(self, answer: Any) -> Any:
+        kept = tuple(
+            entry for entry in getattr(answer, self.array) if getattr(entry, self.key) in self.made
+        )
+        return dataclasses.replace(answer, **{self.array: kept})
+
+    def until(self, until: Until | None) -> Until:
+        """Repeated until it lists what is expected (Kafka changes a group's state, or a
+        transaction's, a moment after it answers), and `until` holds."""
+        return lambda answer: (
+            (self.names(self.restrict(answer)) == self.expected)
+            and (until is None or until(answer))
+        )
+
+    def check_listed(self, answer: Any) -> None:
+        listed = self.names(answer)
+        assert listed == self.expected, (
+            f"Kafka lists {sorted(listed)} of what the sequence made, not "
+            f"{sorted(self.expected)}: the sequence does not make what it means to"
+        )
 
 
 def unique(prefix: str) -> str:
@@ -563,6 +744,17 @@ async def create_topic(
         )
     )
     await learn_topic_ids(pair, topic)
+    await until_led(pair, topic, partitions)
+
+
+async def until_led(pair: Pair, topic: str, partitions: int) -> None:
+    """ListOffsets of every partition (compared), until each broker answers it as its
+    leader: Kafka's Metadata names a new topic's leader a moment before that broker takes
+    requests for it (NOT_LEADER_OR_FOLLOWER till then)."""
+    await pair.step(
+        list_offsets_request(pair.versions(2)[-1], topic, -1, partitions=range(partitions)),
+        until=no_error,
+    )
 
 
 async def learn_topic_ids(pair: Pair, *topics: str) -> None:
@@ -673,10 +865,14 @@ async def find_coordinator(pair: Pair, key: str, key_type: int = 0, version: int
 
 
 async def init_producer(
-    pair: Pair, transactional_id: str | None, version: int | None = None
+    pair: Pair,
+    transactional_id: str | None,
+    version: int | None = None,
+    timeout: datetime.timedelta = datetime.timedelta(seconds=60),
 ) -> Answers:
-    """InitProducerId; each broker's producer id and epoch are learned under the
-    transactional id (None: the idempotent producer)."""
+    """InitProducerId (its transactions aborted by the broker past `timeout`); each
+    broker's producer id and epoch are learned under the transactional id (None: the
+    idempotent producer)."""
     if transactional_id is not None:
         await find_coordinator(pair, transactional_id, key_type=1)
     chosen = pair.versions(22)[-1] if version is None else version
@@ -685,7 +881,7 @@ async def init_producer(
             22,
             chosen,
             transactional_id=transactional_id,
-            transaction_timeout=datetime.timedelta(seconds=60),
+            transaction_timeout=timeout,
             producer_id=side.learned.get(("producer_id", transactional_id), -1),
             producer_epoch=side.learned.get(("producer_epoch", transactional_id), -1),
         ),
@@ -745,10 +941,17 @@ def _versioned(data: Any) -> bytes:
 
 
 async def join_classic(
-    pair: Pair, group: str, topic: str, version: int | None = None, protocol: str = "range"
+    pair: Pair,
+    group: str,
+    topic: str,
+    version: int | None = None,
+    protocol: str = "range",
+    timeout: datetime.timedelta = datetime.timedelta(seconds=30),
+    sync: bool = True,
 ) -> Answers:
-    """One member joins a classic group and syncs (as the leader, assigning itself the
-    topic's partition 0); its member id and generation are learned per broker."""
+    """One member joins a classic group (its session and rebalance timeouts `timeout`) and,
+    with `sync`, syncs (as the leader, assigning itself the topic's partition 0); its member
+    id and generation are learned per broker."""
     await find_coordinator(pair, group)
     chosen = pair.versions(11)[-1] if version is None else version
 
@@ -757,8 +960,8 @@ async def join_classic(
             11,
             chosen,
             group_id=group,
-            session_timeout=datetime.timedelta(seconds=30),
-            rebalance_timeout=datetime.timedelta(seconds=30),
+            session_timeout=timeout,
+            rebalance_timeout=timeout,
             member_id=side.learned.get(("member", group), ""),
             group_instance_id=None,
             protocol_type="consumer",
@@ -774,6 +977,8 @@ async def join_classic(
     for side in pair.sides:
         side.learned["member", group] = first[side].member_id
         side.learned["generation", group] = first[side].generation_id
+    if not sync:
+        return first
     sync_version = min(pair.versions(14)[-1], max(pair.versions(14)[0], chosen - 4))
     await pair.step(
         lambda side: request(
@@ -868,8 +1073,10 @@ def list_offsets_request(
     isolation_level: int = 0,
     partition: int = 0,
     current_leader_epoch: int = -1,
+    partitions: Iterable[int] | None = None,
 ) -> Any:
-    """ListOffsets of one partition at one timestamp (-1 latest, -2 earliest, -3 max)."""
+    """ListOffsets of one partition (or of `partitions`) at one timestamp (-1 latest, -2
+    earliest, -3 max)."""
     return request(
         2,
         version,
@@ -881,10 +1088,11 @@ def list_offsets_request(
                 "name": topic,
                 "partitions": [
                     {
-                        "partition_index": partition,
+                        "partition_index": index,
                         "current_leader_epoch": current_leader_epoch,
                         "timestamp": timestamp,
                     }
+                    for index in ([partition] if partitions is None else partitions)
                 ],
             }
         ],

@@ -19,6 +19,10 @@ class Entry:
     reason: str
     versions: range | None = None
     identity: str | None = None
+    """When set, the difference is allowed only where each broker's value is this identity:
+    its own (Pair.identities: its node id, its port), or one of the kinds below (an id it
+    made up, a time of its clock), so that a wrong node id, a missing id or no time at all is
+    still caught."""
     sometimes: bool = False
     """A known difference that depends on timing: not required to be seen."""
     kafka: tuple[object, ...] | None = None
@@ -26,9 +30,6 @@ class Entry:
     difference of another kind at the same path is not taken for this one)."""
     nullbroker: tuple[object, ...] | None = None
     """Likewise for nullbroker's value ("<absent>": an entry it does not send)."""
-    """When set, the difference is allowed only where each broker's value is its own
-    identity of this name (Pair.identities: its node id, its port), so that a wrong node id
-    is still caught."""
 
 
 ASSIGNED = "assigned"
@@ -39,14 +40,55 @@ SESSION = "session"
 """The identity of a fetch session's id (KIP-227): random in both brokers, and non-zero on
 both, so that a session one broker opens and the other does not is still a difference."""
 
+TOPIC_ID = "topic id"
+"""The identity of a topic id: a non-zero UUID on both sides, the same topic's on each side
+for the whole sequence. The first difference pairs Kafka's id with nullbroker's; neither may
+be paired with another id after (a topic whose id changed, or two topics with one id)."""
+
+CLUSTER_ID = "cluster id"
+"""The identity of a cluster id: a KRaft cluster id on both sides (16 bytes in URL-safe
+base64, 22 characters), the same pair for the whole sequence."""
+
+CLOCK = "clock"
+"""The identity of a time a broker takes from its clock (a transaction's start, a marker's
+timestamp): on both sides within the sequence, from its start to the comparison (so -1, or
+a time from another day, is still a difference)."""
+
 NODE = "each broker's own node id (Kafka's fixture is node 1, nullbroker's only node is 0)"
+
+_DEFAULT_SYNONYM = ("synonyms[].value", "synonyms[].source")
+FIXTURE_CONFIGS: dict[str, tuple[str, ...]] = {
+    # Kafka's default is no value, so nullbroker lists no synonym where Kafka lists its own
+    "controller.listener.names": ("value", "config_source", "synonyms[]"),
+    "inter.broker.listener.name": ("value", "config_source", "synonyms[]"),
+    # Kafka's default is a value: nullbroker lists it, Kafka the fixture's and then it
+    **dict.fromkeys(
+        (
+            "controller.quorum.bootstrap.servers",
+            "listener.security.protocol.map",
+            "log.retention.check.interval.ms",
+        ),
+        ("value", "config_source", "synonyms[]", *_DEFAULT_SYNONYM),
+    ),
+}
+"""The broker configs Kafka's fixture sets and nullbroker has no counterpart of, with the
+fields of each that differ."""
 
 MEMBER = "a classic group's member ids are the broker's (client id and a random UUID)"
 
 ALLOWED: tuple[Entry, ...] = (
-    Entry("throttle", "*.throttle_time", "throttle times depend on the broker's quotas and load"),
-    Entry("cluster id", "*.cluster_id", "each cluster's own id (Kafka's is random)"),
-    Entry("topic id", "*.topic_id", "topic ids are random in Kafka, derived from the name here"),
+    Entry(
+        "cluster id",
+        "*.cluster_id",
+        "each cluster's own id (Kafka's is random at format)",
+        identity=CLUSTER_ID,
+    ),
+    Entry(
+        "topic id",
+        "*.topic_id",
+        "topic ids are random in Kafka, derived from the name (and its generation) here",
+        identity=TOPIC_ID,
+    ),
     Entry("node", "*.node_id", NODE, identity="node"),
     Entry("leader", "*.leader_id", NODE, identity="node"),
     Entry("controller", "*.controller_id", NODE, identity="node"),
@@ -75,6 +117,7 @@ ALLOWED: tuple[Entry, ...] = (
             path,
             "a transaction marker's timestamp is the broker's clock when it wrote it (and "
             "its CRC covers that timestamp)",
+            identity=CLOCK,
         )
         for path in (
             "*.control.base_timestamp",
@@ -99,15 +142,18 @@ ALLOWED: tuple[Entry, ...] = (
     ),
     Entry(
         "marker clock",
-        "ListOffsetsResponse.topics[diff-marker-clock-*].partitions[].timestamp",
+        "ListOffsetsResponse.topics[*].partitions[].timestamp",
         "ListOffsets by timestamp or max timestamp finding a transaction marker (the record "
         "of the latest timestamp once a transaction ended): its timestamp is the broker's "
-        "clock when it wrote the marker; the topics where a sequence finds one are named so",
+        "clock when it wrote the marker (the records the tests write carry fixed times, "
+        "before any sequence)",
+        identity=CLOCK,
     ),
     Entry(
         "transaction start",
         "DescribeTransactionsResponse.transaction_states[*].transaction_start_time",
         "the broker's clock when the transaction began",
+        identity=CLOCK,
     ),
     Entry("group leader", "*.leader", MEMBER, identity=ASSIGNED),
     Entry(
@@ -117,25 +163,86 @@ ALLOWED: tuple[Entry, ...] = (
         identity=SESSION,
     ),
     Entry(
-        "marker clock",
-        "DescribeProducersResponse.topics[diff-fence-*].partitions[].active_producers[]"
-        ".last_timestamp",
-        "a producer whose last write was a transaction marker: the broker's clock when it "
-        "wrote it (the sequence whose topics are named diff-fence-)",
+        "broker resource",
+        "DescribeConfigsResponse.results[].resource_name",
+        "a broker's config resource is named by its node id, each broker's own",
+        identity="node name",
     ),
-)
-
-MISSING_TOPIC_CONFIGS = (
-    "compression.gzip.level",
-    "compression.lz4.level",
-    "compression.zstd.level",
-    "follower.replication.throttled.replicas",
-    "leader.replication.throttled.replicas",
-    "local.retention.bytes",
-    "local.retention.ms",
-    "remote.log.copy.disable",
-    "remote.log.delete.on.disable",
-    "remote.storage.enable",
+    Entry(
+        "broker resource",
+        "IncrementalAlterConfigsResponse.responses[].resource_name",
+        "a broker's config resource is named by its node id, each broker's own",
+        identity="node name",
+    ),
+    *(
+        Entry(
+            "node id config",
+            f"DescribeConfigsResponse.results[].configs[{name}].{field}",
+            NODE,
+            identity="node name",
+        )
+        for name in ("node.id", "broker.id")
+        for field in ("value", "synonyms[].value")
+    ),
+    *(
+        Entry(
+            "listeners",
+            f"DescribeConfigsResponse.results[].configs[{name}].{field}",
+            "each broker listens where it was told: Kafka's fixture on the ports it picked, "
+            "with a CONTROLLER listener; nullbroker where the launcher told it (port 0: the "
+            "OS picks one)",
+        )
+        for name, field in (
+            ("listeners", "value"),
+            ("listeners", "synonyms[].value"),
+            ("advertised.listeners", "value"),
+        )
+    ),
+    *(
+        Entry(
+            "advertised listeners",
+            f"DescribeConfigsResponse.results[].configs[advertised.listeners].{field}",
+            "Kafka's fixture is told what to advertise; nullbroker, not told, advertises where "
+            "clients reached it, as a Kafka node not told does (no value, Kafka's default)",
+        )
+        for field in ("config_source", "synonyms[]")
+    ),
+    *(
+        Entry(
+            "log dirs",
+            f"DescribeConfigsResponse.results[].configs[log.dirs].{field}",
+            "Kafka's fixture keeps its log in a folder of the session's; nullbroker's is /dev/null",
+            nullbroker=("/dev/null",),
+        )
+        for field in ("value", "synonyms[].value")
+    ),
+    *(
+        Entry(
+            "fixture config",
+            f"DescribeConfigsResponse.results[].configs[{name}].{field}",
+            "set in Kafka's fixture (perf/kafka_broker.py) for what nullbroker does not have: "
+            "its KRaft controller (a CONTROLLER listener, a quorum to reach, a listener for "
+            "brokers to talk to each other), and retention checked once a day, not every "
+            "five minutes (so the tests' records, timestamped 2026-01-01, are not deleted "
+            "mid-test); nullbroker reports Kafka's defaults, as a node not told them would",
+        )
+        for name, fields in FIXTURE_CONFIGS.items()
+        for field in fields
+    ),
+    Entry(
+        "fixture config",
+        "DescribeConfigsResponse.results[].configs[log.initial.task.delay.ms]",
+        "an internal config Kafka lists only where it is set, as its fixture sets it (first "
+        "retention check after a day); nullbroker, like a Kafka not told it, does not list it",
+        nullbroker=("<absent>",),
+    ),
+    Entry(
+        "marker clock",
+        "DescribeProducersResponse.topics[*].partitions[].active_producers[].last_timestamp",
+        "a producer whose last write was a transaction marker: the broker's clock when it "
+        "wrote it (the records the tests write carry fixed times, before any sequence)",
+        identity=CLOCK,
+    ),
 )
 
 KNOWN: tuple[Entry, ...] = ()
@@ -163,6 +270,8 @@ UNORDERED: dict[str, str] = {
     "DescribeTransactionsResponse.transaction_states": "transactional_id",
     "DescribeTransactionsResponse.transaction_states[].topics": "topic",
     "IncrementalAlterConfigsResponse.responses": "resource_name",
+    "ListGroupsResponse.groups": "group_id",
+    "ListTransactionsResponse.transaction_states": "transactional_id",
     "ProduceResponse.responses": "name",
     "OffsetFetchResponse.topics[].partitions": "partition_index",
     "OffsetFetchResponse.groups[].topics[].partitions": "partition_index",

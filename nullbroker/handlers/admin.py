@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -10,13 +11,10 @@ from kio.schema.errors import ErrorCode
 from codec import ApiKey, Request
 from codec.entities import make, response_module
 
-from ..state.kafka_configs import (
-    ConfigEntry,
-    broker_entries,
-    invalid_topic_configs_reason,
-    topic_entries,
-)
+from ..state.broker_configs import topic_entries
+from ..state.kafka_configs import ConfigEntry, invalid_topic_configs_reason
 from ..topic_names import invalid_name_reason
+from .alter_configs import node_layers
 from .common import NO_THROTTLE, Refusal, counted
 
 if TYPE_CHECKING:
@@ -79,7 +77,7 @@ def handle_create_topics(broker: Broker, request: Request, session: Session) -> 
                         config_source=entry.source,
                         is_sensitive=False,
                     )
-                    for entry in topic_entries(overrides)
+                    for entry in topic_entries(overrides, node_layers(broker, session.node_id))
                 )
             )
             error, message = ErrorCode.none, None
@@ -237,24 +235,23 @@ def handle_describe_configs(broker: Broker, request: Request, session: Session) 
     for resource in body.resources:
         entries: list[ConfigEntry] = []
         error, message = ErrorCode.none, ""  # Kafka's result without an error: "", not null
+        name = resource.resource_name
         if resource.resource_type == TOPIC_RESOURCE:
-            topic = broker.topics.get(resource.resource_name)
+            topic = broker.topics.get(name)
             if topic is None:
                 error = ErrorCode.unknown_topic_or_partition  # without a word, as Kafka 4.1.1
             else:
-                entries = topic_entries(topic.configs)
+                entries = topic_entries(topic.configs, node_layers(broker, session.node_id))
+        elif resource.resource_type == BROKER_RESOURCE and not name:
+            entries = node_layers(broker, session.node_id).every_broker_entries()
         elif resource.resource_type in (BROKER_RESOURCE, BROKER_LOGGER_RESOURCE):
-            node = broker.cluster.node_named(resource.resource_name, session.node_id)
-            if node is None:
-                error = ErrorCode.invalid_request
-                message = broker.cluster.no_such_node(resource.resource_name)
-            elif resource.resource_type == BROKER_RESOURCE:
-                entries = broker_entries(
-                    broker.config,
-                    node,
-                    broker.broker_configs.get(""),
-                    broker.broker_configs.get(str(node)),
-                )
+            try:
+                _own_node(name, session.node_id, resource.resource_type)
+            except Refusal as refusal:
+                error, message = refusal.error, refusal.message
+            else:
+                if resource.resource_type == BROKER_RESOURCE:
+                    entries = node_layers(broker, session.node_id).entries()
         else:
             error = ErrorCode.invalid_request
             message = f"resource type {resource.resource_type} has no configuration here"
@@ -275,7 +272,7 @@ def handle_describe_configs(broker: Broker, request: Request, session: Session) 
                         value=entry.value,
                         read_only=entry.read_only,
                         config_source=entry.source,
-                        is_sensitive=False,
+                        is_sensitive=entry.sensitive,
                         synonyms=tuple(
                             make(
                                 types.DescribeConfigsSynonym,
@@ -297,6 +294,23 @@ def handle_describe_configs(broker: Broker, request: Request, session: Session) 
             )
         )
     return make(types.DescribeConfigsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
+
+
+def _own_node(name: str, node_id: int, resource_type: int) -> None:
+    """A broker's resource is named by the broker asked, in Kafka's words otherwise (a
+    broker logger's name may not be empty)."""
+    if resource_type == BROKER_LOGGER_RESOURCE and not name:
+        raise Refusal(ErrorCode.invalid_request, "Broker id must not be empty")
+    if not re.fullmatch(r"[+-]?[0-9]+", name):
+        raise Refusal(ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}")
+    if int(name) != node_id:
+        expected = str(node_id)
+        if resource_type == BROKER_RESOURCE:
+            expected += " or empty string"
+        raise Refusal(
+            ErrorCode.invalid_request,
+            f"Unexpected broker id, expected {expected}, but received {name}",
+        )
 
 
 def _documentation(resource_type: int, entry: ConfigEntry) -> str | None:

@@ -8,6 +8,7 @@ as Kafka checks them, so a script that Kafka would refuse is refused here too.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -17,19 +18,26 @@ from kio.schema.errors import ErrorCode
 from codec import ApiKey, Request
 from codec.entities import make, response_module
 
+from ..state.broker_configs import (
+    BROKER_CONFIGS,
+    BrokerLayers,
+    Refused,
+    check_alteration,
+    default_value,
+    static_broker_configs,
+)
 from ..state.kafka_configs import (
-    BROKER_CHECKS,
     DEFAULT_MAX_MESSAGE_BYTES,
     TOPIC_DEFAULT_VALUES,
     TOPIC_TYPES,
     ConfigType,
     invalid_topic_configs_reason,
-    invalid_value_reason,
-    static_broker_entries,
 )
 from .common import NO_THROTTLE, Refusal, counted
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ..broker import Broker, Session
 
 TOPIC_RESOURCE = 2
@@ -92,7 +100,7 @@ Check = Callable[[dict[str, str]], None]
 
 def _current(
     broker: Broker, resource: Any, node_id: int
-) -> tuple[dict[str, str], dict[str, ConfigType], dict[str, str], Check]:
+) -> tuple[dict[str, str], Mapping[str, ConfigType], Mapping[str, str], Check]:
     """The overrides a resource has now (altered in place), the configs it may have, their
     defaults, and the check of its overrides once altered."""
     name = resource.resource_name
@@ -102,28 +110,45 @@ def _current(
             raise Refusal(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
         return topic.configs, TOPIC_TYPES, TOPIC_DEFAULT_VALUES, _check_topic_configs
     if resource.resource_type == BROKER_RESOURCE:
-        node = broker.cluster.node_named(name, node_id)
-        if node is None:
-            raise Refusal(ErrorCode.invalid_request, broker.cluster.no_such_node(name))
-        entries = static_broker_entries(broker.config, node)
-        alterable = {entry.name: entry.type for entry in entries if not entry.read_only}
-        read_only = {entry.name for entry in entries if entry.read_only}
-        for config in resource.configs:
-            if config.name in read_only:
-                raise Refusal(
-                    ErrorCode.invalid_request,
-                    f"Cannot update these configs dynamically: Set({config.name})",
-                )
-        defaults = {entry.name: entry.value or "" for entry in entries}
+        if name:
+            own_broker(name, node_id)
+        asked = {config.name for config in resource.configs}
         return (
             broker.broker_configs.setdefault(name, {}),
-            alterable,
-            defaults,
-            _broker_check(alterable),
+            BROKER_TYPES,
+            BROKER_DEFAULTS,
+            _broker_check(every_broker=not name, elr="min.insync.replicas" in asked),
         )
     raise Refusal(
         ErrorCode.invalid_request,
         f"resource type {resource.resource_type} cannot be altered here (topics: 2, brokers: 4)",
+    )
+
+
+def own_broker(name: str, node_id: int) -> None:
+    """A broker resource names the broker asked (or "", every broker), as Kafka requires:
+    Refusal otherwise, in Kafka's words."""
+    if not re.fullmatch(r"[+-]?[0-9]+", name):
+        raise Refusal(ErrorCode.invalid_request, f"Node id must be an integer, but it is: {name}")
+    if int(name) != node_id:
+        raise Refusal(
+            ErrorCode.invalid_request,
+            f"Unexpected broker id, expected {node_id}, but received {name}",
+        )
+
+
+BROKER_TYPES = {name: ConfigType(kind) for name, (kind, _, _) in BROKER_CONFIGS.items()}
+BROKER_DEFAULTS = {
+    name: default for name in BROKER_CONFIGS if (default := default_value(name)) is not None
+}
+
+
+def node_layers(broker: Broker, node_id: int) -> BrokerLayers:
+    """A node's broker configs: set for it, for every broker, and at start."""
+    return BrokerLayers(
+        broker.broker_configs.get(str(node_id), {}),
+        broker.broker_configs.get("", {}),
+        static_broker_configs(broker.config, node_id),
     )
 
 
@@ -134,23 +159,24 @@ def _check_topic_configs(altered: dict[str, str]) -> None:
         raise Refusal(ErrorCode.invalid_config, reason)
 
 
-def _broker_check(types_of: dict[str, ConfigType]) -> Check:
+def _broker_check(every_broker: bool, elr: bool) -> Check:
+    """As Kafka checks a broker resource's configs once altered (the broker, then its
+    controller, which refuses min.insync.replicas for one broker while ELR is on)."""
+
     def check(altered: dict[str, str]) -> None:
-        for name in altered:
-            if name not in types_of:
-                raise Refusal(ErrorCode.invalid_config, f"Unknown config name: {name}")
-        for name, value in altered.items():
-            reason = invalid_value_reason(name, types_of[name], value, BROKER_CHECKS.get(name))
-            if reason is not None:
-                raise Refusal(ErrorCode.invalid_config, reason)
+        try:
+            check_alteration(altered.items(), every_broker, elr_on_own=elr)
+        except Refused as refused:
+            error = ErrorCode.invalid_config if refused.config else ErrorCode.invalid_request
+            raise Refusal(error, str(refused)) from None
 
     return check
 
 
 def _altered(
     current: dict[str, str],
-    types_of: dict[str, ConfigType],
-    defaults: dict[str, str],
+    types_of: Mapping[str, ConfigType],
+    defaults: Mapping[str, str],
     configs: Any,
 ) -> dict[str, str]:
     """The overrides after applying `configs` to `current`, or a refusal, as Kafka checks
@@ -165,7 +191,7 @@ def _altered(
     for config in configs:
         name, operation, value = config.name, config.config_operation, config.value
         if operation not in OPERATION_NAMES:
-            raise Refusal(ErrorCode.invalid_request, f"Unknown config operation {operation}")
+            raise Refusal(ErrorCode.invalid_request, f"Unknown operations type {operation}")
         if operation == DELETE:  # Kafka deletes a name it does not know without a word
             altered.pop(name, None)
             continue

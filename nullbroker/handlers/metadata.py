@@ -85,10 +85,20 @@ def _requested_topic(
         return _topic_error(
             types, broker, name, None, ErrorCode.invalid_topic_exception, include_operations
         )
-    topic = broker.topics.get_or_auto_create(name) if allow_auto_create else broker.topics.get(name)
+    topic = broker.topics.get(name)
     if topic is None:
+        # Kafka (KRaft) asks its controller to make the topic and answers at once that it
+        # does not know it (the client asks again); so does nullbroker, having made it. That
+        # answer is how a topic coming into being is told, not a refusal: not counted.
+        made = allow_auto_create and broker.topics.get_or_auto_create(name) is not None
         return _topic_error(
-            types, broker, name, None, ErrorCode.unknown_topic_or_partition, include_operations
+            types,
+            broker,
+            name,
+            None,
+            ErrorCode.unknown_topic_or_partition,
+            include_operations,
+            counted_as_error=not made,
         )
     return _topic(types, broker, topic, include_operations)
 
@@ -127,12 +137,13 @@ def _topic_error(
     topic_id: Any,
     error: ErrorCode,
     include_operations: bool = False,
+    counted_as_error: bool = True,
 ) -> Any:
     if name is None and not is_nullable(types.MetadataResponseTopic, "name"):
         name = ""  # asked by id from a version that cannot answer a topic without a name
     return make(
         types.MetadataResponseTopic,
-        error_code=counted(broker, error),
+        error_code=counted(broker, error) if counted_as_error else error,
         name=name,
         topic_id=topic_id or UUID(int=0),
         is_internal=name is not None and is_internal(name),  # as Kafka: by the name alone

@@ -333,6 +333,16 @@ def _datetime(ms: int) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
 
 
+KAFKA_TXN_STATES = frozenset(
+    {
+        "Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort",
+        "Dead", "PrepareEpochFence",
+    }
+)  # fmt: skip
+"""Every state of a transactional id in Kafka 4.1 (its TransactionState), by name: a filter
+naming one is known, though nullbroker's transactions pass through only some of them."""
+
+
 def handle_list_transactions(broker: Broker, request: Request, session: Session) -> Any:
     """What `kafka-transactions list` shows: the ids this node coordinates, filtered by
     state, producer id, (v1) how long their transaction has been open and (v2) a regular
@@ -349,7 +359,6 @@ def handle_list_transactions(broker: Broker, request: Request, session: Session)
             unknown_state_filters=(),
             transaction_states=(),
         )
-    known = {state.value for state in TxnState}
     states = set(body.state_filters)
     producers = set(body.producer_id_filters)
     duration_ms = getattr(body, "duration_filter", -1)
@@ -366,16 +375,18 @@ def handle_list_transactions(broker: Broker, request: Request, session: Session)
         and (not pattern.pattern or pattern.fullmatch(transaction.transactional_id))
         and (not states or transaction.state.value in states)
         and (not producers or transaction.producer_id in producers)
-        and (
-            duration_ms < 0
-            or (transaction.started_ms >= 0 and now_ms - transaction.started_ms >= duration_ms)
-        )
+        # Open longer than the filter, as Kafka counts it: from the last transaction's start,
+        # and an id that never began one (-1) as open since the epoch.
+        and (duration_ms < 0 or now_ms - transaction.started_ms > duration_ms)
     ]
     return make(
         types.ListTransactionsResponse,
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
-        unknown_state_filters=tuple(sorted(states - known)),
+        # In the order asked, each once, as Kafka lists them; its names, in their case.
+        unknown_state_filters=tuple(
+            dict.fromkeys(state for state in body.state_filters if state not in KAFKA_TXN_STATES)
+        ),
         transaction_states=tuple(listed),
     )
 

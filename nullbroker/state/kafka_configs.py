@@ -1,5 +1,6 @@
-"""Topic and broker configuration entries, as DescribeConfigs and CreateTopics report them,
-checked as Kafka 4.1 checks them.
+"""Configuration entries as DescribeConfigs and CreateTopics report them, Kafka 4.1's topic
+configs, and values parsed and checked as Kafka 4.1 parses and checks them (the broker's
+configs: nullbroker.state.broker_configs).
 
 nullbroker enforces one of them, the largest record batch a topic takes (max.message.bytes,
 else the broker's message.max.bytes); the rest govern storage, and nothing is retained. Admin
@@ -11,17 +12,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, NamedTuple
-
-if TYPE_CHECKING:
-    from ..settings import Config
+from typing import Any, NamedTuple
 
 
 class ConfigType(IntEnum):
     """DescribeConfigs v3+ config types (org.apache.kafka.clients.admin.ConfigEntry)."""
 
+    UNKNOWN = 0
     BOOLEAN = 1
     STRING = 2
     INT = 3
@@ -57,6 +56,7 @@ class ConfigEntry:
     type: ConfigType
     source: ConfigSource = ConfigSource.DEFAULT_CONFIG
     read_only: bool = False
+    sensitive: bool = False
     documentation: str | None = None
     synonyms: tuple[Synonym, ...] | None = None
     """None: the entry's own name, value and source, alone."""
@@ -135,7 +135,7 @@ _GZIP_LEVELS = range(1, 10)
 GZIP_DEFAULT_LEVEL = -1
 
 
-def _gzip_level(value: int) -> Why | None:
+def gzip_level(value: int) -> Why | None:
     if value in _GZIP_LEVELS or value == GZIP_DEFAULT_LEVEL:
         return None
     return Why("Value must be between 1 and 9 or equal to -1")
@@ -194,7 +194,7 @@ TOPIC_CONFIGS: dict[str, TopicConfig] = {
         TopicConfig("unclean.leader.election.enable", ConfigType.BOOLEAN, "false"),
         TopicConfig("min.insync.replicas", ConfigType.INT, "1", at_least(1)),
         TopicConfig("compression.type", ConfigType.STRING, "producer", _COMPRESSION_TYPES),
-        TopicConfig("compression.gzip.level", ConfigType.INT, "-1", _gzip_level),
+        TopicConfig("compression.gzip.level", ConfigType.INT, "-1", gzip_level),
         TopicConfig("compression.lz4.level", ConfigType.INT, "9", between(1, 17)),
         TopicConfig("compression.zstd.level", ConfigType.INT, "3", between(-131072, 22)),
         TopicConfig("preallocate", ConfigType.BOOLEAN, "false"),
@@ -219,68 +219,6 @@ TOPIC_DEFAULT_VALUES = {name: config.default for name, config in TOPIC_CONFIGS.i
 FORMATTED_CLUSTER_CONFIGS = {"min.insync.replicas": "1"}
 """What `kafka-storage format` sets for every broker of a new KRaft cluster (a dynamic
 cluster default, DYNAMIC_DEFAULT_BROKER_CONFIG): a real Kafka 4.1 cluster reports it so."""
-
-TOPIC_BROKER_SYNONYMS: dict[str, str] = {
-    "cleanup.policy": "log.cleanup.policy",
-    "compression.gzip.level": "compression.gzip.level",
-    "compression.lz4.level": "compression.lz4.level",
-    "compression.type": "compression.type",
-    "compression.zstd.level": "compression.zstd.level",
-    "delete.retention.ms": "log.cleaner.delete.retention.ms",
-    "file.delete.delay.ms": "log.segment.delete.delay.ms",
-    "flush.messages": "log.flush.interval.messages",
-    "index.interval.bytes": "log.index.interval.bytes",
-    "local.retention.bytes": "log.local.retention.bytes",
-    "local.retention.ms": "log.local.retention.ms",
-    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
-    "max.message.bytes": "message.max.bytes",
-    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
-    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
-    "message.timestamp.type": "log.message.timestamp.type",
-    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
-    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
-    "min.insync.replicas": "min.insync.replicas",
-    "preallocate": "log.preallocate",
-    "retention.bytes": "log.retention.bytes",
-    "segment.bytes": "log.segment.bytes",
-    "segment.index.bytes": "log.index.size.max.bytes",
-    "unclean.leader.election.enable": "unclean.leader.election.enable",
-}
-"""The broker config a topic config's default comes from, as Kafka 4.1.1's DescribeConfigs
-names it (ServerTopicConfigSynonyms, the broker settings that have a value): flush.ms,
-retention.ms, segment.ms, segment.jitter.ms, the throttled replicas and the remote storage
-configs name none, their broker synonyms having no default of their own."""
-
-
-def _default_synonyms(name: str) -> tuple[Synonym, ...]:
-    """Where a topic config's default comes from: its broker synonym as the cluster was
-    formatted with it, then as Kafka's default."""
-    broker_name = TOPIC_BROKER_SYNONYMS.get(name)
-    if broker_name is None:
-        return ()
-    formatted = FORMATTED_CLUSTER_CONFIGS.get(broker_name)
-    return (
-        *(
-            (Synonym(broker_name, formatted, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),)
-            if formatted is not None
-            else ()
-        ),
-        Synonym(broker_name, TOPIC_CONFIGS[name].default, ConfigSource.DEFAULT_CONFIG),
-    )
-
-
-def _topic_default(name: str, config: TopicConfig) -> ConfigEntry:
-    synonyms = _default_synonyms(name)
-    source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
-    value = synonyms[0].value if synonyms else config.default
-    return ConfigEntry(name, value, config.type, source, synonyms=synonyms)
-
-
-TOPIC_DEFAULTS: tuple[ConfigEntry, ...] = tuple(
-    _topic_default(name, config)
-    for name, config in sorted(TOPIC_CONFIGS.items())
-    if not config.internal
-)
 
 _INTEGER_RANGES = {
     ConfigType.SHORT: (-(2**15), 2**15 - 1),
@@ -319,7 +257,7 @@ def parse_value(name: str, kind: ConfigType, value: str, check: Check | None = N
     if check is not None:
         why = check(parsed)
         if why is not None:
-            shown = _java_text(parsed) if why.shown is None else why.shown
+            shown = java_text(parsed) if why.shown is None else why.shown
             raise _invalid(name, shown, why.reason)
     return parsed
 
@@ -328,7 +266,7 @@ def _invalid(name: str, shown: str, why: str) -> InvalidConfig:
     return InvalidConfig(f"Invalid value {shown} for configuration {name}: {why}")
 
 
-def _java_text(value: Any) -> str:
+def java_text(value: Any) -> str:
     """A parsed value as Java's toString prints it (Double: 2.0, 1.0E7, NaN)."""
     if isinstance(value, float):
         if value != value:
@@ -391,100 +329,3 @@ def max_message_bytes(overrides: dict[str, str], broker_default: int) -> int:
     else the broker's message.max.bytes. The overrides were validated."""
     value = overrides.get("max.message.bytes")
     return broker_default if value is None else int(value.strip())
-
-
-def topic_entries(overrides: dict[str, str]) -> list[ConfigEntry]:
-    """A topic's configuration: the defaults, with the topic's own settings over them."""
-    overridden = ConfigSource.DYNAMIC_TOPIC_CONFIG
-    entries = [
-        ConfigEntry(
-            entry.name,
-            overrides[entry.name],
-            entry.type,
-            overridden,
-            synonyms=(
-                Synonym(entry.name, overrides[entry.name], overridden),
-                *(entry.synonyms or ()),
-            ),
-        )
-        if entry.name in overrides
-        else entry
-        for entry in TOPIC_DEFAULTS
-    ]
-    entries.extend(
-        ConfigEntry(name, value, ConfigType.STRING, ConfigSource.DYNAMIC_TOPIC_CONFIG)
-        for name, value in sorted(overrides.items())
-        if name not in TOPIC_TYPES
-    )
-    return entries
-
-
-def broker_entries(
-    config: Config,
-    node_id: int,
-    cluster_defaults: dict[str, str] | None = None,
-    dynamic: dict[str, str] | None = None,
-) -> list[ConfigEntry]:
-    """The broker's configuration, from nullbroker's own settings where they apply, with
-    what IncrementalAlterConfigs set over them: for every broker (`cluster_defaults`,
-    resource name "") and for this one (`dynamic`)."""
-    layers = (
-        (cluster_defaults or {}, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
-        (dynamic or {}, ConfigSource.DYNAMIC_BROKER_CONFIG),
-    )
-    entries = []
-    for entry in static_broker_entries(config, node_id):
-        # Kafka lists every layer that sets a broker config, the one in force first.
-        synonyms = [Synonym(entry.name, entry.value, entry.source)]
-        for overrides, source in layers:
-            if entry.name in overrides:
-                synonyms.insert(0, Synonym(entry.name, overrides[entry.name], source))
-                entry = ConfigEntry(entry.name, overrides[entry.name], entry.type, source)
-        entries.append(replace(entry, synonyms=tuple(synonyms)))
-    return entries
-
-
-BROKER_CHECKS: dict[str, Check] = {
-    "num.partitions": at_least(1),
-    "min.insync.replicas": at_least(1),
-    "message.max.bytes": at_least(0),
-    "log.segment.bytes": at_least(1024 * 1024),
-    "compression.type": _COMPRESSION_TYPES,
-    "log.message.timestamp.type": _TIMESTAMP_TYPES,
-}
-"""The validators of the broker configs that may be altered (KafkaConfig's ConfigDef)."""
-
-
-def static_broker_entries(config: Config, node_id: int) -> list[ConfigEntry]:
-    """The broker's configuration before anything was altered."""
-    static = ConfigSource.STATIC_BROKER_CONFIG
-    return [
-        ConfigEntry("node.id", str(node_id), ConfigType.INT, static, read_only=True),
-        ConfigEntry("broker.id", str(node_id), ConfigType.INT, static, read_only=True),
-        ConfigEntry("num.partitions", str(config.partitions), ConfigType.INT, static),
-        ConfigEntry(
-            "auto.create.topics.enable",
-            str(config.auto_create).lower(),
-            ConfigType.BOOLEAN,
-            static,
-            read_only=True,
-        ),
-        ConfigEntry(
-            "socket.request.max.bytes",
-            str(config.max_frame_bytes),
-            ConfigType.INT,
-            static,
-            read_only=True,
-        ),
-        ConfigEntry("default.replication.factor", "1", ConfigType.INT, static, read_only=True),
-        ConfigEntry("offsets.topic.replication.factor", "1", ConfigType.SHORT, static),
-        ConfigEntry("transaction.state.log.replication.factor", "1", ConfigType.SHORT, static),
-        ConfigEntry("min.insync.replicas", "1", ConfigType.INT),
-        ConfigEntry("message.max.bytes", "1048588", ConfigType.INT),
-        ConfigEntry("log.retention.hours", "168", ConfigType.INT, read_only=True),
-        ConfigEntry("log.segment.bytes", "1073741824", ConfigType.INT),
-        ConfigEntry("compression.type", "producer", ConfigType.STRING),
-        ConfigEntry("log.message.timestamp.type", "CreateTime", ConfigType.STRING),
-        ConfigEntry("group.initial.rebalance.delay.ms", "3000", ConfigType.INT, read_only=True),
-        ConfigEntry("process.roles", "broker,controller", ConfigType.LIST, static, read_only=True),
-    ]

@@ -110,8 +110,21 @@ def test_every_api_versions_version_gets_the_same_key_list(version: int) -> None
 # Metadata
 
 
+def created(b: Broker, name: str) -> Any:
+    """A topic auto-created by Metadata, as a client sees it: unknown in the answer to the
+    request that makes it (as Kafka answers), known in the next."""
+    (topic,) = metadata(b, name).topics
+    assert topic.error_code is ErrorCode.unknown_topic_or_partition and not topic.partitions
+    (topic,) = metadata(b, name).topics
+    return topic
+
+
 def test_metadata_auto_creates_a_topic_with_the_default_partition_count() -> None:
-    response = metadata(broker(partitions=3), "orders")
+    b = broker(partitions=3)
+    (unknown,) = metadata(b, "orders").topics
+    assert (unknown.error_code, unknown.topic_id) == (ErrorCode.unknown_topic_or_partition, None)
+    assert not b.stats.errors, "a topic being made is no refusal"
+    response = metadata(b, "orders")
     (topic,) = response.topics
     assert topic.error_code is ErrorCode.none
     assert [p.partition_index for p in topic.partitions] == [0, 1, 2]
@@ -121,8 +134,8 @@ def test_metadata_auto_creates_a_topic_with_the_default_partition_count() -> Non
 
 
 def test_topic_ids_are_stable_across_broker_restarts() -> None:
-    first = metadata(broker(), "orders").topics[0].topic_id
-    again = metadata(broker(), "orders").topics[0].topic_id
+    first = created(broker(), "orders").topic_id
+    again = created(broker(), "orders").topic_id
     assert first == again
 
 
@@ -163,7 +176,7 @@ def test_metadata_null_topics_lists_all_and_v0_empty_list_lists_all() -> None:
 
 def test_metadata_finds_a_topic_by_id() -> None:
     b = broker()
-    topic_id = metadata(b, "orders").topics[0].topic_id
+    topic_id = created(b, "orders").topic_id
     t = types(ApiKey.METADATA, 12)
     response = call(
         b,
@@ -281,7 +294,7 @@ def test_produce_to_a_missing_partition_is_unknown_topic_or_partition() -> None:
 
 def test_produce_v13_addresses_topics_by_id() -> None:
     b = broker()
-    topic_id = metadata(b, "t").topics[0].topic_id
+    topic_id = created(b, "t").topic_id
     t = types(ApiKey.PRODUCE, 13)
     response = call(
         b,

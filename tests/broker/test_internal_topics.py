@@ -91,6 +91,9 @@ def test_the_first_find_coordinator_makes_its_internal_topic(key_type: int, inte
 
 def test_a_metadata_request_that_may_create_topics_makes_an_internal_one() -> None:
     broker = Broker(Config(offsets_topic_partitions=7))
+    # As Kafka: the request that makes it is told it is unknown (and internal, by name).
+    offsets = named_topic(broker, OFFSETS, allow_auto_create=True)
+    assert (offsets.error_code, offsets.is_internal) == (ErrorCode.unknown_topic_or_partition, True)
     offsets = named_topic(broker, OFFSETS, allow_auto_create=True)
     assert (offsets.error_code, offsets.is_internal) == (ErrorCode.none, True)
     assert len(offsets.partitions) == 7

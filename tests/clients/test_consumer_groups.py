@@ -27,6 +27,7 @@ from nullbroker.state.groups.consumer import (
     ConsumerGroups,
     Heartbeat,
     HeartbeatError,
+    java_hash_map_order,
 )
 from perf.java_perf import BIN
 from perf.kafka_broker import KafkaBroker
@@ -266,6 +267,30 @@ def test_a_partition_is_revoked_before_another_member_gets_it() -> None:
     b, assigned = groups.heartbeat(beat("b", 2, {}))
     assert assigned == {"t": frozenset({0, 1, 2, 3}) - kept} and b.epoch == 2
     assert groups.groups["g"].state == "Stable"
+
+
+def test_the_uniform_assignment_keeps_what_members_have_as_kafka_s_does() -> None:
+    """Kafka's uniform assignor: a member keeps its partitions up to its share, the members
+    first in Kafka's HashMap order of their ids taking one more (here "a", then "b")."""
+    groups = ConsumerGroups(lambda topic: 3 if topic == "t" else None)
+    groups.heartbeat(beat("b", 0, None))
+    assert groups.groups["g"].target == {"b": {"t": frozenset({0, 1, 2})}}
+    groups.heartbeat(beat("a", 0, None))
+    assert groups.groups["g"].target == {"a": {"t": frozenset({1, 2})}, "b": {"t": frozenset({0})}}
+    groups.heartbeat(beat("c", 0, None))  # one each: b keeps 0, a keeps 1, c takes 2
+    assert groups.groups["g"].target == {
+        "a": {"t": frozenset({1})},
+        "b": {"t": frozenset({0})},
+        "c": {"t": frozenset({2})},
+    }
+
+
+def test_member_ids_in_the_order_a_java_hash_map_gives_them() -> None:
+    # Checked with Java 17: "Aa" and "BB" share a hash (and a bucket), kept as put.
+    assert java_hash_map_order(["b", "a", "BB", "Aa"]) == ["BB", "Aa", "a", "b"]
+    keys = [*(f"m{index}" for index in range(13)), "zz"]  # 14 keys: a table of 32
+    expected = ["zz", *(f"m{index}" for index in range(10)), "m11", "m10", "m12"]
+    assert java_hash_map_order(keys) == expected
 
 
 def test_a_static_member_that_comes_back_takes_over_its_partitions_without_a_rebalance() -> None:

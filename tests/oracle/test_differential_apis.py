@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import struct
+import re
 import uuid
 from collections.abc import Awaitable, Callable
 
 import pytest
-import trio
 
 from tests.differential import (
+    Listed,
     Pair,
     Side,
     commit_classic,
@@ -26,15 +26,19 @@ from tests.differential import (
     join_classic,
     list_offsets_request,
     member,
+    no_error,
+    outcome_of_version,
     pair,
     produce,
     producer_batch,
     records_batch,
     request,
+    subscription,
     txn_offset_commit_request,
+    uncompared_versions,
     unique,
 )
-from tests.kafka_wire import FrameStream, size_prefix
+from tests.kafka_wire import request_frame, size_prefix
 
 pytestmark = pytest.mark.differential
 __all__ = ["pair"]
@@ -43,6 +47,7 @@ Sequence_ = Callable[[Pair], Awaitable[tuple[str, ...]]]
 SWEEP: dict[int, Sequence_] = {}
 ZERO = uuid.UUID(int=0)
 SECONDS = datetime.timedelta(seconds=10)
+CONCURRENT_TRANSACTIONS = 51
 
 
 def sweep(api_key: int) -> Callable[[Sequence_], Sequence_]:
@@ -57,25 +62,43 @@ def sweep(api_key: int) -> Callable[[Sequence_], Sequence_]:
 async def metadata(pair: Pair) -> tuple[str, ...]:
     topic = unique("metadata")
     await create_topic(pair, topic, partitions=2)
-    missing = unique("missing")
     await find_coordinator(pair, unique("group"))  # Kafka creates __consumer_offsets
+    made = {topic, "__consumer_offsets"}
+
+    def asked(version: int, names: list[str], create: bool = False) -> object:
+        return request(
+            3,
+            version,
+            topics=[{"name": name, "topic_id": ZERO} for name in names],
+            allow_auto_topic_creation=create,
+            include_topic_authorized_operations=True,
+            include_cluster_authorized_operations=version <= 10,
+        )
 
     async def run(version: int) -> None:
+        missing = unique("missing")
+        await pair.step(asked(version, [topic, missing, "__consumer_offsets"]))
+        if version >= 4:  # a topic made by the request that names it, as v0-v3 always may
+            missing = unique("auto")
+            await pair.step(asked(version, [topic, missing], create=True))
+        # Kafka makes the topic a moment after it answers (unknown, as nullbroker answers):
+        # asked again until it is known on both.
+        made.add(missing)
+        await pair.step(asked(version, [missing]), until=no_error)
+        # Every topic (v0: an empty list, v1+: null), of which the sequence's are compared.
         await pair.step(
             request(
                 3,
                 version,
-                topics=[
-                    {"name": name, "topic_id": ZERO}
-                    for name in (topic, missing, "__consumer_offsets")
-                ],
+                topics=[] if version == 0 else None,
                 allow_auto_topic_creation=False,
                 include_topic_authorized_operations=True,
                 include_cluster_authorized_operations=version <= 10,
-            )
+            ),
+            only=Listed.of("topics", "name", made, made),
         )
 
-    await for_each_version(pair, 3, run, low=4)
+    await for_each_version(pair, 3, run)
     return ()
 
 
@@ -364,9 +387,60 @@ async def describe_configs(pair: Pair) -> tuple[str, ...]:
                     include_documentation=True,
                 )
             )
+        # The broker asked (each its own node id), with and without keys, synonyms and
+        # documentation; every broker (""); a broker that is not the one asked, and no id.
+        for keys, described in ((None, True), (None, False), (BROKER_KEYS, True)):
+            await pair.step(
+                lambda side, keys=keys, described=described: describe_broker(
+                    side, version, keys, synonyms=described, documentation=described
+                )
+            )
+        for name in ("", "7", "abc"):
+            await pair.step(describe_broker(name, version, None))
 
     await for_each_version(pair, 32, run)
     return ()
+
+
+BROKER_RESOURCE = 4
+BROKER_KEYS = [
+    "message.max.bytes",
+    "log.retention.ms",
+    "log.retention.hours",
+    "num.partitions",
+    "min.insync.replicas",
+    "node.id",
+    "ssl.keystore.password",
+    "no.such.config",
+]
+"""Configs of a broker that set a topic's defaults, in one unit of several, of the node
+(set at start), set for every broker, a password, and none."""
+
+
+def broker_name(side: Side) -> str:
+    """A broker's config resource: its node id (Kafka's fixture: kafka.node_id, nullbroker's
+    only node: 0)."""
+    return str(side.learned["node id"])
+
+
+def describe_broker(
+    side_or_name: Side | str,
+    version: int,
+    keys: list[str] | None,
+    synonyms: bool = True,
+    documentation: bool = True,
+) -> object:
+    """DescribeConfigs of one broker resource: the side's own, or the one named."""
+    name = side_or_name if isinstance(side_or_name, str) else broker_name(side_or_name)
+    return request(
+        32,
+        version,
+        resources=[
+            {"resource_type": BROKER_RESOURCE, "resource_name": name, "configuration_keys": keys}
+        ],
+        include_synonyms=synonyms,
+        include_documentation=documentation,
+    )
 
 
 @sweep(44)
@@ -428,9 +502,121 @@ async def incremental_alter_configs(pair: Pair) -> tuple[str, ...]:
                 include_documentation=False,
             )
         )
+        for every_broker in (False, True):
+            await alter_broker(pair, version, topic, every_broker)
 
     await for_each_version(pair, 44, run)
     return ()
+
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+BROKER_ALTERATIONS: tuple[tuple[tuple[tuple[str, int, str | None], ...], bool], ...] = (
+    # (configs, validate_only): what Kafka takes, for one broker or for every one...
+    ((("message.max.bytes", SET, "2000000"),), True),
+    ((("log.cleanup.policy", APPEND, "compact"),), True),
+    ((("log.cleanup.policy", SUBTRACT, "delete"),), True),
+    ((("ssl.cipher.suites", SET, "TLS_AES_128_GCM_SHA256"),), True),
+    ((("listener.name.plaintext.ssl.keystore.location", SET, "/x"),), True),
+    ((("listener.name.plaintext.max.connections", SET, "10"),), True),
+    ((("min.insync.replicas", SET, "1"),), True),
+    ((("log.retention.ms", DELETE, None),), True),
+    # ... and what it refuses: read-only configs, values of the wrong type or out of
+    # range, security configs without their listener, a list operation on another type,
+    # no value, a config named twice, an operation it does not know
+    ((("auto.create.topics.enable", SET, "false"), ("broker.id", SET, "3")), True),
+    ((("message.max.bytes", SET, "big"),), True),
+    ((("message.max.bytes", SET, "-5"),), False),
+    ((("log.message.timestamp.type", SET, "Bogus"),), True),
+    ((("compression.gzip.level", SET, "12"),), True),
+    ((("log.cleanup.policy", APPEND, "bogus"),), True),
+    ((("ssl.keystore.location", SET, "/x"),), True),
+    ((("message.max.bytes", APPEND, "1"),), True),
+    ((("message.max.bytes", SET, None),), True),
+    ((("message.max.bytes", SET, "1"), ("message.max.bytes", SET, "2")), True),
+    ((("message.max.bytes", 7, "1"),), True),
+)
+BROKER_SET = (
+    ("message.max.bytes", SET, " 2000000 "),
+    ("log.retention.ms", SET, "604800001"),
+    ("log.cleaner.backoff.ms", SET, "15001"),
+    ("no.such.config", SET, "1"),
+)
+"""Configs set for real, and deleted before the sequence ends: the session's Kafka is
+every test's, so none that changes what another test sees once it is gone (a larger batch
+limit, a longer retention, a cleaner's pause, a config no one reads)."""
+
+
+async def alter_broker(pair: Pair, version: int, topic: str, every_broker: bool) -> None:
+    """IncrementalAlterConfigs of the broker asked (each its own node id) or of every broker
+    (""): what Kafka takes and refuses, then configs set for real and read back (the broker,
+    every broker, a topic whose defaults they are), then deleted."""
+
+    def alter(
+        configs: tuple[tuple[str, int, str | None], ...], validate_only: bool
+    ) -> Callable[[Side], object]:
+        return lambda side: request(
+            44,
+            version,
+            resources=[
+                {
+                    "resource_type": BROKER_RESOURCE,
+                    "resource_name": "" if every_broker else broker_name(side),
+                    "configs": [
+                        {"name": name, "config_operation": operation, "value": value}
+                        for name, operation, value in configs
+                    ],
+                }
+            ],
+            validate_only=validate_only,
+        )
+
+    for configs, validate_only in BROKER_ALTERATIONS:
+        await pair.step(alter(configs, validate_only))
+    # Kafka's controller takes an alteration, and the broker applies it a moment after it
+    # answers: what is read back is asked again until it shows (the same on both).
+    try:
+        await pair.step(alter(BROKER_SET, False))
+        for own in (True, False):
+            await pair.step(
+                lambda side, own=own: describe_broker(
+                    broker_name(side) if own else "",
+                    pair.versions(32)[-1],
+                    [*BROKER_KEYS, "log.cleaner.backoff.ms"],
+                ),
+                # ("" lists it only where it was set for every broker)
+                until=lambda answer, own=own: (
+                    not (own or every_broker)
+                    or config_value(answer, "log.cleaner.backoff.ms") == "15001"
+                ),
+            )
+        await pair.step(
+            request(
+                32,
+                pair.versions(32)[-1],
+                resources=[
+                    {
+                        "resource_type": 2,
+                        "resource_name": topic,
+                        "configuration_keys": ["max.message.bytes", "retention.ms"],
+                    }
+                ],
+                include_synonyms=True,
+                include_documentation=False,
+            ),
+            until=lambda answer: config_value(answer, "max.message.bytes") == "2000000",
+        )
+    finally:
+        await pair.step(alter(tuple((name, DELETE, None) for name, _, _ in BROKER_SET), False))
+    await pair.step(
+        lambda side: describe_broker(side, pair.versions(32)[-1], BROKER_KEYS),
+        until=lambda answer: config_value(answer, "message.max.bytes") == "1048588",
+    )
+
+
+def config_value(answer: object, name: str) -> str | None:
+    """The value of a config in a DescribeConfigs answer of one resource (None: not listed)."""
+    (result,) = answer.results  # type: ignore[attr-defined]
+    return next((entry.value for entry in result.configs if entry.name == name), None)
 
 
 @sweep(60)
@@ -695,17 +881,195 @@ async def describe_groups(pair: Pair) -> tuple[str, ...]:
     return ()
 
 
+GROUP_STATES = (
+    "PreparingRebalance",
+    "CompletingRebalance",
+    "Stable",
+    "Dead",
+    "Empty",
+    "Assigning",
+    "Reconciling",
+    "NotReady",
+    "stable",  # Kafka matches a state whatever its case
+    "Nonsense",
+)
+"""Every state a group of Kafka 4.1 can be in (classic, consumer, streams), and two more."""
+GROUP_TYPES = ("classic", "consumer", "share", "streams", "Consumer", "nonsense")
+LONG = datetime.timedelta(minutes=5)
+"""A member's session and rebalance timeouts where it must keep its state for the sequence."""
+
+
 @sweep(16)
 async def list_groups(pair: Pair) -> tuple[str, ...]:
-    # Kafka's groups are the session's (other tests'): only a filter that matches none of
-    # them compares whole lists.
+    """Groups of both protocols in each state a sequence can hold them in, listed with every
+    filter of every version; the session's other groups are left out on both sides."""
+    topic = unique("listgroups")
+    await create_topic(pair, topic, partitions=2)
+    made: dict[str, tuple[str, str]] = {}
+    """Each group the sequence makes, with its type and state."""
+    group = unique("stable")
+    await join_classic(pair, group, topic, timeout=LONG)
+    made[group] = ("classic", "Stable")
+    group = unique("completing")  # joined, never synced
+    await join_classic(pair, group, topic, timeout=LONG, sync=False)
+    made[group] = ("classic", "CompletingRebalance")
+    group = unique("empty")  # offsets committed by a consumer with no group membership
+    await find_coordinator(pair, group)
+    await commit_without_member(pair, group, topic)
+    made[group] = ("classic", "Empty")
+    group = unique("preparing")
+    await join_classic(pair, group, topic, timeout=LONG)
+    held = await join_second_member(pair, group, topic)
+    made[group] = ("classic", "PreparingRebalance")
+    members = []
+    for state in ("Stable", "Reconciling", "Empty"):
+        group = unique(f"consumer-{state.lower()}")
+        members += await consumer_group(pair, group, topic, state)
+        made[group] = ("consumer", state)
+
     async def run(version: int) -> None:
-        await pair.step(
-            request(16, version, states_filter=["PreparingRebalance"], types_filter=["share"])
+        for group, member_id in members:  # their session is the broker's: 45 s
+            await pair.step(
+                lambda side, group=group, member_id=member_id: request(
+                    68,
+                    pair.versions(68)[-1],
+                    group_id=group,
+                    member_id=member_id,
+                    member_epoch=side.learned["epoch", group, member_id],
+                    topic_partitions=None,
+                )
+            )
+        filters: list[tuple[list[str], list[str]]] = [([], [])]
+        if version >= 4:
+            filters += [([state], []) for state in GROUP_STATES]
+        if version >= 5:
+            filters += [([], [kind]) for kind in GROUP_TYPES]
+            filters += [(["Stable"], ["consumer"]), (["Empty", "Stable"], ["classic", "share"])]
+        for states, kinds in filters:
+            expected = [
+                group
+                for group, (kind, state) in made.items()
+                if (not states or state.lower() in {wanted.lower() for wanted in states})
+                and (not kinds or kind in {wanted.lower() for wanted in kinds})
+            ]
+            await pair.step(
+                request(16, version, states_filter=states, types_filter=kinds),
+                only=Listed.of("groups", "group_id", made, expected),
+            )
+
+    try:
+        await for_each_version(pair, 16, run)
+    finally:
+        for connection in held:
+            await connection.stream.aclose()
+    return ()
+
+
+async def commit_without_member(pair: Pair, group: str, topic: str) -> None:
+    await pair.step(
+        lambda side: request(
+            8,
+            pair.versions(8)[-1],
+            group_id=group,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            topics=[
+                {
+                    "name": topic,
+                    "topic_id": side_topic_id(side, topic),
+                    "partitions": [
+                        {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}
+                    ],
+                }
+            ],
+        )
+    )
+
+
+async def join_second_member(pair: Pair, group: str, topic: str) -> list[Side]:
+    """A second member joins a Stable classic group: it is given its member id (compared),
+    then its JoinGroup is sent on a connection of its own and left waiting, as the group
+    waits in PreparingRebalance for its first member to join again; the connections."""
+
+    def join(side: Side) -> object:
+        return request(
+            11,
+            pair.versions(11)[-1],
+            group_id=group,
+            session_timeout=LONG,
+            rebalance_timeout=LONG,
+            member_id=side.learned.get(("second member", group), ""),
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocols=[{"name": "range", "metadata": subscription(topic)}],
+            reason=None,
         )
 
-    await for_each_version(pair, 16, run, low=4)
-    return ()
+    answers = await pair.step(join)  # MEMBER_ID_REQUIRED
+    held = []
+    for side in pair.sides:
+        side.learned["second member", group] = answers[side].member_id
+        connection = await side.connection()
+        connection.correlation += 1
+        await connection.stream.send(
+            size_prefix(request_frame(join(connection), connection.correlation))
+        )
+        held.append(connection)
+    await pair.step(  # the join taken (on its own connection, so in its own time)
+        request(15, pair.versions(15)[-1], groups=[group], include_authorized_operations=False),
+        until=lambda answer: answer.groups[0].group_state == "PreparingRebalance",
+    )
+    return held
+
+
+async def consumer_group(pair: Pair, group: str, topic: str, state: str) -> list[tuple[str, str]]:
+    """A consumer group (KIP-848) brought to `state`: one member owning both partitions
+    (Stable), then a second joining, the first not yet giving one up (Reconciling), or the
+    first leaving (Empty); the members left in it, whose epochs each side learns."""
+    first, second = (str(uuid.uuid4()) for _ in range(2))
+    await find_coordinator(pair, group)
+    await consumer_heartbeat(pair, group, first, 0, subscribed_topic_names=[topic])
+    await consumer_heartbeat(
+        pair,
+        group,
+        first,
+        None,
+        topic_partitions=lambda side: [
+            {"topic_id": side_topic_id(side, topic), "partitions": [0, 1]}
+        ],
+    )
+    if state == "Empty":
+        await consumer_heartbeat(pair, group, first, -1)
+        return []
+    if state == "Stable":
+        return [(group, first)]
+    await consumer_heartbeat(pair, group, second, 0, subscribed_topic_names=[topic])
+    return [(group, first), (group, second)]
+
+
+async def consumer_heartbeat(
+    pair: Pair, group: str, member_id: str, epoch: int | None, **fields: object
+) -> None:
+    """ConsumerGroupHeartbeat of a member at `epoch` (None: the one each side learned)."""
+
+    def beat(side: Side) -> object:
+        given = {name: value(side) if callable(value) else value for name, value in fields.items()}
+        if epoch == 0:  # joining: everything about the member, none owned
+            given = {"rebalance_timeout": LONG, "server_assignor": "uniform"} | given
+            given.setdefault("topic_partitions", [])
+        given.setdefault("topic_partitions", None)  # else what did not change is left out
+        return request(
+            68,
+            pair.versions(68)[-1],
+            group_id=group,
+            member_id=member_id,
+            member_epoch=side.learned["epoch", group, member_id] if epoch is None else epoch,
+            **given,
+        )
+
+    answers = await pair.step(beat)
+    for side in pair.sides:
+        side.learned["epoch", group, member_id] = answers[side].member_epoch
 
 
 @sweep(42)
@@ -770,10 +1134,13 @@ async def init_producer_id(pair: Pair) -> tuple[str, ...]:
     return ()
 
 
-async def open_transaction(pair: Pair, topic: str) -> str:
-    """A transactional producer with a transaction open on the topic's partition 0."""
+async def open_transaction(
+    pair: Pair, topic: str, timeout: datetime.timedelta = datetime.timedelta(seconds=60)
+) -> str:
+    """A transactional producer with a transaction open on the topic's partition 0 (aborted
+    by the broker past `timeout`)."""
     transactional_id = unique("txn")
-    await init_producer(pair, transactional_id)
+    await init_producer(pair, transactional_id, timeout=timeout)
     await add_partitions(pair, transactional_id, topic, pair.versions(24)[-1])
     await produce(
         pair,
@@ -906,9 +1273,22 @@ async def end_txn(pair: Pair) -> tuple[str, ...]:
                     ),
                     until=lambda answer: answer.error_code != 51,
                 )
+            await transaction_ended(pair, transactional_id)
 
     await for_each_version(pair, 26, run)
     return ()
+
+
+async def transaction_ended(pair: Pair, transactional_id: str) -> None:
+    """DescribeTransactions (compared) until the transaction's end is complete on both: Kafka
+    writes its markers and completes it after it answers EndTxn, so what comes next (a
+    Produce to the partition, a listing of states) could meet it half done."""
+    await pair.step(
+        request(65, pair.versions(65)[-1], transactional_ids=[transactional_id]),
+        until=lambda answer: (
+            answer.transaction_states[0].transaction_state in ("CompleteCommit", "CompleteAbort")
+        ),
+    )
 
 
 @sweep(61)
@@ -949,19 +1329,95 @@ async def describe_transactions(pair: Pair) -> tuple[str, ...]:
     return ()
 
 
+TRANSACTION_STATES = (
+    "Empty",
+    "Ongoing",
+    "PrepareCommit",
+    "PrepareAbort",
+    "CompleteCommit",
+    "CompleteAbort",
+    "Dead",
+    "PrepareEpochFence",
+    "ongoing",  # Kafka knows a state by its name's case: unknown
+    "Nonsense",
+)
+"""Every state of a transactional id in Kafka 4.1 (TransactionState), and two unknown."""
+HOUR_MS = 3_600_000
+
+
 @sweep(66)
 async def list_transactions(pair: Pair) -> tuple[str, ...]:
-    # Kafka's transactions are the session's: filter by a producer id no one has.
-    async def run(version: int) -> None:
+    """Transactional ids in each state a sequence can hold them in (none begun, one open,
+    one committed, one aborted), listed with every filter of every version; the session's
+    other transactions are left out on both sides."""
+    topic = unique("listtxn")
+    await create_topic(pair, topic)
+    empty = unique("txn-empty")
+    await init_producer(pair, empty)
+    ongoing = await open_transaction(pair, topic, timeout=LONG)  # open for the sequence
+    made = {empty: "Empty", ongoing: "Ongoing"}
+    for committed in (True, False):
+        transactional_id = await open_transaction(pair, topic)
         await pair.step(
-            request(
-                66,
-                version,
-                state_filters=["Ongoing"],
-                producer_id_filters=[987654321],
-                duration_filter=-1,
-            )
+            lambda side, transactional_id=transactional_id, committed=committed: request(
+                26,
+                pair.versions(26)[-1],
+                transactional_id=transactional_id,
+                producer_id=side.learned["producer_id", transactional_id],
+                producer_epoch=side.learned["producer_epoch", transactional_id],
+                committed=committed,
+            ),
+            until=lambda answer: answer.error_code != CONCURRENT_TRANSACTIONS,
         )
+        await transaction_ended(pair, transactional_id)
+        made[transactional_id] = "CompleteCommit" if committed else "CompleteAbort"
+    everything = set(made)
+
+    def of_state(*states: str) -> set[str]:
+        return {name for name, state in made.items() if state in states}
+
+    async def run(version: int) -> None:
+        cases: list[tuple[dict[str, object], set[str]]] = [({}, everything)]
+        cases += [({"state_filters": [state]}, of_state(state)) for state in TRANSACTION_STATES]
+        cases += [
+            ({"state_filters": ["Ongoing", "CompleteAbort"]}, of_state("Ongoing", "CompleteAbort")),
+            ({"producer_id_filters": "ongoing"}, {ongoing}),
+            ({"producer_id_filters": [987654321]}, set()),
+        ]
+        if version >= 1:  # open for longer than this; none begun counts as open for ever
+            cases += [
+                ({"duration_filter": 0}, everything),
+                ({"duration_filter": HOUR_MS}, {empty}),
+                ({"duration_filter": 0, "state_filters": ["Ongoing"]}, {ongoing}),
+            ]
+        if version >= 2:  # a regular expression the whole id matches ("(": none is one)
+            cases += [
+                ({"transactional_id_pattern": re.escape(ongoing)}, {ongoing}),
+                ({"transactional_id_pattern": "diff-.*"}, everything),
+                ({"transactional_id_pattern": "diff-txn"}, set()),
+                ({"transactional_id_pattern": ""}, everything),
+                ({"transactional_id_pattern": "("}, set()),
+            ]
+        for spec, expected in cases:
+            await pair.step(
+                lambda side, spec=spec: request(
+                    66,
+                    version,
+                    **{
+                        "state_filters": [],
+                        "producer_id_filters": [],
+                        "duration_filter": -1,
+                        "transactional_id_pattern": None,
+                        **spec,
+                        **(
+                            {"producer_id_filters": [side.learned["producer_id", ongoing]]}
+                            if spec.get("producer_id_filters") == "ongoing"
+                            else {}
+                        ),
+                    },
+                ),
+                only=Listed.of("transaction_states", "transactional_id", made, expected),
+            )
 
     await for_each_version(pair, 66, run)
     return ()
@@ -1065,22 +1521,8 @@ async def consumer_group_describe(pair: Pair) -> tuple[str, ...]:
 async def test_every_version_answers_as_kafka_does(pair: Pair, api_key: int) -> None:
     known = await SWEEP[api_key](pair)
     pair.check(*known)
-
-
-async def outcome_of_version(side: Side, api_key: int, version: int) -> str:
-    """What a broker does with a request at `version` on a fresh connection: "closed" or
-    "answered" (the body is zeros: a version refused is refused before its body is read)."""
-    stream = FrameStream(await trio.open_tcp_stream(side.host, side.port))
-    try:
-        header = struct.pack(">hhih", api_key, version, 1, 5) + b"tests"
-        await stream.send(size_prefix(header + bytes(32)))
-        try:
-            await stream.receive_frame()
-        except EOFError:
-            return "closed"
-        return "answered"
-    finally:
-        await stream.aclose()
+    uncompared = uncompared_versions(pair.compared, api_key, pair.advertised(api_key))
+    assert not uncompared, f"versions both advertise the sweep never compared: {uncompared}"
 
 
 async def test_a_version_below_either_broker_s_minimum_is_refused_alike(pair: Pair) -> None:

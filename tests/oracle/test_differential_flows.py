@@ -49,7 +49,13 @@ START = 1_767_225_600_000
 ADD_PARTITIONS_VERSION = 3
 """The last version a client sends (v4+ is the brokers' verification, KIP-890)."""
 END_TXN_VERSION = 4
-"""Transactions v1: v5 (KIP-890 part 2) bumps the epoch at every end, a known difference."""
+"""Transactions v1, as a client that adds its partitions and keeps its epoch sends it
+(librdkafka 2.16); the transactions v2 sequences end with V2_END_TXN_VERSION."""
+V2_END_TXN_VERSION = 5
+"""Transactions v2 (KIP-890 part 2), as Kafka's 4.x Java producer sends it: every end bumps
+the producer's epoch, and the answer carries the new one."""
+V2_PRODUCE_VERSION = 12
+"""Transactions v2: a transactional Produce adds its partition to the transaction."""
 
 
 def producer(side: Side, transactional_id: str | None) -> tuple[int, int]:
@@ -73,14 +79,22 @@ async def add_partition(pair: Pair, transactional_id: str, topic: str) -> None:
     )
 
 
-async def end_transaction(pair: Pair, transactional_id: str, committed: bool, topic: str) -> None:
-    """EndTxn, then wait for the marker on the topic's partition 0: Kafka writes markers
-    after it answers EndTxn, so a Produce sent at once may land before the marker."""
+async def end_transaction(
+    pair: Pair,
+    transactional_id: str,
+    committed: bool,
+    topic: str,
+    version: int = END_TXN_VERSION,
+    marker: bool = True,
+) -> None:
+    """EndTxn, then (with a `marker` to write) wait for it on the topic's partition 0: Kafka
+    writes markers after it answers EndTxn, so a Produce sent at once may land before the
+    marker. From v5 each side learns the producer id and epoch its answer gives."""
     before = (await log_end(pair, topic)).kafka.topics[0].partitions[0].offset
-    await pair.step(
+    answers = await pair.step(
         lambda side: request(
             26,
-            END_TXN_VERSION,
+            version,
             transactional_id=transactional_id,
             producer_id=producer(side, transactional_id)[0],
             producer_epoch=producer(side, transactional_id)[1],
@@ -88,7 +102,13 @@ async def end_transaction(pair: Pair, transactional_id: str, committed: bool, to
         ),
         until=not_concurrent,
     )
-    await log_end(pair, topic, above=before)
+    if version >= V2_END_TXN_VERSION:
+        for side in pair.sides:
+            if answers[side].error_code == 0:
+                side.learned["producer_id", transactional_id] = answers[side].producer_id
+                side.learned["producer_epoch", transactional_id] = answers[side].producer_epoch
+    if marker:
+        await log_end(pair, topic, above=before)
 
 
 async def log_end(pair: Pair, topic: str, above: int = -1) -> Answers:
@@ -281,6 +301,129 @@ async def test_transactions_commit_abort_offsets_and_fencing(pair: Pair) -> None
     pair.check()
 
 
+async def v2_produce(
+    pair: Pair, transactional_id: str, topic: str, values: list[bytes], sequence: int
+) -> Answers:
+    """A transactional Produce v12 (transactions v2), which adds its partition itself."""
+    return await produce(
+        pair,
+        topic,
+        producer_batch(
+            transactional_id,
+            values,
+            sequence,
+            transactional=True,
+            timestamp_ms=START + 100 * sequence,
+        ),
+        version=V2_PRODUCE_VERSION,
+        transactional_id=transactional_id,
+    )
+
+
+async def test_transactions_v2_read_back_as_from_kafka(pair: Pair) -> None:
+    """A transactions v2 producer (InitProducerId v5, Produce v12, TxnOffsetCommit v5 and
+    EndTxn v5, as Kafka's 4.x Java producer): a transaction read while open (the last stable
+    offset), committed with its offsets, aborted, one whose partition it added itself
+    (AddPartitionsToTxn v3) committed, and an abort with nothing open; the old epoch's batch
+    fenced after each end, the EndTxn retried with it answered again; then the log read back
+    in both isolation levels from every offset (each marker at its bumped epoch, the aborted
+    transaction listed, the last stable offset), ListOffsets, DescribeProducers,
+    DescribeTransactions and the group's offsets."""
+    topic = unique("txnv2")
+    group = unique("txnv2-group")
+    await create_topic(pair, topic)
+    await find_coordinator(pair, group)
+    await produce(pair, topic, records_batch([b"before"], timestamp_ms=START))  # 0
+    transactional_id = unique("txn")
+    await init_producer(pair, transactional_id)
+    await v2_produce(pair, transactional_id, topic, [b"c1", b"c2"], 0)  # 1-2
+    await pair.step(
+        lambda side: txn_offset_commit_request(
+            side, pair.versions(28)[-1], transactional_id, group, topic, 3
+        )
+    )
+    timestamps = [-2, -1, -3, START, START + 1, START + 10_000]
+    await list_offsets(pair, topic, timestamps)  # read_committed ends at 1
+    await fetch_everything(pair, topic, range(0, 3))
+    await offset_fetch(pair, group, topic)
+    fenced = {side.name: producer(side, transactional_id) for side in pair.sides}
+    await end_transaction(pair, transactional_id, True, topic, V2_END_TXN_VERSION)  # 3
+    await offset_fetch(pair, group, topic)
+    await pair.step(  # the producer's last epoch: fenced
+        lambda side: produce_request_of(
+            side, topic, transactional_id, fenced[side.name], [b"late"], sequence=2
+        )
+    )
+    await pair.step(  # the EndTxn again, with the epoch before: a retry, answered again
+        lambda side: request(
+            26,
+            V2_END_TXN_VERSION,
+            transactional_id=transactional_id,
+            producer_id=fenced[side.name][0],
+            producer_epoch=fenced[side.name][1],
+            committed=True,
+        ),
+        until=not_concurrent,
+    )
+    await v2_produce(pair, transactional_id, topic, [b"x1"], 0)  # 4, sequences from 0
+    await end_transaction(pair, transactional_id, False, topic, V2_END_TXN_VERSION)  # 5
+    await add_partition(pair, transactional_id, topic)
+    await v2_produce(pair, transactional_id, topic, [b"c3"], 0)  # 6
+    await end_transaction(pair, transactional_id, True, topic, V2_END_TXN_VERSION)  # 7
+    await end_transaction(
+        pair, transactional_id, False, topic, V2_END_TXN_VERSION, marker=False
+    )  # nothing open: the epoch bumps all the same
+    await produce(pair, topic, records_batch([b"after"], timestamp_ms=START + 50))  # 8
+    await fetch_everything(pair, topic, range(0, 10))
+    await list_offsets(pair, topic, timestamps)
+    await pair.step(
+        request(61, pair.versions(61)[-1], topics=[{"name": topic, "partition_indexes": [0]}])
+    )
+    await pair.step(  # the last end complete (Kafka completes it after it answers)
+        request(65, pair.versions(65)[-1], transactional_ids=[transactional_id]),
+        until=lambda answer: answer.transaction_states[0].transaction_state == "CompleteAbort",
+    )
+    await offset_fetch(pair, group, topic)
+    pair.check()
+
+
+def produce_request_of(
+    side: Side,
+    topic: str,
+    transactional_id: str,
+    producer_id_and_epoch: tuple[int, int],
+    values: list[bytes],
+    sequence: int,
+) -> object:
+    """A transactional Produce v12 of a batch from the producer id and epoch given."""
+    producer_id, epoch = producer_id_and_epoch
+    return request(
+        0,
+        V2_PRODUCE_VERSION,
+        transactional_id=transactional_id,
+        acks=-1,
+        timeout=SECONDS,
+        topic_data=[
+            {
+                "name": topic,
+                "topic_id": side.learned["topic_id", topic],
+                "partition_data": [
+                    {
+                        "index": 0,
+                        "records": records_batch(
+                            values,
+                            producer_id=producer_id,
+                            producer_epoch=epoch,
+                            base_sequence=sequence,
+                            transactional=True,
+                        ),
+                    }
+                ],
+            }
+        ],
+    )
+
+
 def describe_groups(pair: Pair, group: str) -> object:
     return request(15, pair.versions(15)[-1], groups=[group], include_authorized_operations=False)
 
@@ -405,6 +548,43 @@ async def test_consumer_group_from_join_to_deletion(pair: Pair) -> None:
     await pair.step(
         request(69, pair.versions(69)[-1], group_ids=[group], include_authorized_operations=False)
     )
+    pair.check()
+
+
+async def test_a_uniform_assignment_keeps_what_a_member_owns(pair: Pair) -> None:
+    """Member a owns both partitions; b, whose id sorts first, joins: Kafka's uniform
+    assignor leaves a its partition 0 and will give b partition 1 once a lets it go."""
+    topic = unique("sticky")
+    await create_topic(pair, topic, partitions=2)
+    group = unique("sticky")
+    b, a = sorted(str(uuid.uuid4()) for _ in range(2))
+    await find_coordinator(pair, group)
+
+    async def beat(member_id: str, epoch: int, owned: list[int]) -> None:
+        answers = await pair.step(
+            lambda side: request(
+                68,
+                pair.versions(68)[-1],
+                group_id=group,
+                member_id=member_id,
+                member_epoch=side.learned.get(("epoch", member_id), 0) if epoch else 0,
+                rebalance_timeout=datetime.timedelta(seconds=30),
+                subscribed_topic_names=[topic],
+                server_assignor="uniform",
+                topic_partitions=[{"topic_id": topic_id(side, topic), "partitions": owned}][
+                    : len(owned)
+                ],
+            )
+        )
+        for side in pair.sides:
+            side.learned["epoch", member_id] = answers[side].member_epoch
+
+    await beat(a, 0, [])
+    await beat(a, 1, [0, 1])
+    await beat(b, 0, [])
+    await beat(a, 1, [0, 1])  # told to give up partition 1, not 0
+    await beat(a, 1, [0])
+    await beat(b, 2, [])  # given partition 1
     pair.check()
 
 

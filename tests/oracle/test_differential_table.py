@@ -4,7 +4,10 @@ reports what differs where."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import time
+import uuid
 from pathlib import Path
 
 from kio.schema.metadata.v12.response import (
@@ -15,7 +18,15 @@ from kio.schema.metadata.v12.response import (
 )
 
 from nullbroker.handlers import SERVED_KEYS
-from tests.differential import Difference, compare, matching
+from tests.differential import (
+    Difference,
+    Listed,
+    Seen,
+    compare,
+    is_cluster_id,
+    matching,
+    uncompared_versions,
+)
 from tests.differential_allowed import ALLOWED, KNOWN
 from tests.oracle.test_differential_apis import SWEEP
 
@@ -88,3 +99,100 @@ def test_node_ids_and_ports_may_differ_only_as_each_broker_s_own() -> None:
     )
     assert not matching(ALLOWED, epoch, identities)
     assert not matching(KNOWN, epoch)
+
+
+def topic_id(path: str, kafka: object, nullbroker: object, seen: Seen) -> bool:
+    difference = Difference("Metadata", 12, path, kafka, nullbroker)
+    return bool(matching(ALLOWED, difference, seen=seen))
+
+
+def test_topic_ids_may_differ_only_as_one_real_id_a_topic_on_each_side() -> None:
+    seen = Seen.starting_now()
+    kafka_a, ours_a, kafka_b, ours_b = (uuid.uuid4() for _ in range(4))
+    path = "MetadataResponse.topics[a].topic_id"
+    assert not topic_id(path, kafka_a, uuid.UUID(int=0), seen), "zero against a real id"
+    assert not topic_id(path, uuid.UUID(int=0), ours_a, seen), "a real id against zero"
+    assert not topic_id(path, kafka_a, None, seen), "no id at all"
+    assert topic_id(path, kafka_a, ours_a, seen)
+    assert topic_id("FetchResponse.responses[0].topic_id", kafka_a, ours_a, seen), "again"
+    assert not topic_id(path, kafka_a, ours_b, seen), "the topic's id changed"
+    assert not topic_id("MetadataResponse.topics[b].topic_id", kafka_b, ours_a, seen), (
+        "two topics with one id"
+    )
+    assert topic_id("MetadataResponse.topics[b].topic_id", kafka_b, ours_b, seen)
+
+
+def test_cluster_ids_may_differ_only_as_kraft_ids_stable_for_the_sequence() -> None:
+    seen = Seen.starting_now()
+    kafka, ours, other = (
+        "Zp0YF_UlRAWHUmpJMGkhkg",
+        "bnVsbGJyb2tlci1jbHN0cg",
+        "AAECAwQFBgcICQoLDA0ODw",
+    )
+    path = "MetadataResponse.cluster_id"
+
+    def allowed(left: object, right: object) -> bool:
+        return bool(matching(ALLOWED, Difference("Metadata", 12, path, left, right), seen=seen))
+
+    assert not allowed(kafka, "nullbroker-cluster-0001"), "not a KRaft cluster id"
+    assert not allowed(kafka, "bnVsbGJyb2tlci1jbHN0ch"), "22 characters of 16.5 bytes"
+    assert not allowed(kafka, None)
+    assert allowed(kafka, ours)
+    assert allowed(kafka, ours)
+    assert not allowed(kafka, other), "the cluster's id changed"
+    assert is_cluster_id(other) and not is_cluster_id("bnVsbGJyb2tlci1jbHN0cg==")
+
+
+def test_a_broker_s_time_may_differ_only_as_a_time_within_the_sequence() -> None:
+    now = time.time_ns() // 1_000_000
+    seen = Seen(since_ms=now - 1000)
+    path = "DescribeProducersResponse.topics[t].partitions[0].active_producers[0].last_timestamp"
+
+    def allowed(left: object, right: object, at: str = path) -> bool:
+        return bool(matching(ALLOWED, Difference("Api", 0, at, left, right), seen=seen))
+
+    assert allowed(now, now - 10)
+    assert not allowed(now, -1), "-1 where Kafka gives a time"
+    assert not allowed(-1, now)
+    assert not allowed(now, now - 1001), "a time before the sequence began"
+    assert not allowed(now, now + 86_400_000), "a time after the comparison"
+    assert not allowed(now, 1_767_225_600_000), "a record's own timestamp, not the clock"
+    start = "DescribeTransactionsResponse.transaction_states[t].transaction_start_time"
+    as_datetime = datetime.datetime.fromtimestamp(now / 1000, datetime.UTC)
+    minus_one = datetime.datetime.fromtimestamp(-1 / 1000, datetime.UTC)
+    assert allowed(as_datetime, as_datetime - datetime.timedelta(milliseconds=1), start)
+    assert not allowed(as_datetime, minus_one, start)
+    marker = "FetchLog.batches[2].control.records[0].timestamp"
+    # kio keeps a record's time to the second: one a second before the sequence may be its
+    seen.since_ms = now
+    in_seconds = as_datetime.replace(microsecond=0)
+    assert allowed(in_seconds, as_datetime, marker)
+
+
+def test_every_version_both_advertise_is_compared_by_the_sweep() -> None:
+    compared = {(3, version) for version in range(4, 13)} | {(16, 0), (16, 2)}
+    assert uncompared_versions(compared, 3, range(0, 14)) == [0, 1, 2, 3, 13]
+    assert uncompared_versions(compared, 16, range(0, 3)) == [1]
+
+
+def test_a_listing_is_compared_on_what_the_sequence_made_and_must_list_it() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Group:
+        group_id: str
+
+    @dataclasses.dataclass(frozen=True)
+    class Listing:
+        groups: tuple[Group, ...]
+
+    listed = Listed.of("groups", "group_id", made=["a", "b"], expected=["a"])
+    answer = Listing((Group("x"), Group("a"), Group("y")))
+    assert listed.restrict(answer) == Listing((Group("a"),))
+    listed.check_listed(listed.restrict(answer))
+    assert listed.until(None)(answer)
+    assert not listed.until(None)(Listing((Group("b"),)))
+    try:
+        listed.check_listed(Listing(()))
+    except AssertionError:
+        pass
+    else:
+        raise AssertionError("a listing without what was expected must fail")

@@ -14,6 +14,7 @@ session timeout. Offsets are committed with member epochs.
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 import uuid
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from kio.schema.errors import ErrorCode
 
+from ...cluster.nodes import java_string_hash
 from .offsets import CommittedOffset
 
 HEARTBEAT_INTERVAL_MS = 5000
@@ -370,11 +372,15 @@ class ConsumerGroups:
 
     def _assign(self, group: ConsumerGroup) -> dict[str, Assignment]:
         """The group's target assignment: each subscribed topic's partitions spread over
-        its subscribers, range-wise (`range`) or round robin over all of them (`uniform`)."""
+        its subscribers, range-wise (`range`) or round robin over all of them (`uniform`);
+        uniform over members of one subscription as Kafka's assignor does it, keeping what
+        each has (`_uniform`)."""
         members = sorted(group.members.values(), key=lambda member: member.member_id)
         target: dict[str, dict[str, set[int]]] = {member.member_id: {} for member in members}
         topics = sorted({topic for member in members for topic in member.subscribed})
         uses_range = any(member.assignor == RANGE for member in members)
+        if not uses_range and len({member.subscribed for member in members}) == 1:
+            return self._uniform(group, topics)
         turn = 0
         for topic in topics:
             count = self._partitions_of(topic)
@@ -393,6 +399,60 @@ class ConsumerGroups:
                     member_id = subscribers[turn % len(subscribers)]
                     target[member_id].setdefault(topic, set()).add(partition)
                     turn += 1
+        return {
+            member_id: {topic: frozenset(parts) for topic, parts in assigned.items() if parts}
+            for member_id, assigned in target.items()
+        }
+
+    def _uniform(self, group: ConsumerGroup, topics: list[str]) -> dict[str, Assignment]:
+        """Kafka's uniform assignor where every member subscribes to the same topics (its
+        UniformHomogeneousAssignmentBuilder): each member's share is the partitions over the
+        members, the first members (in the order Kafka's HashMap of member ids gives them)
+        one more while some are left; a member keeps what its last target gave it up to its
+        share, and the partitions no one keeps go to the members short of theirs, in that
+        order, each filled before the next. Topics come in name order (Kafka's come in the
+        order of its random topic ids)."""
+        counts = {topic: self._partitions_of(topic) or 0 for topic in topics}
+        counts = {topic: count for topic, count in counts.items() if count}
+        order = java_hash_map_order(list(group.members))
+        kept = {
+            member_id: {
+                topic: partitions
+                for topic, partitions in group.target.get(member_id, {}).items()
+                if topic in counts
+            }
+            for member_id in order
+        }
+        taken = {
+            (topic, p) for assigned in kept.values() for topic, ps in assigned.items() for p in ps
+        }
+        free = [
+            (topic, partition)
+            for topic, count in counts.items()
+            for partition in range(count)
+            if (topic, partition) not in taken
+        ]
+        share, extra = divmod(sum(counts.values()), len(order))
+        target: dict[str, dict[str, set[int]]] = {}
+        short: list[tuple[str, int]] = []
+        for member_id in order:
+            quota = share + (1 if extra > 0 else 0)
+            extra -= 1
+            mine: dict[str, set[int]] = {}
+            for topic, partitions in sorted(kept[member_id].items()):
+                for partition in sorted(partitions):
+                    if quota > 0:
+                        mine.setdefault(topic, set()).add(partition)
+                        quota -= 1
+                    else:
+                        free.append((topic, partition))
+            target[member_id] = mine
+            if quota > 0:
+                short.append((member_id, quota))
+        given = iter(free)
+        for member_id, quota in short:
+            for topic, partition in itertools.islice(given, quota):
+                target[member_id].setdefault(topic, set()).add(partition)
         return {
             member_id: {topic: frozenset(parts) for topic, parts in assigned.items() if parts}
             for member_id, assigned in target.items()
@@ -440,3 +500,18 @@ class ConsumerGroups:
         return [
             group for group in self.groups.values() if not wanted or group.state.lower() in wanted
         ]
+
+
+def java_hash_map_order(keys: list[str]) -> list[str]:
+    """String keys in the order a java.util.HashMap they were put into in this order
+    iterates them: by bucket (the hash's high half folded into its low, masked by the
+    table's size, 16 doubled while more than three quarters full), then as put."""
+    capacity = 16
+    while len(keys) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(key: str) -> int:
+        hashed = java_string_hash(key) & 0xFFFFFFFF
+        return (hashed ^ (hashed >> 16)) & (capacity - 1)
+
+    return sorted(keys, key=bucket)

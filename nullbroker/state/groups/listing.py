@@ -73,7 +73,9 @@ def describe(group_id: str, group: Group | ConsumerGroup | None) -> DescribedGro
                 member.client_id,
                 member.client_host,
                 member.metadata(group.protocol_name) if stable and group.protocol_name else b"",
-                member.assignment if stable else b"",
+                # As Kafka 4's ClassicGroupMember: the assignment in every state (the last
+                # one synced, until a rebalance from CompletingRebalance resets it).
+                member.assignment,
             )
             for member in group.members.values()
         ),
