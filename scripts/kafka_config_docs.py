@@ -30,7 +30,7 @@ from codec.entities import request_module
 
 CREATE_TOPICS, DELETE_TOPICS, METADATA, DESCRIBE_CONFIGS = 19, 20, 3, 32
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
-TABLE = Path(__file__).resolve().parent.parent / "nullbroker" / "config_documentation.py"
+TABLE = Path(__file__).resolve().parent.parent / "nullbroker" / "state" / "config_documentation.py"
 
 
 class Client:
