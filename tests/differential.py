@@ -532,7 +532,7 @@ class Pair:
             until = only.until(until)
         answers = []
         for side in self.sides:
-            answers.append(await self._ask_until(side, build_request, until))
+            answers.append(by_role(await self._ask_until(side, build_request, until), side))
         both = Answers(*answers)
         if only is not None:
             both = Answers(only.restrict(both.kafka), only.restrict(both.nullbroker))
@@ -636,6 +636,27 @@ async def outcome_of_version(side: Side, api_key: int, version: int) -> str:
         return "answered"
     finally:
         await stream.aclose()
+
+
+def by_role(answer: Any, side: Side) -> Any:
+    """DescribeGroups' members in the order the sequence learned their ids on that broker, the
+    ids it does not know after them: a classic group's member ids are each broker's own, and
+    Kafka lists the members from a hash map of them (in no order a client may rely on), so
+    members are compared by their part in the sequence (its first member, its second)."""
+    if type(answer).__name__ != "DescribeGroupsResponse":
+        return answer
+    rank: dict[str, int] = {}
+    for value in side.learned.values():
+        if isinstance(value, str):
+            rank.setdefault(value, len(rank))
+
+    def ordered(group: Any) -> Any:
+        members = sorted(
+            group.members, key=lambda m: (rank.get(m.member_id, len(rank)), m.member_id)
+        )
+        return dataclasses.replace(group, members=tuple(members))
+
+    return dataclasses.replace(answer, groups=tuple(ordered(group) for group in answer.groups))
 
 
 @dataclass(frozen=True)
@@ -745,6 +766,47 @@ async def create_topic(
     )
     await learn_topic_ids(pair, topic)
     await until_led(pair, topic, partitions)
+    await until_assignable(pair, topic, partitions)
+
+
+async def until_assignable(pair: Pair, topic: str, partitions: int) -> None:
+    """A KIP-848 member of a group of its own joins, subscribed to the topic, until each
+    broker assigns it every partition, then leaves (none of it compared). Kafka's group
+    coordinator takes a new topic from the metadata image a moment after its leader serves
+    it: a group that joined in between is given nothing, then, once the coordinator sees the
+    topic, a new epoch with the partitions, where nullbroker gives them at once. Sequences
+    that then compare a consumer group's epochs wait here for both to have settled."""
+    if not pair.versions(68):
+        return  # not served here (several processes): no group to wait for
+    group, member_id = unique("settle"), str(uuid.uuid4())
+    version = pair.versions(68)[-1]
+    await find_coordinator(pair, group)
+
+    def assigned(answer: Any) -> bool:
+        given = answer.assignment.topic_partitions if answer.assignment else ()
+        return sum(len(entry.partitions) for entry in given) == partitions
+
+    await pair.step(
+        request(
+            68,
+            version,
+            group_id=group,
+            member_id=member_id,
+            member_epoch=0,
+            rebalance_timeout=datetime.timedelta(seconds=30),
+            subscribed_topic_names=[topic],
+            server_assignor="uniform",
+            topic_partitions=[],
+        ),
+        until=assigned,
+        compared=False,
+    )
+    await pair.step(
+        request(
+            68, version, group_id=group, member_id=member_id, member_epoch=-1, topic_partitions=None
+        ),
+        compared=False,
+    )
 
 
 async def until_led(pair: Pair, topic: str, partitions: int) -> None:

@@ -67,6 +67,8 @@ FIXTURE_CONFIGS: dict[str, tuple[str, ...]] = {
             "controller.quorum.bootstrap.servers",
             "listener.security.protocol.map",
             "log.retention.check.interval.ms",
+            "sasl.enabled.mechanisms",
+            "connections.max.reauth.ms",
         ),
         ("value", "config_source", "synonyms[]", *_DEFAULT_SYNONYM),
     ),
@@ -222,12 +224,22 @@ ALLOWED: tuple[Entry, ...] = (
             f"DescribeConfigsResponse.results[].configs[{name}].{field}",
             "set in Kafka's fixture (perf/kafka_broker.py) for what nullbroker does not have: "
             "its KRaft controller (a CONTROLLER listener, a quorum to reach, a listener for "
-            "brokers to talk to each other), and retention checked once a day, not every "
-            "five minutes (so the tests' records, timestamped 2026-01-01, are not deleted "
-            "mid-test); nullbroker reports Kafka's defaults, as a node not told them would",
+            "brokers to talk to each other), the SASL_PLAINTEXT listener the SASL sequences "
+            "use (its mechanisms, its session lifetime), and retention checked once a day, "
+            "not every five minutes (so the tests' records, timestamped 2026-01-01, are not "
+            "deleted mid-test); the pair's nullbroker, one PLAINTEXT listener, reports Kafka's "
+            "defaults, as a node not told them would",
         )
         for name, fields in FIXTURE_CONFIGS.items()
         for field in fields
+    ),
+    Entry(
+        "fixture config",
+        "DescribeConfigsResponse.results[].configs[listener.name.sasl_plaintext.*.sasl.jaas.config]",
+        "the JAAS configuration of each mechanism of the SASL_PLAINTEXT listener Kafka's fixture "
+        "has for the SASL sequences (sensitive: no value); the pair's nullbroker has no SASL "
+        "listener, and a Kafka node without one lists none",
+        nullbroker=("<absent>",),
     ),
     Entry(
         "fixture config",

@@ -226,6 +226,8 @@ class RolePair(Pair):
             clusters.kafka.sides[kafka_node], clusters.nullbroker.sides[nullbroker_node], -1
         )
         base = clusters.base
+        # One sequence: its window of time, and the ids it has seen, hold across its pairs.
+        self.seen = base.seen
         self.identities = base.identities
         self.unexplained = base.unexplained
         self.known = base.known
