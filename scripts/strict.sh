@@ -15,12 +15,13 @@ strict_run() {
   return 1
 }
 
-# cannot_provision MESSAGE: say it; exit 1 in a strict run, 0 elsewhere.
+# cannot_provision WHAT CONSEQUENCE: in a strict run say WHAT and that the run stops, exit 1;
+# elsewhere say WHAT and CONSEQUENCE (which tests skip), exit 0.
 cannot_provision() {
-  say "$*"
   if strict_run; then
-    say "a strict run (CI=${CI:-} NULLBROKER_STRICT=${NULLBROKER_STRICT:-}) stops here"
+    say "$1; a strict run (CI=${CI:-} NULLBROKER_STRICT=${NULLBROKER_STRICT:-}) stops here"
     exit 1
   fi
+  say "$1; $2"
   exit 0
 }
