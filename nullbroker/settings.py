@@ -43,7 +43,10 @@ def parse_host_port(text: str, setting: str) -> tuple[str, int]:
 
 @dataclass(frozen=True, slots=True)
 class Config:
-    """Every setting of `nullbroker serve`. Field names are the setting names."""
+    """Every setting of `nullbroker serve`. Field names are the setting names.
+
+    Made as given: a Config read from a user's settings is the one
+    nullbroker.app.configuration.load returns, checked (`checked`)."""
 
     listen: str = "127.0.0.1:9092"
     advertise: str | None = None
