@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +25,7 @@ from .state.topics import PartitionCountersFor, TopicRegistry
 from .stats import BrokerStats
 
 if TYPE_CHECKING:
-    from .net.sasl import SaslSession
+    from .sessions import Session
     from .state.groups.classic import GroupCoordinator
     from .state.groups.consumer import ConsumerGroups
     from .state.groups.offsets import CommittedOffset
@@ -35,42 +34,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("nullbroker")
 
 NODE_ID = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    host: str
-    port: int
-
-
-@dataclass(slots=True)
-class Session:
-    """What a handler may need to know about the connection a request came on."""
-
-    peer: str
-    """The client's address, HOST:PORT."""
-    advertised: Endpoint
-    """The address clients are told to reach this node at (Metadata, FindCoordinator)."""
-    node_id: int = 0
-    """The node of the cluster the client connected to (nullbroker.cluster.nodes)."""
-    ports: dict[int, int] | None = None
-    """Each node's port on the listener this client came in on (None: the cluster's)."""
-    sasl: SaslSession | None = None
-    """On a SASL listener, the connection's authentication; None elsewhere."""
-
-    def node(self, cluster: Cluster, node_id: int) -> Endpoint:
-        """Where this client is told to reach `node_id`: the host it reached us at, on the
-        listener it came in on."""
-        if node_id == self.node_id and not cluster.hosts:
-            return self.advertised
-        host = cluster.hosts.get(node_id, self.advertised.host)
-        ports = self.ports if self.ports is not None else cluster.ports
-        return Endpoint(host, ports.get(node_id, self.advertised.port))
-
-    @property
-    def host(self) -> str:
-        """The client's host, without its port: repeated warnings are summarised by it."""
-        return self.peer.rpartition(":")[0] or self.peer
 
 
 class LogGrowth:
@@ -100,7 +63,7 @@ class LogGrowth:
             self._waiters.unpark_all()
 
 
-Handler = Callable[["Broker", Request, Session], Any]
+Handler = Callable[["Broker", Request, "Session"], Any]
 """A request handler: returns a kio response entity, pre-encoded body bytes, None for no
 response (Produce with acks=0), or an awaitable of one of these for a request that waits."""
 

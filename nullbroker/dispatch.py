@@ -24,9 +24,10 @@ from codec import (
 )
 from codec.framing import Buffer
 
-from .broker import Broker, Session
+from .broker import Broker
 from .handlers import SERVED_KEYS, handler_table, served_ranges
 from .handlers.produce_lane import for_broker
+from .sessions import Session
 
 if TYPE_CHECKING:
     from .handlers.produce_lane import Lane

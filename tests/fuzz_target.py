@@ -8,8 +8,9 @@ from pathlib import Path
 from types import CoroutineType
 
 from codec import FrameReader, ProtocolError
-from nullbroker.broker import Broker, Endpoint, Session
+from nullbroker.broker import Broker
 from nullbroker.dispatch import Dispatch
+from nullbroker.sessions import Endpoint, Session
 from nullbroker.settings import Config
 
 FRAMES = Path(__file__).resolve().parent / "vectors" / "frames"

@@ -18,8 +18,9 @@ from codec.apis import (
 )
 from codec.entities import request_module
 from codec.messages import encode_request
-from nullbroker.broker import Broker, Endpoint, Session
+from nullbroker.broker import Broker
 from nullbroker.dispatch import Dispatch
+from nullbroker.sessions import Endpoint, Session
 
 SESSION = Session(peer="127.0.0.1:50000", advertised=Endpoint("127.0.0.1", 9092))
 

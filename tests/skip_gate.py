@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from nullbroker.settings import STRICT_VARIABLE
+from nullbroker.app.configuration import STRICT_VARIABLE
 from tests.allowed_skips import ALLOWED_SKIPS, AllowedSkip, allowing
 
 _YES = frozenset({"1", "true", "yes", "on"})

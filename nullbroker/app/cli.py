@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from .. import __version__
-from ..settings import CONFIG_FILE_VARIABLE, CONNECTION_LOOPS, Config, ConfigError, load
+from ..settings import CONNECTION_LOOPS, Config, ConfigError
 from ..workers.listening import StartupError
 from ..workers.run import run_server
+from .configuration import CONFIG_FILE_VARIABLE, load
 
 log = logging.getLogger("nullbroker")
 

@@ -26,14 +26,13 @@ import zlib
 from dataclasses import dataclass, field
 
 from ..java_hashing import java_string_hash
+from ..settings import INTERNAL_TOPIC_PARTITIONS
 
 NO_LEADER_EPOCH = -1
 """No epoch: what a client that knows none sends as its current_leader_epoch, and what an
 answer that finds no offset names."""
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-INTERNAL_TOPIC_PARTITIONS = 50
-"""Kafka's offsets.topic.num.partitions and transaction.state.log.num.partitions."""
 _NONE: frozenset[int] = frozenset()
 MAX_BROKERS = 64
 

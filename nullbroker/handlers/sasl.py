@@ -12,8 +12,13 @@ from kio.schema.errors import ErrorCode
 from codec import ApiKey, Request, decode_request, encode_response
 from codec.entities import make, response_module
 
-from ..net.listeners import MECHANISMS
-from ..net.sasl import AUTHENTICATE, RAW_TOKENS, SaslAuthenticationFailed, UnexpectedRequest
+from ..sessions.mechanisms import MECHANISMS
+from ..sessions.sasl import (
+    AUTHENTICATE,
+    RAW_TOKENS,
+    SaslAuthenticationFailed,
+    UnexpectedRequest,
+)
 from .common import NO_THROTTLE, counted
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import trio
 from codec import FrameReader, ProtocolError
 from codec.framing import Buffer
 
-from ..broker import Session
+from ..sessions import Session
 from .host_loop import FIRST_RECEIVE_BYTES, RECEIVE_BYTES, SHRINK_AFTER_READS
 from .read_budget import ReadBudget, Reservation
 from .shared import Shared
@@ -487,7 +487,7 @@ def answer_until_held(
             response = answer(frame, session)
         except ProtocolError as error:
             # Rare (the connection closes): SASL is imported here, not by every broker.
-            from .sasl import SaslAuthenticationFailed
+            from ..sessions.sasl import SaslAuthenticationFailed
 
             if isinstance(error, SaslAuthenticationFailed):
                 out.append(error.response)  # answered, then the connection closes

@@ -25,7 +25,7 @@ import trio
 from codec import FrameReader
 from codec.framing import Buffer
 
-from ..broker import Session
+from ..sessions import Session
 from . import host_loop, lane_reader
 from .connection import (
     IOV_MAX,

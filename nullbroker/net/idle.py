@@ -20,7 +20,7 @@ from ..log_limit import RepeatLimitedLog
 from ..stats import BrokerStats
 
 if TYPE_CHECKING:
-    from ..broker import Session
+    from ..sessions import Session
 
 
 class Wire(Protocol):

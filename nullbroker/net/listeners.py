@@ -4,7 +4,7 @@ the TLS context of SSL ones.
 Each listener is a security protocol at an address; a cluster's node `n` listens at each
 listener's port + n. Metadata and FindCoordinator answer with the addresses of the
 listener the client came in on (or of `--advertised-listeners`, by the same names), as Kafka
-does. SASL_PLAINTEXT and SASL_SSL listeners authenticate clients (nullbroker.net.sasl).
+does. SASL_PLAINTEXT and SASL_SSL listeners authenticate clients (nullbroker.sessions.sasl).
 """
 
 from __future__ import annotations
@@ -12,17 +12,13 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass
 
+from ..settings import Config
+
 PLAINTEXT = "PLAINTEXT"
 SSL = "SSL"
 SASL_PLAINTEXT = "SASL_PLAINTEXT"
 SASL_SSL = "SASL_SSL"
 PROTOCOLS = (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)
-PLAIN = "PLAIN"
-SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-OAUTHBEARER = "OAUTHBEARER"
-MECHANISMS = (PLAIN, *SCRAM_MECHANISMS, OAUTHBEARER)
-"""What SASL listeners take (--sasl-mechanisms): named here, where every broker checks its
-settings, so that only a broker with a SASL listener imports nullbroker.net.sasl."""
 CLIENT_AUTH = {
     "none": ssl.CERT_NONE,
     "requested": ssl.CERT_OPTIONAL,
@@ -72,6 +68,24 @@ def parse_listeners(text: str) -> tuple[Listener, ...]:
     if len(set(names)) != len(names):
         raise ListenerError("each security protocol may have one listener (Kafka names them so)")
     return tuple(listeners)
+
+
+def listener_specs(config: Config) -> tuple[Listener, ...]:
+    """Every listener: --listeners, else --listen as one PLAINTEXT listener."""
+    if config.listeners is not None:
+        return parse_listeners(config.listeners)
+    return (Listener(PLAINTEXT, *config.listen_address),)
+
+
+def advertised_specs(config: Config) -> dict[str, tuple[str, int]]:
+    """The address each listener is advertised at, by protocol name (none: the address
+    each client reached)."""
+    if config.advertised_listeners is not None:
+        advertised = parse_listeners(config.advertised_listeners)
+        return {listener.name: (listener.host, listener.port) for listener in advertised}
+    if config.advertise is not None:
+        return {PLAINTEXT: config.advertised_address}  # type: ignore[dict-item]
+    return {}
 
 
 def server_context(cert: str, key: str, ca: str | None, client_auth: str) -> ssl.SSLContext:

@@ -24,10 +24,10 @@ from collections import deque
 
 import trio
 
+from ..settings import DEFAULT_MAX_BUFFERED_BYTES
 from ..stats import BrokerStats
 
 SMALL_REQUEST_BYTES = 1024 * 1024 + 64 * 1024
-DEFAULT_MAX_BUFFERED_BYTES = 100 * 1024 * 1024
 
 
 class ReadBudget:

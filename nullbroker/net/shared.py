@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from ..broker import Broker
     from ..dispatch import Dispatch
     from ..handlers.produce_lane import Lane
+    from ..sessions.sasl import Users
     from ..stats import BrokerStats
-    from .sasl import Users
 
 log = logging.getLogger("nullbroker")
 
@@ -32,8 +32,12 @@ class Shared:
         """Each request frame's answer (nullbroker.dispatch.Dispatch.answer)."""
         self.warnings = RepeatLimitedLog(log)
         """Where connections log what goes wrong with them, a line per kind and peer."""
-        self.sasl_users: Users | None = config.read_users() if config.users else None
+        self.sasl_users: Users | None = None
         """The --users file's users, for SASL listeners."""
+        if config.users:
+            from ..sessions.sasl import read_users  # a broker given --users only
+
+            self.sasl_users = read_users(config.users, config.named("users"))
         self.idle_connections = IdleConnections(config.idle_timeout_ms, self.stats, self.warnings)
         """Every open connection, closed after --idle-timeout-ms of silence."""
         self.read_budget = ReadBudget(config.max_buffered_bytes, self.stats)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..net.listeners import listener_specs
 from .kafka_broker_configs import BROKER_CONFIGS
 from .kafka_configs import (
     TOPIC_CONFIGS,
@@ -316,7 +317,7 @@ def static_broker_configs(config: Config, node_id: int) -> dict[str, str]:
     ):  # fmt: skip
         if setting in given or str(value) != default_value(name):
             static[name] = str(value)
-    if any(listener.sasl for listener in config.listener_specs):
+    if any(listener.sasl for listener in listener_specs(config)):
         static["sasl.enabled.mechanisms"] = config.sasl_mechanisms
     return static
 

@@ -31,8 +31,6 @@ INITIAL_EPOCH = 0
 """A full Fetch asking for a new session."""
 FINAL_EPOCH = -1
 """A full Fetch asking for none (closing the one it names)."""
-DEFAULT_SLOTS = 1000
-"""Kafka's max.incremental.fetch.session.cache.slots."""
 EVICTION_MS = 120_000
 """How long a session must be idle, or have lived, before a new one may take its place
 (Kafka's MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS)."""

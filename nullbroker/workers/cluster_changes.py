@@ -30,11 +30,12 @@ import trio
 
 from codec import ApiKey, Request, decode_request
 
-from ..broker import Broker, Endpoint, Session
+from ..broker import Broker
 from ..cluster.fault_specs import FaultSpecError
 from ..dispatch import Answer, Dispatch
 from ..handlers import IMPORTED_ON_FIRST_USE, SERVED_KEYS
 from ..handlers.groups import internal_topic_for
+from ..sessions import Endpoint, Session
 from ..settings import Config
 from ..state.producers import FIRST_PRODUCER_ID, PartitionSequences, ProducerRegistry
 from ..state.topics import Topic

@@ -9,7 +9,7 @@ import socket
 
 import trio
 
-from ..broker import Endpoint
+from ..sessions import Endpoint
 
 
 def endpoint_of(sockname: tuple[str, int] | tuple[str, int, int, int]) -> Endpoint:

@@ -14,7 +14,7 @@ SIGINT or SIGTERM: passed to every worker, each of which drains as a lone broker
 its last accounts and exits; then the supervisor writes the summary. A worker that exits on
 its own stops the cluster.
 
-Over several hosts (`--node-map`, nullbroker.workers.node_map) the same holds: the host with node 0
+Over several hosts (`--node-map`, nullbroker.cluster.node_map) the same holds: the host with node 0
 runs the supervisor and a worker for its own nodes; every other host's broker serves its
 nodes as a worker that joins the supervisor over TCP. Changes to the cluster wait until
 every node of the map has joined.
@@ -37,18 +37,18 @@ from typing import Any
 
 import trio
 
-from ..broker import Endpoint
 from ..cluster.faults import Faults
+from ..cluster.node_map import NodeMap, read_node_map
 from ..cluster.nodes import Cluster
 from ..log_limit import RepeatLimitedLog
 from ..ops.report import write_summary
+from ..sessions import Endpoint
 from ..settings import Config
 from ..stats import BrokerStats
 from . import operator_services as services
 from .channel import ControlChannel, receive_blocking, send_blocking
 from .cluster_changes import WorkerRole
 from .listening import StartupError, endpoint_of, open_listeners
-from .node_map import NodeMap
 from .run import print_addresses, run_server
 from .server import DRAIN_SECONDS, open_node_listeners
 
@@ -65,7 +65,11 @@ def serve_processes(config: Config) -> int:
     workers for this host's nodes (all the nodes, without a node map); or, on a host of a
     node map without node 0, as a worker of the supervisor it joins. The exit status."""
     services.check_summary_path(config)
-    node_map = config.read_node_map() if config.node_map is not None else None
+    node_map = (
+        read_node_map(config.node_map, config.named("node_map"))
+        if config.node_map is not None
+        else None
+    )
     bound = trio.run(_bind, config, node_map)
     if node_map is not None and 0 not in bound.nodes:
         return _join_cluster(config, node_map, bound)

@@ -15,11 +15,12 @@ from codec import native
 from ..handlers import produce_lane
 from ..net import lane_reader
 from ..net.host_loop import HostLoop
+from ..net.listeners import listener_specs
 from ..settings import Config
 from .server import BrokerServer
 
 if TYPE_CHECKING:
-    from ..broker import Endpoint
+    from ..sessions import Endpoint
     from .cluster_changes import WorkerRole
 
 log = logging.getLogger("nullbroker")
@@ -58,7 +59,7 @@ async def _stop_on_signal(signals: AsyncIterator[int], server: BrokerServer) -> 
 def _print_addresses(server: BrokerServer) -> None:
     assert server.address is not None
     print_addresses(server.node_addresses, server.metrics_address, server.schema_registry_address)
-    specs = server.config.listener_specs
+    specs = listener_specs(server.config)
     if len(specs) > 1 or specs[0].name != "PLAINTEXT":
         listed = ", ".join(
             f"{spec.name} on {spec.host}:{server.listener_ports[spec.name][0]}" for spec in specs

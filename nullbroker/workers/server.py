@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, cast
 
 import trio
 
-from ..broker import Broker, Endpoint, Session
+from ..broker import Broker
 from ..dispatch import Dispatch
 from ..net.connection import RESET, Drain, serve_connection
 from ..net.hosted_connection import serve_hosted
-from ..net.listeners import Listener, server_context
+from ..net.listeners import Listener, advertised_specs, listener_specs, server_context
 from ..net.shared import Shared
 from ..ops.report import write_summary
+from ..sessions import Endpoint, Session
 from ..settings import Config
 from .listening import StartupError, endpoint_of, open_listeners
 from .operator_services import (
@@ -139,9 +140,9 @@ async def open_node_listeners(
     default), on consecutive ports from its port (or each on a free port for port 0): the
     socket listeners and address of each node, and the port clients are told for each.
     Raises StartupError, having closed what it opened."""
-    spec = listener or config.listener_specs[0]
+    spec = listener or listener_specs(config)[0]
     setting = config.named("listeners" if config.listeners else "listen")
-    advertised = config.advertised_specs.get(spec.name)
+    advertised = advertised_specs(config).get(spec.name)
     listeners: dict[int, list[trio.SocketListener]] = {}
     addresses: list[Endpoint] = []
     ports: dict[int, int] = {}
@@ -215,7 +216,7 @@ class BrokerServer:
         """Each node's port, as clients are told it, by listener (security protocol)."""
         self._tls: ssl.SSLContext | None = None
         """The TLS context of SSL listeners, made when they open."""
-        self._advertised = config.advertised_specs
+        self._advertised = advertised_specs(config)
         """Each listener's advertised address, parsed once, not per connection."""
         self._slots = trio.Semaphore(config.max_connections) if config.max_connections else None
         """--max-connections: one per connection served, taken before it is accepted."""
@@ -262,13 +263,13 @@ class BrokerServer:
         if self.role is not None:
             self.broker.cluster.ports.update(self.role.ports)
             self.broker.cluster.hosts.update(self.role.hosts)
-            plaintext = config.listener_specs[0]
+            plaintext = listener_specs(config)[0]
             for node, sockets in self.role.listeners.items():
                 self._listeners[node, plaintext] = [
                     trio.SocketListener(trio.socket.from_stdlib_socket(sock)) for sock in sockets
                 ]
             return
-        specs = config.listener_specs
+        specs = listener_specs(config)
         if any(spec.tls for spec in specs):
             self._tls = self._tls_context()
         for index, spec in enumerate(specs):
@@ -402,7 +403,7 @@ class BrokerServer:
             ports=self.listener_ports.get(listener.name),
         )
         if listener.sasl:
-            from ..net.sasl import (  # imported by a SASL listener's first connection
+            from ..sessions.sasl import (  # imported by a SASL listener's first connection
                 SaslSession,
                 Users,
             )

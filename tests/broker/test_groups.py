@@ -27,10 +27,11 @@ from kio.serial import entity_writer
 from codec import KAFKA_4_RANGES, UnsupportedVersion, decode_request
 from codec.apis import request_schema
 from codec.entities import make
+from nullbroker.app.configuration import checked, load
 from nullbroker.broker import Broker
 from nullbroker.ops.metrics import exposition, make_registry
 from nullbroker.ops.report import summary
-from nullbroker.settings import Config, ConfigError, load
+from nullbroker.settings import Config, ConfigError
 from nullbroker.state.groups.classic import GroupCoordinator
 from nullbroker.state.groups.model import GroupState
 from nullbroker.stats import GROUP_STATES, BrokerStats
@@ -1583,7 +1584,7 @@ def test_the_initial_rebalance_delay_is_a_setting_that_must_not_be_negative() ->
         == 0
     )
     with pytest.raises(ConfigError, match=r"^--group-initial-rebalance-delay-ms: "):
-        Config(group_initial_rebalance_delay_ms=-1)
+        checked(Config(group_initial_rebalance_delay_ms=-1))
 
 
 def test_every_live_group_state_is_in_the_accounts_at_zero_before_any_group_request() -> None:

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 
 from codec import ApiKey, ProtocolError, native
 from codec.crc import crc32c
-from nullbroker.broker import Broker, Session
+from nullbroker.broker import Broker
+from nullbroker.sessions import Session
 from nullbroker.settings import Config
 from nullbroker.sources.synthetic import SourceSpec
 from tests.broker_process import metric_total

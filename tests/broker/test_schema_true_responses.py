@@ -44,8 +44,9 @@ from kio.static.primitive import i32Timedelta
 from codec import ProtocolError, decode_request
 from codec.apis import request_schema, response_schema
 from codec.errors import ResponseSchemaError
-from nullbroker.broker import Broker, Handler, Session
+from nullbroker.broker import Broker, Handler
 from nullbroker.handlers import served_ranges
+from nullbroker.sessions import Session
 from nullbroker.settings import Config
 from nullbroker.sources.synthetic import SourceSpec
 from tests.broker.test_handlers import produce

@@ -531,7 +531,8 @@ async def test_null_for_a_non_nullable_array_is_an_undecodable_request(
 _DECODE_IN_A_CHILD = """
 import sys
 from codec import UndecodableRequest
-from nullbroker.broker import Broker, Endpoint, Session
+from nullbroker.broker import Broker
+from nullbroker.sessions import Endpoint, Session
 from nullbroker.dispatch import Dispatch
 from nullbroker.settings import Config
 try:

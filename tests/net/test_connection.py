@@ -17,9 +17,10 @@ import trio
 import trio.testing
 from kio.schema.errors import ErrorCode
 
-from nullbroker.broker import Broker, Endpoint, Session
+from nullbroker.broker import Broker
 from nullbroker.net.connection import Drain, serve_connection
 from nullbroker.net.shared import Shared
+from nullbroker.sessions import Endpoint, Session
 from nullbroker.settings import Config
 from tests.kafka_wire import (
     WAIT_SECONDS,

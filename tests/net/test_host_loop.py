@@ -17,9 +17,9 @@ import pytest
 import trio
 
 from codec.entities import make
+from nullbroker.app.configuration import load
 from nullbroker.net import host_loop
 from nullbroker.net.host_loop import HostLoop
-from nullbroker.settings import load
 from nullbroker.workers.server import BrokerServer
 from tests.kafka_wire import FrameStream, size_prefix
 from tests.kio_calls import decode_response, fetch_frame, record_batch, request_frame, types

@@ -18,7 +18,8 @@ import pytest
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
-from nullbroker.net.oauthbearer import (
+from nullbroker.app.configuration import checked
+from nullbroker.sessions.oauthbearer import (
     ClosedUnanswered,
     InvalidToken,
     MalformedMessage,
@@ -26,7 +27,7 @@ from nullbroker.net.oauthbearer import (
     parse_client_first,
     validate_unsecured,
 )
-from nullbroker.net.sasl import SaslSession, ToldClient, Users
+from nullbroker.sessions.sasl import SaslSession, ToldClient, Users
 from nullbroker.settings import Config, ConfigError
 from tests.broker_process import BrokerProcess, samples
 from tests.conftest import StartBroker
@@ -173,11 +174,13 @@ def test_a_malformed_first_message_fails_at_once_naming_only_the_mechanism() -> 
 
 
 def test_oauthbearer_alone_needs_no_users_but_a_principal_claim() -> None:
-    Config(listeners="SASL_PLAINTEXT://127.0.0.1:0", sasl_mechanisms="OAUTHBEARER")
+    checked(Config(listeners="SASL_PLAINTEXT://127.0.0.1:0", sasl_mechanisms="OAUTHBEARER"))
     with pytest.raises(ConfigError, match="needs --users"):
-        Config(listeners="SASL_PLAINTEXT://127.0.0.1:0", sasl_mechanisms="OAUTHBEARER,PLAIN")
+        checked(
+            Config(listeners="SASL_PLAINTEXT://127.0.0.1:0", sasl_mechanisms="OAUTHBEARER,PLAIN")
+        )
     with pytest.raises(ConfigError, match="must not be blank"):
-        Config(oauthbearer_principal_claim=" ")
+        checked(Config(oauthbearer_principal_claim=" "))
 
 
 def start_oauthbearer_broker(start_broker: StartBroker) -> tuple[BrokerProcess, tuple[str, int]]:

@@ -27,8 +27,9 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from scramp import ScramClient
 
 from codec import ApiKey
-from nullbroker.net.oauthbearer import ClosedUnanswered
-from nullbroker.net.sasl import (
+from nullbroker.app.configuration import checked
+from nullbroker.sessions.oauthbearer import ClosedUnanswered
+from nullbroker.sessions.sasl import (
     COMPLETE,
     NotAuthenticated,
     SaslSession,
@@ -37,7 +38,7 @@ from nullbroker.net.sasl import (
     Users,
     offered_order,
 )
-from nullbroker.net.scram import HASHES, AuthorizationIdRefused, ScramServer
+from nullbroker.sessions.scram import HASHES, AuthorizationIdRefused, ScramServer
 from nullbroker.settings import Config, ConfigError
 from tests.broker_process import BrokerProcess, samples
 from tests.certificates import Certificates
@@ -69,14 +70,14 @@ def test_sasl_settings_that_cannot_be_served_are_refused(
     settings: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
-        Config(**settings)
+        checked(Config(**settings))
 
 
 def test_a_users_file_without_users_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "users.toml"
     path.write_text("[people]\n")
     with pytest.raises(ConfigError, match=re.escape("needs a [users] table")):
-        Config(listeners="SASL_PLAINTEXT://127.0.0.1:0", users=str(path))
+        checked(Config(listeners="SASL_PLAINTEXT://127.0.0.1:0", users=str(path)))
 
 
 def start_sasl_broker(

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, Producer
 
+from nullbroker.app.configuration import checked
 from nullbroker.app.launcher import nullbroker_program
 from nullbroker.settings import Config, ConfigError
 from tests.broker_process import BrokerProcess, produced_from_metrics
@@ -50,7 +51,7 @@ def test_listener_settings_that_cannot_be_served_are_refused(
     settings: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
-        Config(**settings)
+        checked(Config(**settings))
 
 
 def test_listen_and_listeners_are_not_given_together(tmp_path: Path) -> None:

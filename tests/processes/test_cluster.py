@@ -16,8 +16,10 @@ from kio.schema.errors import ErrorCode
 
 from codec import ApiKey
 from codec.apis import kafka_name
-from nullbroker.broker import Broker, Endpoint, Session
+from nullbroker.app.configuration import checked
+from nullbroker.broker import Broker
 from nullbroker.cluster.nodes import Cluster
+from nullbroker.sessions import Endpoint, Session
 from nullbroker.settings import Config, ConfigError
 from tests.broker_process import (
     PROCESSES,
@@ -92,7 +94,7 @@ def test_a_cluster_size_that_cannot_be_served_is_refused(
     settings: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ConfigError, match=message):
-        Config(**settings)
+        checked(Config(**settings))
 
 
 def test_metadata_from_any_node_lists_every_node_and_each_partitions_leader() -> None:

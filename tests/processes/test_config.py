@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from nullbroker.settings import Config, ConfigError, from_environment, from_toml, load
+from nullbroker.app.configuration import from_environment, from_toml, load
+from nullbroker.settings import Config, ConfigError
 
 
 def test_defaults_listen_on_loopback_9092_with_one_partition_and_auto_create() -> None:

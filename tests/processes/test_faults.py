@@ -23,6 +23,7 @@ import trio
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kio.schema.errors import ErrorCode
 
+from nullbroker.app.configuration import checked
 from nullbroker.broker import Broker
 from nullbroker.cluster.fault_specs import Fault, FaultSpecError
 from nullbroker.cluster.faults import Faults
@@ -83,8 +84,8 @@ def test_a_fault_for_a_node_the_cluster_lacks_or_for_node_0_is_refused() -> None
 
 def test_start_up_faults_are_checked_with_the_other_settings() -> None:
     with pytest.raises(ConfigError, match="--fault: fault 'down:node=4'"):
-        Config(brokers=3, faults=("down:node=4",))
-    assert Config(brokers=3, faults=("down:node=2",)).faults == ("down:node=2",)
+        checked(Config(brokers=3, faults=("down:node=4",)))
+    assert checked(Config(brokers=3, faults=("down:node=2",))).faults == ("down:node=2",)
 
 
 class StoppedClock:

@@ -53,7 +53,9 @@ def test_default_serve_imports_no_http_json_toml_or_prometheus() -> None:
             )
         ),
         "nullbroker.state.transactions",
-        "nullbroker.net.sasl",
+        "nullbroker.sessions.sasl",
+        "nullbroker.sessions.scram",
+        "nullbroker.sessions.oauthbearer",
         "nullbroker.cluster.fault_specs",  # parsing faults: by the first one given
         *(f"nullbroker.handlers.{family}" for family in IMPORTED_ON_FIRST_USE),
         "h11",  # the HTTP endpoint: --metrics, --schema-registry

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from nullbroker.app.configuration import checked
 from nullbroker.app.launcher import nullbroker_program
+from nullbroker.cluster.node_map import read_node_map
 from nullbroker.settings import Config, ConfigError
 
 MAP = 'supervisor = "127.0.0.1:19190"\n[nodes]\n0 = "127.0.0.1:19092"\n1 = "127.0.0.1:19093"\n'
@@ -41,24 +43,24 @@ def test_a_node_map_that_cannot_be_used_is_refused(tmp_path: Path, text: str, me
     path = tmp_path / "map.toml"
     path.write_text(text)
     with pytest.raises(ConfigError, match=re.escape(message)):
-        Config(node_map=str(path))
+        checked(Config(node_map=str(path)))
 
 
 def test_the_node_map_gives_the_clusters_size(tmp_path: Path) -> None:
     path = tmp_path / "map.toml"
     path.write_text(MAP)
-    assert Config(node_map=str(path)).brokers == 2
+    assert checked(Config(node_map=str(path))).brokers == 2
     with pytest.raises(ConfigError, match="has 2 nodes"):
-        Config(node_map=str(path), brokers=3)
+        checked(Config(node_map=str(path), brokers=3))
     with pytest.raises(ConfigError, match="each host runs one process"):
-        Config(node_map=str(path), brokers=2, processes="2")
+        checked(Config(node_map=str(path), brokers=2, processes="2"))
 
 
 def test_a_node_map_of_before_the_rename_still_names_its_supervisor(tmp_path: Path) -> None:
     # The key was `controller` until the process that supervises the workers was named so.
     path = tmp_path / "map.toml"
     path.write_text(MAP.replace("supervisor", "controller"))
-    assert Config(node_map=str(path)).read_node_map().supervisor == ("127.0.0.1", 19190)
+    assert read_node_map(str(path), "--node-map").supervisor == ("127.0.0.1", 19190)
 
 
 # -- two hosts, as network namespaces ----------------------------------------------------

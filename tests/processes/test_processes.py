@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kio.schema.errors import ErrorCode
 
 from codec import ApiKey
+from nullbroker.app.configuration import checked
 from nullbroker.cluster.nodes import Cluster
 from nullbroker.settings import Config, ConfigError
 from nullbroker.state.producers import FIRST_PRODUCER_ID, ProducerRegistry
@@ -45,7 +46,7 @@ def test_a_process_count_that_cannot_be_served_is_refused(
     settings: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
-        Config(**settings)
+        checked(Config(**settings))
 
 
 def test_auto_gives_one_process_per_core_and_at_most_one_per_node() -> None:

@@ -21,10 +21,11 @@ from nullbroker.app.accounts import (
     Traffic,
     expect_counts,
 )
+from nullbroker.app.configuration import load
 from nullbroker.app.launcher import ServerError, start_broker
 from nullbroker.broker import Broker
 from nullbroker.ops.report import summary
-from nullbroker.settings import Config, load
+from nullbroker.settings import Config
 from nullbroker.sources.synthetic import SourceSpec
 from tests.kio_calls import SESSION, answered, dispatch_of, fetch_frame
 from tests.module_command import run_checked

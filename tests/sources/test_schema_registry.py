@@ -14,9 +14,10 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from nullbroker.app.configuration import load
 from nullbroker.ops.http_endpoint import HttpRequest
 from nullbroker.ops.schema_registry import CONTENT_TYPE, SchemaRegistry
-from nullbroker.settings import ConfigError, load
+from nullbroker.settings import ConfigError
 from tests.clients.test_clients_consume import read_whole_topic
 from tests.conftest import StartBroker
 from tests.sources.test_avro_values import LINKED_LIST, ORDER, decode, write_schema

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from codec.batch_template import TemplateRecord
 from codec.record_batch import HEADER_BYTES, read_batch_header
+from nullbroker.app.configuration import load
 from nullbroker.broker import Broker
-from nullbroker.settings import Config, ConfigError, load
+from nullbroker.settings import Config, ConfigError
 from nullbroker.sources.synthetic import (
     MAX_BATCH_RECORDS,
     PAYLOAD_POOL_BATCHES,

@@ -29,7 +29,18 @@ TOP_LEVEL = {
 }
 """The shared vocabulary: what every room may name (docs/architecture.md)."""
 
-ROOMS = {"app", "workers", "net", "handlers", "state", "sources", "cluster", "ops", "spark"}
+ROOMS = {
+    "app",
+    "workers",
+    "net",
+    "handlers",
+    "sessions",
+    "state",
+    "sources",
+    "cluster",
+    "ops",
+    "spark",
+}
 
 
 def module_name(path: Path) -> str:
@@ -159,32 +170,17 @@ LAYERS = (
     ("dispatch",),
     ("handlers",),
     ("broker",),
-    ("state", "sources", "cluster"),
+    ("state", "sources", "cluster", "sessions"),
     ("settings", "stats"),
     ("clock", "log_limit", "toml_files", "topic_names", "java_hashing"),
 )
 """docs/architecture.md's order, top first: a module imports its own layer's and those below."""
 
 UPWARD = {
-    # Settings are checked where they are read, each by the parser of the room it belongs
-    # to (listeners, the read budget's sizes, the node map, sources, faults, the cluster's
-    # size, fetch-session slots, a source's schema, SASL users); none of those parsers
-    # imports settings back (the circle test above holds it).
-    ("nullbroker.settings", "nullbroker.net.listeners"),
-    ("nullbroker.settings", "nullbroker.net.read_budget"),
-    ("nullbroker.settings", "nullbroker.net.sasl"),
-    ("nullbroker.settings", "nullbroker.workers.node_map"),
-    ("nullbroker.settings", "nullbroker.sources.synthetic"),
-    ("nullbroker.settings", "nullbroker.cluster.nodes"),
-    ("nullbroker.settings", "nullbroker.cluster.faults"),
-    ("nullbroker.settings", "nullbroker.cluster.fault_specs"),
-    ("nullbroker.settings", "nullbroker.state.fetch_sessions"),
-    ("nullbroker.settings", "nullbroker.ops.schema_registry"),
-    # A session's SASL state, and the mechanisms the handshake names, are the connection's:
-    # the broker's Session holds one, and the SASL handlers read them.
-    ("nullbroker.broker", "nullbroker.net.sasl"),
-    ("nullbroker.handlers.sasl", "nullbroker.net.sasl"),
-    ("nullbroker.handlers.sasl", "nullbroker.net.listeners"),
+    # The broker configs a node is started with list sasl.enabled.mechanisms when one of
+    # its listeners is a SASL one, as Kafka's server.properties does; the listener list is
+    # the connection layer's to parse, with the parser it serves them with.
+    ("nullbroker.state.broker_configs", "nullbroker.net.listeners"),
 }
 """The imports that go up the layers, each with its reason. A new one is added here, with
 its reason, or not written."""

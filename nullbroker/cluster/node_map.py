@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..settings import ConfigError
 from ..toml_files import read_table
 
 
@@ -55,6 +56,15 @@ class NodeMap:
         if supervisor[0] != parsed[0][0]:
             raise NodeMapError(f"{path}: the supervisor runs on node 0's host, {parsed[0][0]}")
         return cls(parsed, supervisor)
+
+
+def read_node_map(path: str, setting: str) -> NodeMap:
+    """The node map at `path`, read and checked; ConfigError names the setting as the user
+    gave it (`setting`)."""
+    try:
+        return NodeMap.read(path)
+    except NodeMapError as error:
+        raise ConfigError(f"{setting} {error}") from None
 
 
 def _address(path: str, what: str, value: object) -> tuple[str, int]:

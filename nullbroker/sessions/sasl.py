@@ -1,6 +1,6 @@
 """SASL on SASL_PLAINTEXT and SASL_SSL listeners: PLAIN and SCRAM-SHA-256/512
-(nullbroker.net.scram) against the users of `--users FILE`; OAUTHBEARER with unsecured tokens,
-as Kafka's default validator takes them (nullbroker.net.oauthbearer).
+(nullbroker.sessions.scram) against the users of `--users FILE`; OAUTHBEARER with unsecured tokens,
+as Kafka's default validator takes them (nullbroker.sessions.oauthbearer).
 
 A connection goes through the states of Kafka's SaslServerAuthenticator, and a request that
 does not fit its state is answered as Kafka answers it. Before SaslHandshake it may send one
@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 from codec import KAFKA_4_RANGES, ApiKey, ProtocolError
 
 from ..java_hashing import hash_set_capacity, java_hash_order
+from ..settings import ConfigError
 from ..toml_files import read_table
-from .listeners import OAUTHBEARER, PLAIN, SCRAM_MECHANISMS
+from .mechanisms import OAUTHBEARER, PLAIN, SCRAM_MECHANISMS
 from .oauthbearer import CONTROL_A, INVALID_TOKEN
 from .scram import AuthorizationIdRefused, Credential, ScramServer
 
@@ -120,6 +121,15 @@ class Users:
             for mechanism in SCRAM_MECHANISMS
         }
         return cls(dict(passwords), scram)
+
+
+def read_users(path: str, setting: str) -> Users:
+    """The users file at `path`, read and checked; ConfigError names the setting as the
+    user gave it (`setting`)."""
+    try:
+        return Users.read(path)
+    except UsersError as error:
+        raise ConfigError(f"{setting} {error}") from None
 
 
 def offered_order(mechanisms: tuple[str, ...]) -> tuple[str, ...]:
