@@ -30,6 +30,7 @@ TOP_LEVEL = {
 """The shared vocabulary: what every room may name (docs/architecture.md)."""
 
 ROOMS = {"app", "workers", "net", "handlers", "state", "sources", "cluster", "ops", "spark"}
+ROOMS |= {"kafka_reference"}  # Kafka's answers as generated tables (its __init__ says)
 
 
 def module_name(path: Path) -> str:
@@ -162,6 +163,7 @@ LAYERS = (
     ("state", "sources", "cluster"),
     ("settings", "stats"),
     ("clock", "log_limit", "toml_files", "topic_names", "java_hashing"),
+    ("kafka_reference",),
 )
 """docs/architecture.md's order, top first: a module imports its own layer's and those below."""
 
