@@ -27,7 +27,7 @@ from .stats import BrokerStats
 
 if TYPE_CHECKING:
     from .net.sasl import SaslSession
-    from .state.groups.classic import GroupCoordinator
+    from .state.groups.coordinator import GroupCoordinator
     from .state.groups.consumer import ConsumerGroups
     from .state.groups.offsets import CommittedOffset
     from .state.transactions import Marker, TransactionCoordinator
@@ -165,7 +165,7 @@ class Broker:
     @cached_property
     def groups(self) -> GroupCoordinator:
         """Classic consumer groups, and the offsets committed to every group."""
-        from .state.groups.classic import GroupCoordinator
+        from .state.groups.coordinator import GroupCoordinator
 
         groups = GroupCoordinator(self.stats, self.config.group_initial_rebalance_delay_ms)
         if "consumer_groups" in self.__dict__:

@@ -110,7 +110,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_walk_sees_imports_inside_functions_and_for_type_checking_only() -> None:
     # The walk is what the next test trusts: a late import and a TYPE_CHECKING one count.
-    assert "nullbroker.state.groups.classic" in GRAPH["nullbroker.broker"]
+    assert "nullbroker.state.groups.coordinator" in GRAPH["nullbroker.broker"]
     assert "nullbroker.state.transactions" in GRAPH["nullbroker.broker"]
 
 
