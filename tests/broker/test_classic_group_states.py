@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 from kio.schema.errors import ErrorCode
 
-from nullbroker.state.groups.classic import ClassicGroups, JoinRequest
+from nullbroker.state.groups.classic import ClassicGroups, JoinRequest, SyncRequest
 from nullbroker.state.groups.classic_states import TRANSITIONS, VALID_PREVIOUS, Action, Event
 from nullbroker.state.groups.model import Group, GroupState, Member, Protocols
 from nullbroker.state.groups.replies import Reply
@@ -149,7 +149,7 @@ FIRE: dict[Event, Callable[[ClassicGroups, Group], ErrorCode | None]] = {
         groups.join(group, _join(FOLLOWER, FOLLOWER_INSTANCE), require_known_member_id=False)
     ),
     Event.SYNC: lambda groups, group: _answer(
-        groups.sync(group, GENERATION, LEADER, None, None, None, [(LEADER, b"a")])
+        groups.sync(group, SyncRequest(GENERATION, LEADER, None, None, None, [(LEADER, b"a")]))
     ),
     Event.HEARTBEAT: lambda groups, group: groups.heartbeat(group, GENERATION, LEADER, None),
     Event.MEMBERS_LEAVE: lambda groups, group: groups.leave(group, [(FOLLOWER, None)])[0],

@@ -66,6 +66,19 @@ class JoinRequest:
         return [name for name, _ in self.protocols]
 
 
+@dataclass(frozen=True, slots=True)
+class SyncRequest:
+    """A SyncGroup, as the state machine needs it."""
+
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: Iterable[tuple[str, bytes]]
+    """The leader's assignment by member id (the others send none)."""
+
+
 def unique_by_name(protocols: Sequence[tuple[str, bytes]]) -> Protocols:
     """Protocols keyed by name, as Kafka's request collection is: the first of a name wins."""
     seen: dict[str, bytes] = {}
@@ -557,23 +570,15 @@ class ClassicGroups:
 
     # SyncGroup.
 
-    def sync(
-        self,
-        group: Group,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: Iterable[tuple[str, bytes]],
-    ) -> Reply[SyncResult]:
+    def sync(self, group: Group, request: SyncRequest) -> Reply[SyncResult]:
         """A SyncGroup: the leader brings the assignment; the others wait for it."""
-        error = group.validate_member(member_id, group_instance_id)
-        if error is ErrorCode.none and generation_id != group.generation_id:
+        member_id = request.member_id
+        error = group.validate_member(member_id, request.group_instance_id)
+        if error is ErrorCode.none and request.generation_id != group.generation_id:
             error = ErrorCode.illegal_generation
         if error is ErrorCode.none and (
-            _inconsistent(protocol_type, group.protocol_type)
-            or _inconsistent(protocol_name, group.protocol_name)
+            _inconsistent(request.protocol_type, group.protocol_type)
+            or _inconsistent(request.protocol_name, group.protocol_name)
         ):
             error = ErrorCode.inconsistent_group_protocol
         if error is not ErrorCode.none:
@@ -593,7 +598,7 @@ class ClassicGroups:
         member.syncing = reply
         self._remove_pending_sync(group, member_id)
         if group.is_leader(member_id):
-            assigned = dict(assignments)
+            assigned = dict(request.assignments)
             for each in group.members.values():
                 each.assignment = assigned.get(each.member_id, b"")
             self._propagate_assignment(group, ErrorCode.none)

@@ -23,7 +23,7 @@ from kio.schema.errors import ErrorCode
 
 from ...stats import BrokerStats, GroupSnapshot
 from . import commits, listing
-from .classic import ClassicGroups, JoinRequest, unique_by_name
+from .classic import ClassicGroups, JoinRequest, SyncRequest, unique_by_name
 from .listing import DescribedGroup, ListedGroup
 from .model import (
     DEFAULT_INITIAL_REBALANCE_DELAY_MS,
@@ -151,15 +151,10 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if group is None:
             return Reply.now(SyncResult(ErrorCode.unknown_member_id))
-        return self._classic.sync(
-            group,
-            generation_id,
-            member_id,
-            group_instance_id,
-            protocol_type,
-            protocol_name,
-            assignments,
+        request = SyncRequest(
+            generation_id, member_id, group_instance_id, protocol_type, protocol_name, assignments
         )
+        return self._classic.sync(group, request)
 
     def heartbeat(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
