@@ -27,8 +27,8 @@ from .stats import BrokerStats
 
 if TYPE_CHECKING:
     from .net.sasl import SaslSession
-    from .state.groups.coordinator import GroupCoordinator
     from .state.groups.consumer import ConsumerGroups
+    from .state.groups.coordinator import GroupCoordinator
     from .state.groups.offsets import CommittedOffset
     from .state.transactions import Marker, TransactionCoordinator
 
