@@ -26,8 +26,8 @@ from .stats import BrokerStats
 
 if TYPE_CHECKING:
     from .sessions import Session
-    from .state.groups.classic import GroupCoordinator
     from .state.groups.consumer import ConsumerGroups
+    from .state.groups.coordinator import GroupCoordinator
     from .state.groups.offsets import CommittedOffset
     from .state.transactions import Marker, TransactionCoordinator
 
@@ -128,7 +128,7 @@ class Broker:
     @cached_property
     def groups(self) -> GroupCoordinator:
         """Classic consumer groups, and the offsets committed to every group."""
-        from .state.groups.classic import GroupCoordinator
+        from .state.groups.coordinator import GroupCoordinator
 
         groups = GroupCoordinator(self.stats, self.config.group_initial_rebalance_delay_ms)
         if "consumer_groups" in self.__dict__:

@@ -318,7 +318,7 @@ def _documentation(resource_type: int, entry: ConfigEntry) -> str | None:
     Kafka's answer, imported at the first request that asks); None where it has none."""
     if entry.documentation is not None:
         return entry.documentation
-    from ..state import config_documentation
+    from ..kafka_reference import config_documentation
 
     table = (
         config_documentation.TOPIC

@@ -1,5 +1,5 @@
 """A broker's configs as Kafka 4.1 reports and alters them: every config Kafka has
-(nullbroker.state.kafka_broker_configs, made from Kafka's answer), in layers, the first
+(nullbroker.kafka_reference.broker_configs, made from Kafka's answer), in layers, the first
 that sets a config in force: set for this broker (IncrementalAlterConfigs on its resource,
 DYNAMIC_BROKER_CONFIG), for every broker (the resource "", DYNAMIC_DEFAULT_BROKER_CONFIG),
 at start (nullbroker's settings, where a Kafka node has its server.properties:
@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..kafka_reference.broker_configs import BROKER_CONFIGS
 from ..net.listeners import listener_specs
-from .kafka_broker_configs import BROKER_CONFIGS
 from .kafka_configs import (
     TOPIC_CONFIGS,
     Check,

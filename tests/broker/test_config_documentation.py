@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from nullbroker.broker import Broker
+from nullbroker.kafka_reference import config_documentation
 from nullbroker.settings import Config
-from nullbroker.state import config_documentation
 from perf.kafka_broker import KafkaBroker
 from tests.broker.test_handlers import produce
 from tests.kio_calls import call, record_batch, types

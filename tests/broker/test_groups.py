@@ -32,7 +32,7 @@ from nullbroker.broker import Broker
 from nullbroker.ops.metrics import exposition, make_registry
 from nullbroker.ops.report import summary
 from nullbroker.settings import Config, ConfigError
-from nullbroker.state.groups.classic import GroupCoordinator
+from nullbroker.state.groups.coordinator import GroupCoordinator
 from nullbroker.state.groups.model import GroupState
 from nullbroker.stats import GROUP_STATES, BrokerStats
 from tests.kio_calls import SESSION, decode_response, dispatch_of, request_frame, types

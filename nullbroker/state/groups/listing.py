@@ -1,6 +1,6 @@
-"""DescribeGroups, ListGroups and DeleteGroups as groups answer them: what a group looks like
-to the administration. Apart from the state machine because they only read a group (or, for
-DeleteGroups, say whether it may go); the coordinator finds the groups and does the deleting."""
+"""DescribeGroups and ListGroups as groups answer them: what a group looks like to the
+administration. Apart from the state machine because they only read a group; the coordinator
+finds the groups (whether DeleteGroups may delete a classic one is the state table's)."""
 
 from __future__ import annotations
 
@@ -123,12 +123,3 @@ def snapshot(group: Group | ConsumerGroup) -> GroupSnapshot:
             if committed.offset >= 0
         },
     )
-
-
-def refusal_to_delete(group: Group) -> ErrorCode | None:
-    """Why DeleteGroups may not delete this classic group; None when it may (it is empty)."""
-    if group.state is GroupState.DEAD:
-        return ErrorCode.group_id_not_found
-    if group.state is not GroupState.EMPTY:
-        return ErrorCode.non_empty_group
-    return None

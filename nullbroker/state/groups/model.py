@@ -1,8 +1,8 @@
-"""A classic group as Kafka models it (ClassicGroup, ClassicGroupMember): its states and the
-transitions between them, its members and their protocols, and the answers JoinGroup,
-SyncGroup and LeaveGroup give. Apart from the coordinator (classic.py) because these are
-data and the rules one group checks alone (is this member known, may it commit at this
-generation, which protocol wins the vote); the coordinator decides when things happen.
+"""A classic group as Kafka models it (ClassicGroup, ClassicGroupMember): its states (their
+transitions are classic_states.py's table), its members and their protocols, and the answers
+JoinGroup, SyncGroup and LeaveGroup give. Apart from the state machine (classic.py) because
+these are data and the rules one group checks alone (is this member known, may it commit at
+this generation, which protocol wins the vote); the state machine decides when things happen.
 
 Kafka's limits and names for groups are here too, since both the state machine and the
 handlers read them."""
@@ -53,18 +53,6 @@ class GroupState(StrEnum):
     COMPLETING_REBALANCE = "CompletingRebalance"
     STABLE = "Stable"
     DEAD = "Dead"
-
-
-VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
-    GroupState.PREPARING_REBALANCE: frozenset(
-        {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY}
-    ),
-    GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
-    GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
-    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
-    GroupState.DEAD: frozenset(GroupState),
-}
-"""The states a group may come to each state from (Kafka's validPreviousStates)."""
 
 
 @dataclass(frozen=True, slots=True)
