@@ -183,8 +183,9 @@ UPWARD = {
     # A session's SASL state, and the mechanisms the handshake names, are the connection's:
     # the broker's Session holds one, and the SASL handlers read them.
     ("nullbroker.broker", "nullbroker.net.sasl"),
-    ("nullbroker.handlers.sasl", "nullbroker.net.sasl"),
-    ("nullbroker.handlers.sasl", "nullbroker.net.listeners"),
+    ("nullbroker.handlers.sasl.gate", "nullbroker.net.sasl"),
+    ("nullbroker.handlers.sasl.sasl_handshake", "nullbroker.net.sasl"),
+    ("nullbroker.handlers.sasl.sasl_authenticate", "nullbroker.net.sasl"),
 }
 """The imports that go up the layers, each with its reason. A new one is added here, with
 its reason, or not written."""

@@ -1,5 +1,6 @@
-"""Metadata, DescribeCluster and DescribeTopicPartitions: the cluster's nodes, each at the
-host the client reached us at, and the node that leads each partition (nullbroker.cluster.nodes)."""
+"""Metadata: the cluster's nodes, each at the host the client reached us at, and the node
+that leads each partition (nullbroker.cluster.nodes); the topics it names made, if they
+may be."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from kio.schema.errors import ErrorCode
 from codec import ApiKey, Request
 from codec.entities import is_nullable, make, response_module
 
-from ..state.topics import Topic, is_internal
-from ..topic_names import invalid_name_reason
-from .common import (
+from ...state.topics import Topic, is_internal
+from ...topic_names import invalid_name_reason
+from ..common import (
     CLUSTER_OPERATIONS,
     NO_THROTTLE,
     TOPIC_OPERATIONS,
@@ -22,13 +23,13 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..broker import Broker, Session
+    from ...broker import Broker, Session
 
 
-BROKERS_ENDPOINT = 1
+KEY = ApiKey.METADATA
 
 
-def handle_metadata(broker: Broker, request: Request, session: Session) -> Any:
+def handle(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     types = response_module(ApiKey.METADATA, version)
     body = request.body
@@ -150,124 +151,3 @@ def _topic_error(
         partitions=(),
         topic_authorized_operations=authorized_operations(include_operations, TOPIC_OPERATIONS),
     )
-
-
-def handle_describe_cluster(broker: Broker, request: Request, session: Session) -> Any:
-    version = request.header.api_version
-    types = response_module(ApiKey.DESCRIBE_CLUSTER, version)
-    body = request.body
-    endpoint_type = getattr(body, "endpoint_type", BROKERS_ENDPOINT)
-    error = ErrorCode.none
-    message = None
-    if endpoint_type != BROKERS_ENDPOINT:
-        error = counted(broker, ErrorCode.unsupported_endpoint_type)
-        message = "nullbroker has no controller endpoints; ask for brokers (endpoint type 1)"
-    return make(
-        types.DescribeClusterResponse,
-        throttle_time=NO_THROTTLE,
-        error_code=error,
-        error_message=message,
-        endpoint_type=endpoint_type,
-        cluster_id=broker.cluster_id,
-        controller_id=broker.cluster.controller,
-        brokers=tuple(
-            make(
-                types.DescribeClusterBroker,
-                broker_id=node,
-                host=session.node(broker.cluster, node).host,
-                port=session.node(broker.cluster, node).port,
-                rack=None,
-                is_fenced=False,
-            )
-            for node in broker.cluster.live
-        )
-        if error is ErrorCode.none
-        else (),
-        cluster_authorized_operations=authorized_operations(
-            body.include_cluster_authorized_operations, CLUSTER_OPERATIONS
-        ),
-    )
-
-
-def handle_describe_topic_partitions(broker: Broker, request: Request, session: Session) -> Any:
-    """The Admin client's describeTopics (Kafka 3.9+): Metadata's partitions, paged.
-
-    Topics come in name order from the cursor on, at most `response_partition_limit`
-    partitions in all; `next_cursor` says where the next page starts.
-    """
-    types = response_module(ApiKey.DESCRIBE_TOPIC_PARTITIONS, request.header.api_version)
-    body = request.body
-    names = sorted({wanted.name for wanted in body.topics})
-    cursor = body.cursor
-    if cursor is not None:
-        names = [name for name in names if name >= cursor.topic_name]
-    budget = body.response_partition_limit
-    topics = []
-    next_cursor = None
-    for name in names:
-        topic = broker.topics.get(name)
-        if topic is None:
-            topics.append(
-                make(
-                    types.DescribeTopicPartitionsResponseTopic,
-                    error_code=counted(broker, ErrorCode.unknown_topic_or_partition),
-                    name=name,
-                    topic_id=UUID(int=0),
-                    partitions=(),
-                    topic_authorized_operations=TOPIC_OPERATIONS,
-                )
-            )
-            continue
-        first = cursor.partition_index if cursor is not None and cursor.topic_name == name else 0
-        indexes = range(first, len(topic.partitions))
-        if len(indexes) > budget:
-            next_cursor = make(types.Cursor, topic_name=name, partition_index=first + budget)
-            indexes = indexes[:budget]
-        budget -= len(indexes)
-        leaders = broker.cluster.leaders(name, len(topic.partitions))
-        topics.append(
-            make(
-                types.DescribeTopicPartitionsResponseTopic,
-                error_code=ErrorCode.none,
-                name=name,
-                topic_id=topic.id,
-                is_internal=topic.internal,
-                partitions=tuple(
-                    make(
-                        types.DescribeTopicPartitionsResponsePartition,
-                        error_code=ErrorCode.none,
-                        partition_index=index,
-                        leader_id=leaders[index],
-                        leader_epoch=broker.cluster.leader_epoch(name, index),
-                        replica_nodes=(leaders[index],),
-                        isr_nodes=(leaders[index],),
-                        # As Kafka sends them: nullable in the schema, but the Java admin
-                        # client calls .stream() on both (null: NullPointerException).
-                        eligible_leader_replicas=(),
-                        last_known_elr=(),
-                        offline_replicas=(),
-                    )
-                    for index in indexes
-                ),
-                topic_authorized_operations=TOPIC_OPERATIONS,
-            )
-        )
-        if next_cursor is not None or budget == 0:
-            if next_cursor is None and name != names[-1]:
-                next_cursor = make(
-                    types.Cursor, topic_name=names[names.index(name) + 1], partition_index=0
-                )
-            break
-    return make(
-        types.DescribeTopicPartitionsResponse,
-        throttle_time=NO_THROTTLE,
-        topics=tuple(topics),
-        next_cursor=next_cursor,
-    )
-
-
-HANDLERS = {
-    ApiKey.METADATA: handle_metadata,
-    ApiKey.DESCRIBE_CLUSTER: handle_describe_cluster,
-    ApiKey.DESCRIBE_TOPIC_PARTITIONS: handle_describe_topic_partitions,
-}
