@@ -141,8 +141,6 @@ def own_broker(name: str, node_id: int) -> None:
 
 
 BROKER_TYPES = {name: ConfigType(kind) for name, (kind, _, _) in BROKER_CONFIGS.items()}
-
-
 BROKER_DEFAULTS = {
     name: default for name in BROKER_CONFIGS if (default := default_value(name)) is not None
 }

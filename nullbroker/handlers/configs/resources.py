@@ -6,18 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...state.broker_configs import (
-    BrokerLayers,
-    static_broker_configs,
-)
+from ...state.broker_configs import BrokerLayers, static_broker_configs
 
 if TYPE_CHECKING:
     from ...broker import Broker
 
 
 TOPIC_RESOURCE = 2
-
-
 BROKER_RESOURCE = 4
 BROKER_LOGGER_RESOURCE = 8
 

@@ -10,12 +10,7 @@ from kio.schema.errors import ErrorCode
 from codec import ApiKey, Request
 from codec.entities import make, response_module
 
-from ..common import (
-    CLUSTER_OPERATIONS,
-    NO_THROTTLE,
-    authorized_operations,
-    counted,
-)
+from ..common import CLUSTER_OPERATIONS, NO_THROTTLE, authorized_operations, counted
 
 if TYPE_CHECKING:
     from ...broker import Broker, Session

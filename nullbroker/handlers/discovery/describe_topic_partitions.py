@@ -11,11 +11,7 @@ from kio.schema.errors import ErrorCode
 from codec import ApiKey, Request
 from codec.entities import make, response_module
 
-from ..common import (
-    NO_THROTTLE,
-    TOPIC_OPERATIONS,
-    counted,
-)
+from ..common import NO_THROTTLE, TOPIC_OPERATIONS, counted
 
 if TYPE_CHECKING:
     from ...broker import Broker, Session

@@ -7,9 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from codec.entities import make
 
-from ...state.groups.consumer import (
-    Assignment,
-)
+from ...state.groups.consumer import Assignment
 
 if TYPE_CHECKING:
     from ...broker import Broker

@@ -10,10 +10,7 @@ from kio.schema.errors import ErrorCode
 from codec import ApiKey, Request
 from codec.entities import make, response_module
 
-from ...state.groups.consumer import (
-    UNIFORM,
-    ConsumerGroup,
-)
+from ...state.groups.consumer import UNIFORM, ConsumerGroup
 from ..common import (
     GROUP_OPERATIONS,
     NO_THROTTLE,

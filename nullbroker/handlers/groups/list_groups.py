@@ -10,10 +10,7 @@ from kio.schema.errors import ErrorCode
 from codec import ApiKey, Request
 from codec.entities import make, response_module
 
-from ..common import (
-    NO_THROTTLE,
-    coordinated_elsewhere,
-)
+from ..common import NO_THROTTLE, coordinated_elsewhere
 
 if TYPE_CHECKING:
     from ...broker import Broker, Session

@@ -7,10 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from codec import (
-    ApiKey,
-    Request,
-)
+from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ...cluster.nodes import TRANSACTION_STATE_TOPIC
@@ -22,11 +19,7 @@ if TYPE_CHECKING:
 
 FIRST_PRODUCER_FENCED_INIT_VERSION = 4
 """Before it (KIP-588), a fenced producer is told INVALID_PRODUCER_EPOCH."""
-
-
 NO_PRODUCER_ID = -1
-
-
 NO_PRODUCER_EPOCH = -1
 
 

@@ -21,26 +21,12 @@ if TYPE_CHECKING:
 
 
 LATEST = -1
-
-
 EARLIEST = -2
-
-
 MAX_TIMESTAMP = -3
-
-
 EARLIEST_LOCAL = -4
-
-
 EARLIEST_PENDING_UPLOAD = -5
-
-
 LATEST_TIERED = -6
-
-
 NO_TIMESTAMP = -1
-
-
 READ_COMMITTED = 1  # the isolation level
 
 

@@ -36,17 +36,11 @@ if TYPE_CHECKING:
 
 FIRST_ADDING_PRODUCE_VERSION = 12
 """Produce v12+ in a transaction is transactions v2 (KIP-890): it adds its partitions."""
-
-
 FIRST_LEADER_HINT_VERSION = 10
 """From v10 Kafka tells a producer the leader of a partition it refused as led elsewhere
 (KIP-951)."""
-
-
 FIRST_ABORTABLE_PRODUCE_VERSION = 11
 """Produce v11+ knows TRANSACTION_ABORTABLE (KIP-890); older ones INVALID_TXN_STATE."""
-
-
 NOT_ADDED = "Partition was not added to the transaction"
 
 

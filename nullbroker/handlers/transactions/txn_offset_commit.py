@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 
 FIRST_ADDING_TXN_OFFSET_COMMIT_VERSION = 5
 """TxnOffsetCommit v5+ is transactions v2: it adds its group to the transaction itself."""
-
-
 FIRST_ABORTABLE_TXN_OFFSET_COMMIT_VERSION = 4
 """TxnOffsetCommit v4+ knows TRANSACTION_ABORTABLE (KIP-890); older ones INVALID_TXN_STATE."""
 
