@@ -69,7 +69,7 @@ class Dispatch:
         key, version = _KEY_VERSION.unpack_from(frame) if len(frame) >= 4 else (-1, -1)
         if session.sasl is not None:
             # A SASL listener lets through what its connection's state admits.
-            from .handlers.sasl import gate
+            from .handlers.sasl.gate import gate
 
             reply = gate(self.broker, frame, key, version, session)
             if reply is not None:

@@ -34,7 +34,7 @@ from ..broker import Broker
 from ..cluster.fault_specs import FaultSpecError
 from ..dispatch import Answer, Dispatch
 from ..handlers import IMPORTED_ON_FIRST_USE, SERVED_KEYS
-from ..handlers.groups import internal_topic_for
+from ..handlers.groups.find_coordinator import internal_topic_for
 from ..sessions import Endpoint, Session
 from ..settings import Config
 from ..state.producers import FIRST_PRODUCER_ID, PartitionSequences, ProducerRegistry
@@ -59,6 +59,58 @@ CHANGING_KEYS = frozenset(
 )
 """The requests that may change the cluster: Metadata and FindCoordinator when they create a
 topic (changes_cluster), the others always."""
+
+ANSWERED_WHERE_ASKED = frozenset(
+    map(
+        int,
+        (
+            ApiKey.API_VERSIONS,
+            ApiKey.DESCRIBE_CLUSTER,
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+            ApiKey.PRODUCE,
+            ApiKey.INIT_PRODUCER_ID,
+            ApiKey.FETCH,
+            ApiKey.LIST_OFFSETS,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH,
+            ApiKey.DELETE_RECORDS,
+            ApiKey.DESCRIBE_CONFIGS,
+            ApiKey.OFFSET_COMMIT,
+            ApiKey.OFFSET_FETCH,
+            ApiKey.OFFSET_DELETE,
+            ApiKey.JOIN_GROUP,
+            ApiKey.SYNC_GROUP,
+            ApiKey.HEARTBEAT,
+            ApiKey.LEAVE_GROUP,
+            ApiKey.DESCRIBE_GROUPS,
+            ApiKey.LIST_GROUPS,
+            ApiKey.DELETE_GROUPS,
+            ApiKey.SASL_HANDSHAKE,
+            ApiKey.SASL_AUTHENTICATE,
+        ),
+    )
+)
+"""The requests the worker a client reached answers alone: from the partitions and groups it
+leads or coordinates (which move with their state when leadership moves), from what every
+worker holds alike, or about the client's own connection."""
+
+SINGLE_PROCESS_KEYS = frozenset(
+    map(
+        int,
+        (
+            *IMPORTED_ON_FIRST_USE["transactions"],
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+            ApiKey.CONSUMER_GROUP_DESCRIBE,
+        ),
+    )
+)
+"""The requests only a broker of one process serves, not advertised by a cluster's workers:
+every API of the transactions family (a transaction's markers would have to reach
+partitions other workers lead), and the groups of the new protocol (KIP-848), which move
+with no coordinator's handoff yet.
+
+Every API the broker serves is in one of CHANGING_KEYS, ANSWERED_WHERE_ASKED and
+SINGLE_PROCESS_KEYS (tests/tools/test_adding_an_api.py): a new one is placed by whoever adds
+it, and until then a worker does not serve it."""
 _KEY = struct.Struct(">h")
 
 
@@ -76,11 +128,6 @@ def changes_cluster(broker: Broker, request: Request) -> bool:
     return bool(topics) and any(
         wanted.name is not None and broker.topics.get(wanted.name) is None for wanted in topics
     )
-
-
-SINGLE_PROCESS_KEYS = frozenset(
-    IMPORTED_ON_FIRST_USE["transactions"] + IMPORTED_ON_FIRST_USE["consumer_groups"]
-)
 
 
 class ReplicatingBroker(Broker):
@@ -171,10 +218,9 @@ class ReplicatingDispatch(Dispatch):
     here as a lone broker answers them."""
 
     def __init__(self, broker: ReplicatingBroker) -> None:
-        # Transactions and the new consumer groups are served by one process only: markers
-        # would have to reach partitions that other workers lead, and groups of the new
-        # protocol move with no coordinator's handoff yet.
-        super().__init__(broker, [key for key in SERVED_KEYS if key not in SINGLE_PROCESS_KEYS])
+        # Not SINGLE_PROCESS_KEYS, nor a key none of the cluster's sets names yet.
+        served_here = CHANGING_KEYS | ANSWERED_WHERE_ASKED
+        super().__init__(broker, [key for key in SERVED_KEYS if key in served_here])
         self.broker: ReplicatingBroker = broker
         self.channel: ControlChannel | None = None
         self._replies: dict[int, tuple[trio.Event, list[Any]]] = {}

@@ -1,4 +1,4 @@
-"""Fetch through Broker.answer, in-process: which batches a response holds, its limits and
+"""Fetch through Dispatch.answer, in-process: which batches a response holds, its limits and
 errors, the fetched counters, long-polling at the log end, and Java's recorded requests."""
 
 from __future__ import annotations

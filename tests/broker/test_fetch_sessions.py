@@ -1,4 +1,4 @@
-"""Fetch sessions (KIP-227) through Broker.answer, in-process: opening, incremental fetches
+"""Fetch sessions (KIP-227) through Dispatch.answer, in-process: opening, incremental fetches
 answered with what changed, forgetting and adding partitions, session errors, closing, held
 incremental fetches, the cache's bound and eviction. Kafka's own answers to the same
 sequences are compared in tests/oracle/test_differential_flows.py."""

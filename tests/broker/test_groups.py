@@ -1,5 +1,5 @@
 """Consumer groups in-process: the classic group protocol, committed offsets and group
-administration, through Broker.answer (request bytes in, response bytes out).
+administration, through Dispatch.answer (request bytes in, response bytes out).
 
 Time is trio's MockClock with autojump: sessions, rebalance timeouts and the initial
 rebalance delay pass as soon as every task waits, so no test sleeps for real.

@@ -1,4 +1,4 @@
-"""Each API's behaviour, through Broker.answer: request bytes in, response bytes out."""
+"""Each API's behaviour, through Dispatch.answer: request bytes in, response bytes out."""
 
 from __future__ import annotations
 

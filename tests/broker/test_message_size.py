@@ -19,7 +19,7 @@ from kio.schema.errors import ErrorCode
 
 from codec import ApiKey
 from nullbroker.broker import Broker
-from nullbroker.handlers.produce import RefusedWithoutAcks
+from nullbroker.handlers.log.produce import RefusedWithoutAcks
 from nullbroker.settings import Config
 from perf.java_perf import BIN
 from perf.kafka_broker import KafkaBroker

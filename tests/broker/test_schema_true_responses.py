@@ -1,14 +1,14 @@
 """Every response the handlers build holds to the schema as the Java client reads it.
 
 The Java client trusts the schema: a field that is not nullable is never null, and it does
-not check. So for each served API and version, requests are answered through Broker.answer
+not check. So for each served API and version, requests are answered through Dispatch.answer
 and checked twice, field by field against kio's schema (whose nullability matches Kafka's
 JSON `nullableVersions`, version by version):
 
 - the entity each handler returns, before it is encoded: no None where the field is not
   nullable. This walk is independent of the encoder's own check (codec.writers refuses
   such a None), so each checks the other;
-- the bytes Broker.answer sends, read back by kio's reader (which reads a null array or
+- the bytes Dispatch.answer sends, read back by kio's reader (which reads a null array or
   string as None, whatever the schema says): no null on the wire either. This covers the
   hand-written Produce and Fetch encoders and the answers of held requests too.
 
@@ -157,7 +157,7 @@ def checked_broker() -> Broker:
 
 
 async def respond(broker: Broker, frame: bytes) -> Any:
-    """The response entity to a request frame, as kio reads Broker.answer's bytes, after
+    """The response entity to a request frame, as kio reads Dispatch.answer's bytes, after
     checking that they hold no null where the schema has none (None: no response, or the
     connection closed)."""
     header = decode_request(frame, broker.served).header

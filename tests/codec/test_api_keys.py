@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 from kio.index import load_request_schema
+from kio.schema.index import api_key_map, schema_name_map
 
-from codec import KAFKA_4_RANGES, ApiKey
+from codec import KAFKA_4_RANGES, NOT_SERVED, ApiKey
 from codec.apis import kafka_name
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,12 +25,16 @@ C_KEY = re.compile(r"^#define\s+(\w+)_KEY\s+(\d+)\b", re.MULTILINE)
 
 @pytest.mark.parametrize("key", list(ApiKey), ids=lambda key: key.name)
 def test_every_api_key_is_kafkas_key_and_name(key: ApiKey) -> None:
-    schema = load_request_schema(key, KAFKA_4_RANGES[key].max_version)
+    served = KAFKA_4_RANGES.get(key)
+    version = served.max_version if served else max(schema_name_map[api_key_map[key]])
+    schema = load_request_schema(key, version)
     assert (schema.__api_key__, schema.__name__) == (key, f"{kafka_name(key)}Request")
 
 
-def test_the_table_has_a_range_for_every_api_key() -> None:
-    assert list(KAFKA_4_RANGES) == list(ApiKey)
+def test_every_api_key_is_served_or_listed_as_not_served_never_both() -> None:
+    assert list(KAFKA_4_RANGES) == [key for key in ApiKey if key not in NOT_SERVED]
+    assert sorted(NOT_SERVED) == [key for key in ApiKey if key not in KAFKA_4_RANGES]
+    assert all(type(key) is ApiKey for key in NOT_SERVED), "NOT_SERVED names its keys"
 
 
 def c_api_keys() -> list[tuple[str, str, int]]:

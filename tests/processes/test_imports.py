@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from nullbroker.app.launcher import start_broker
-from nullbroker.handlers import IMPORTED_ON_FIRST_USE
+from nullbroker.handlers import IMPORTED_ON_FIRST_USE, api_module
+from tests.tools.test_adding_an_api import declared_in_family
 
 TIMEOUT = 30.0
 
@@ -158,5 +159,6 @@ def test_an_avro_source_is_served_without_importing_fastavro_or_http(tmp_path: P
 
 @pytest.mark.parametrize("family", IMPORTED_ON_FIRST_USE)
 def test_a_family_imported_on_first_use_is_listed_with_every_key_it_serves(family: str) -> None:
-    module = importlib.import_module(f"nullbroker.handlers.{family}")
-    assert sorted(module.HANDLERS) == sorted(IMPORTED_ON_FIRST_USE[family])
+    assert sorted(declared_in_family(family)) == sorted(IMPORTED_ON_FIRST_USE[family])
+    for key in IMPORTED_ON_FIRST_USE[family]:
+        assert key == importlib.import_module(api_module(family, key)).KEY

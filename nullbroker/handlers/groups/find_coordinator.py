@@ -28,7 +28,10 @@ INVALID_REQUEST_MESSAGE = (
 )
 
 
-def handle_find_coordinator(broker: Broker, request: Request, session: Session) -> Any:
+KEY = ApiKey.FIND_COORDINATOR
+
+
+def handle(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     types = response_module(ApiKey.FIND_COORDINATOR, version)
     key_type = getattr(request.body, "key_type", GROUP_KEY)
@@ -88,6 +91,3 @@ def internal_topic_for(find_coordinator: Any) -> str:
     if getattr(find_coordinator, "key_type", GROUP_KEY) == TRANSACTION_KEY:
         return TRANSACTION_STATE_TOPIC
     return OFFSETS_TOPIC
-
-
-HANDLERS = {ApiKey.FIND_COORDINATOR: handle_find_coordinator}

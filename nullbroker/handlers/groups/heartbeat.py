@@ -15,7 +15,10 @@ if TYPE_CHECKING:
     from ...broker import Broker, Session
 
 
-def handle_heartbeat(broker: Broker, request: Request, session: Session) -> Any:
+KEY = ApiKey.HEARTBEAT
+
+
+def handle(broker: Broker, request: Request, session: Session) -> Any:
     body = request.body
     if coordinated_elsewhere(broker, session, body.group_id):
         error = ErrorCode.not_coordinator
@@ -31,6 +34,3 @@ def handle_heartbeat(broker: Broker, request: Request, session: Session) -> Any:
         throttle_time=NO_THROTTLE,
         error_code=counted(broker, error),
     )
-
-
-HANDLERS = {ApiKey.HEARTBEAT: handle_heartbeat}

@@ -26,7 +26,10 @@ FIRST_JOIN_WITH_NULLABLE_PROTOCOL = 7
 FIRST_JOIN_WITH_SKIP_ASSIGNMENT = 9
 
 
-def handle_join_group(broker: Broker, request: Request, session: Session) -> Any:
+KEY = ApiKey.JOIN_GROUP
+
+
+def handle(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     body = request.body
     if coordinated_elsewhere(broker, session, body.group_id):
@@ -85,6 +88,3 @@ def _join_response(broker: Broker, version: int, result: JoinResult) -> Any:
 
 def _ms(duration: datetime.timedelta) -> int:
     return int(duration / datetime.timedelta(milliseconds=1))
-
-
-HANDLERS = {ApiKey.JOIN_GROUP: handle_join_group}

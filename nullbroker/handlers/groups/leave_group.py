@@ -16,7 +16,10 @@ if TYPE_CHECKING:
     from ...broker import Broker, Session
 
 
-def handle_leave_group(broker: Broker, request: Request, session: Session) -> Any:
+KEY = ApiKey.LEAVE_GROUP
+
+
+def handle(broker: Broker, request: Request, session: Session) -> Any:
     types = response_module(ApiKey.LEAVE_GROUP, request.header.api_version)
     body = request.body
     if coordinated_elsewhere(broker, session, body.group_id):
@@ -51,6 +54,3 @@ def handle_leave_group(broker: Broker, request: Request, session: Session) -> An
             for answer in answers
         ),
     )
-
-
-HANDLERS = {ApiKey.LEAVE_GROUP: handle_leave_group}

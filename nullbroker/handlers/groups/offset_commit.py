@@ -21,7 +21,10 @@ if TYPE_CHECKING:
     from ...broker import Broker, Session
 
 
-def handle_offset_commit(broker: Broker, request: Request, session: Session) -> Any:
+KEY = ApiKey.OFFSET_COMMIT
+
+
+def handle(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     types = response_module(ApiKey.OFFSET_COMMIT, version)
     body = request.body
@@ -98,6 +101,3 @@ def _requested_topic(broker: Broker, asked: Any) -> tuple[Topic | None, ErrorCod
 
 def has_partition(topic: Topic, index: int) -> bool:
     return 0 <= index < len(topic.partitions)
-
-
-HANDLERS = {ApiKey.OFFSET_COMMIT: handle_offset_commit}

@@ -17,7 +17,10 @@ if TYPE_CHECKING:
     from ...broker import Broker, Session
 
 
-def handle_offset_delete(broker: Broker, request: Request, session: Session) -> Any:
+KEY = ApiKey.OFFSET_DELETE
+
+
+def handle(broker: Broker, request: Request, session: Session) -> Any:
     types = response_module(ApiKey.OFFSET_DELETE, request.header.api_version)
     body = request.body
     unknown: dict[str, list[tuple[int, ErrorCode]]] = {}
@@ -68,6 +71,3 @@ def handle_offset_delete(broker: Broker, request: Request, session: Session) -> 
             for name, answers in answered.items()
         ),
     )
-
-
-HANDLERS = {ApiKey.OFFSET_DELETE: handle_offset_delete}

@@ -20,7 +20,10 @@ if TYPE_CHECKING:
     from ...broker import Broker, Session
 
 
-def handle_offset_fetch(broker: Broker, request: Request, session: Session) -> Any:
+KEY = ApiKey.OFFSET_FETCH
+
+
+def handle(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     types = response_module(ApiKey.OFFSET_FETCH, version)
     body = request.body
@@ -175,6 +178,3 @@ def _fetched_partition(
         metadata=committed.metadata if committed else "",
         error_code=error,
     )
-
-
-HANDLERS = {ApiKey.OFFSET_FETCH: handle_offset_fetch}

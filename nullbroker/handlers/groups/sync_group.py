@@ -22,7 +22,10 @@ if TYPE_CHECKING:
 FIRST_SYNC_REQUIRING_PROTOCOL = 5
 
 
-def handle_sync_group(broker: Broker, request: Request, session: Session) -> Any:
+KEY = ApiKey.SYNC_GROUP
+
+
+def handle(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     body = request.body
     if version >= FIRST_SYNC_REQUIRING_PROTOCOL and (
@@ -59,6 +62,3 @@ def _sync_response(broker: Broker, version: int, result: SyncResult) -> Any:
         protocol_name=result.protocol_name,
         assignment=result.assignment,
     )
-
-
-HANDLERS = {ApiKey.SYNC_GROUP: handle_sync_group}

@@ -1,4 +1,5 @@
-"""Produce and InitProducerId: the write side, into the null sink."""
+"""Produce: the write side, into the null sink (the common request's shape is answered whole
+in C first: nullbroker.handlers.produce_lane)."""
 
 from __future__ import annotations
 
@@ -24,17 +25,15 @@ from codec.produce import (
     with_throttle,
 )
 
-from ..cluster.nodes import TRANSACTION_STATE_TOPIC
-from ..state import null_sink
-from ..state.topics import Topic, is_internal
-from ..topic_names import invalid_name_reason
-from .common import NO_THROTTLE, counted, led_elsewhere
+from ...state import null_sink
+from ...state.topics import Topic, is_internal
+from ...topic_names import invalid_name_reason
+from ..common import counted, led_elsewhere
 
 if TYPE_CHECKING:
-    from ..broker import Broker, Session
+    from ...broker import Broker, Session
 
-FIRST_PRODUCER_FENCED_INIT_VERSION = 4
-"""Before it (KIP-588), a fenced producer is told INVALID_PRODUCER_EPOCH."""
+
 FIRST_ADDING_PRODUCE_VERSION = 12
 """Produce v12+ in a transaction is transactions v2 (KIP-890): it adds its partitions."""
 FIRST_LEADER_HINT_VERSION = 10
@@ -43,11 +42,12 @@ FIRST_LEADER_HINT_VERSION = 10
 FIRST_ABORTABLE_PRODUCE_VERSION = 11
 """Produce v11+ knows TRANSACTION_ABORTABLE (KIP-890); older ones INVALID_TXN_STATE."""
 NOT_ADDED = "Partition was not added to the transaction"
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
 
 
-def handle_produce(broker: Broker, request: Request, session: Session) -> bytes | None:
+KEY = ApiKey.PRODUCE
+
+
+def handle(broker: Broker, request: Request, session: Session) -> bytes | None:
     """Append each partition's batch to the null sink; answer with the hand-written
     response encoder (codec.produce), the per-request hot path."""
     body = request.body
@@ -295,40 +295,3 @@ def _resolve_topic(broker: Broker, topic_data: Any) -> tuple[Topic | None, Error
     topics = broker.topics
     topic = topics.get_or_auto_create(name) if topics.produce_auto_creates else None
     return topic, ErrorCode.unknown_topic_or_partition
-
-
-def handle_init_producer_id(broker: Broker, request: Request, session: Session) -> Any:
-    body = request.body
-    version = request.header.api_version
-    asked_id = getattr(body, "producer_id", -1)
-    asked_epoch = getattr(body, "producer_epoch", -1)
-    error = ErrorCode.none
-    if (asked_id == NO_PRODUCER_ID) != (asked_epoch == NO_PRODUCER_EPOCH):
-        # As Kafka: an id and epoch come together (KIP-360), or neither does.
-        error, producer_id, epoch = ErrorCode.invalid_request, -1, -1
-    elif body.transactional_id is None:
-        producer_id, epoch = broker.producers.init_producer()
-    elif broker.cluster.coordinator(body.transactional_id, TRANSACTION_STATE_TOPIC) != (
-        session.node_id
-    ):
-        error, producer_id, epoch = ErrorCode.not_coordinator, -1, -1
-    else:
-        error, producer_id, epoch = broker.transactions.init(
-            body.transactional_id,
-            int(body.transaction_timeout.total_seconds() * 1000),
-            asked_id,
-            asked_epoch,
-        )
-        if error is ErrorCode.producer_fenced and version < FIRST_PRODUCER_FENCED_INIT_VERSION:
-            error = ErrorCode.invalid_producer_epoch
-    types = response_module(ApiKey.INIT_PRODUCER_ID, version)
-    return make(
-        types.InitProducerIdResponse,
-        throttle_time=NO_THROTTLE,
-        error_code=counted(broker, error),
-        producer_id=producer_id,
-        producer_epoch=epoch,
-    )
-
-
-HANDLERS = {ApiKey.PRODUCE: handle_produce, ApiKey.INIT_PRODUCER_ID: handle_init_producer_id}

@@ -11,10 +11,10 @@ from kio.schema.errors import ErrorCode
 from codec import ApiKey, ApiRange, Request, advertised, encode_response_body
 from codec.entities import make, response_module
 
-from .common import NO_THROTTLE
+from ..common import NO_THROTTLE
 
 if TYPE_CHECKING:
-    from ..broker import Broker, Session
+    from ...broker import Broker, Session
 
 SUPPORTED_FEATURES: tuple[tuple[str, int, int], ...] = (
     ("group.version", 0, 1),
@@ -45,7 +45,10 @@ FINALIZED_FEATURES_EPOCH = 1
 the highest epoch it has seen, and ignores them at -1."""
 
 
-def handle_api_versions(broker: Broker, request: Request, session: Session) -> bytes:
+KEY = ApiKey.API_VERSIONS
+
+
+def handle(broker: Broker, request: Request, session: Session) -> bytes:
     return _encoded_body(request.header.api_version, tuple(broker.served.values()))
 
 
@@ -87,6 +90,3 @@ def _features(types: Any, version: int) -> dict[str, Any]:
         ),
         "zk_migration_ready": False,
     }
-
-
-HANDLERS = {ApiKey.API_VERSIONS: handle_api_versions}

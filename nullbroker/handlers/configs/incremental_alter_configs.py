@@ -18,35 +18,38 @@ from kio.schema.errors import ErrorCode
 from codec import ApiKey, Request
 from codec.entities import make, response_module
 
-from ..state.broker_configs import (
+from ...state.broker_configs import (
     BROKER_CONFIGS,
-    BrokerLayers,
     Refused,
     check_alteration,
     default_value,
-    static_broker_configs,
 )
-from ..state.kafka_configs import (
+from ...state.kafka_configs import (
     DEFAULT_MAX_MESSAGE_BYTES,
     TOPIC_DEFAULT_VALUES,
     TOPIC_TYPES,
     ConfigType,
     invalid_topic_configs_reason,
 )
-from .common import NO_THROTTLE, Refusal, counted
+from ..common import NO_THROTTLE, Refusal, counted
+from .resources import BROKER_RESOURCE, TOPIC_RESOURCE
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ..broker import Broker, Session
+    from ...broker import Broker, Session
 
-TOPIC_RESOURCE = 2
-BROKER_RESOURCE = 4
+
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
 OPERATION_NAMES = {SET: "set", DELETE: "delete", APPEND: "append", SUBTRACT: "subtract"}
 
 
-def handle_incremental_alter_configs(broker: Broker, request: Request, session: Session) -> Any:
+KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
+
+
+def handle(broker: Broker, request: Request, session: Session) -> Any:
     types = response_module(ApiKey.INCREMENTAL_ALTER_CONFIGS, request.header.api_version)
     body = request.body
     named = Counter((resource.resource_type, resource.resource_name) for resource in body.resources)
@@ -143,15 +146,6 @@ BROKER_DEFAULTS = {
 }
 
 
-def node_layers(broker: Broker, node_id: int) -> BrokerLayers:
-    """A node's broker configs: set for it, for every broker, and at start."""
-    return BrokerLayers(
-        broker.broker_configs.get(str(node_id), {}),
-        broker.broker_configs.get("", {}),
-        static_broker_configs(broker.config, node_id),
-    )
-
-
 def _check_topic_configs(altered: dict[str, str]) -> None:
     """As Kafka checks a topic's configs once altered: all of them, names first."""
     reason = invalid_topic_configs_reason(altered)
@@ -218,6 +212,3 @@ def _list_operation(current: str | None, operation: int, value: str) -> str:
     else:
         items = [item for item in items if item not in given]
     return ",".join(items)
-
-
-HANDLERS = {ApiKey.INCREMENTAL_ALTER_CONFIGS: handle_incremental_alter_configs}

@@ -1,10 +1,9 @@
-"""DescribeGroups, ListGroups and DeleteGroups: groups as the administration sees them. Each
-node answers for the groups it coordinates, NOT_COORDINATOR for the others, as Kafka's
-brokers do."""
+"""DescribeGroups: classic groups as the administration sees them, their state, protocol
+and members. Each node answers for the groups it coordinates, NOT_COORDINATOR for the
+others, as Kafka's brokers do."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -29,7 +28,10 @@ if TYPE_CHECKING:
 FIRST_DESCRIBE_WITH_GROUP_ID_NOT_FOUND = 6
 
 
-def handle_describe_groups(broker: Broker, request: Request, session: Session) -> Any:
+KEY = ApiKey.DESCRIBE_GROUPS
+
+
+def handle(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     types = response_module(ApiKey.DESCRIBE_GROUPS, version)
     body = request.body
@@ -86,65 +88,3 @@ def _described(
         if error is ErrorCode.none
         else authorized_operations(False, operations),
     )
-
-
-def handle_list_groups(broker: Broker, request: Request, session: Session) -> Any:
-    types = response_module(ApiKey.LIST_GROUPS, request.header.api_version)
-    body = request.body
-    listed = [
-        group
-        for group in broker.groups.list_groups(
-            getattr(body, "states_filter", ()), getattr(body, "types_filter", ())
-        )
-        # Each node lists the groups it coordinates, as Kafka's brokers do: the admin
-        # client asks every node and puts the lists together.
-        if not coordinated_elsewhere(broker, session, group.group_id)
-    ]
-    return make(
-        types.ListGroupsResponse,
-        throttle_time=NO_THROTTLE,
-        error_code=ErrorCode.none,
-        groups=tuple(
-            make(
-                types.ListedGroup,
-                group_id=group.group_id,
-                protocol_type=group.protocol_type,
-                group_state=group.state,
-                group_type=group.group_type,
-            )
-            for group in listed
-        ),
-    )
-
-
-def handle_delete_groups(broker: Broker, request: Request, session: Session) -> Any:
-    types = response_module(ApiKey.DELETE_GROUPS, request.header.api_version)
-    return make(
-        types.DeleteGroupsResponse,
-        throttle_time=NO_THROTTLE,
-        results=tuple(
-            make(types.DeletableGroupResult, group_id=group_id, error_code=counted(broker, error))
-            for group_id, error in _deleted(broker, session, request.body.groups_names)
-        ),
-    )
-
-
-def _deleted(
-    broker: Broker, session: Session, group_ids: Iterable[str]
-) -> list[tuple[str, ErrorCode]]:
-    """Each group's DeleteGroups result, in the order asked: NOT_COORDINATOR for a group
-    another node coordinates."""
-    asked = list(group_ids)
-    here = [group_id for group_id in asked if not coordinated_elsewhere(broker, session, group_id)]
-    deleted = iter(broker.groups.delete_groups(here))
-    return [
-        next(deleted) if group_id in here else (group_id, ErrorCode.not_coordinator)
-        for group_id in asked
-    ]
-
-
-HANDLERS = {
-    ApiKey.DESCRIBE_GROUPS: handle_describe_groups,
-    ApiKey.LIST_GROUPS: handle_list_groups,
-    ApiKey.DELETE_GROUPS: handle_delete_groups,
-}

@@ -37,9 +37,9 @@ from codec.fetch_response import (
 )
 from codec.framing import Buffer
 
-from ..clock import now_ms
-from ..cluster.nodes import NO_LEADER_EPOCH
-from ..state.fetch_sessions import (
+from ...clock import now_ms
+from ...cluster.nodes import NO_LEADER_EPOCH
+from ...state.fetch_sessions import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     NO_SESSION,
@@ -49,12 +49,12 @@ from ..state.fetch_sessions import (
     TopicKey,
     next_epoch,
 )
-from ..state.topics import Partition, Topic
-from .common import counted, epoch_error, led_elsewhere
+from ...state.topics import Partition, Topic
+from ..common import counted, epoch_error, led_elsewhere
 
 if TYPE_CHECKING:
-    from ..broker import Broker, Session
-    from ..state.transactions import PartitionTransactions
+    from ...broker import Broker, Session
+    from ...state.transactions import PartitionTransactions
 
 FIRST_SESSION_VERSION = 7
 FIRST_TOPIC_ID_VERSION = 13
@@ -146,7 +146,10 @@ class _SessionError(Exception):
         self.session_id = session_id
 
 
-def handle_fetch(broker: Broker, request: Request, session: Session) -> Any:
+KEY = ApiKey.FETCH
+
+
+def handle(broker: Broker, request: Request, session: Session) -> Any:
     body = request.body
     version = request.header.api_version
     node = session.node_id
@@ -626,6 +629,3 @@ def _account(broker: Broker, parts: list[Buffer], answer: _Answer, node: int) ->
     for error in answer.errors:
         counted(broker, error)
     return parts
-
-
-HANDLERS = {ApiKey.FETCH: handle_fetch}
