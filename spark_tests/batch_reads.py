@@ -7,11 +7,11 @@ from collections.abc import Iterable
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from tests.broker_process import BrokerProcess
+from nullbroker.app.launcher import RunningBroker
 
 
 def read(
-    spark: SparkSession, broker: BrokerProcess, source_format: str = "pykafka", **options: str
+    spark: SparkSession, broker: RunningBroker, source_format: str = "pykafka", **options: str
 ) -> DataFrame:
     """The topics `options` name, read with `source_format`: "kafka" (Spark's own
     connector) or "pykafka" (nullbroker.spark's)."""

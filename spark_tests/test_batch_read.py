@@ -12,10 +12,12 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import Row, SparkSession
 
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.sources.synthetic import RecordShape, key_pattern, value_pattern
 from spark_tests.batch_reads import every_offset, positions, read
-from spark_tests.conftest import StartBroker, delete_records, log_offsets
-from tests.broker_process import BrokerProcess, fetched_from_metrics
+from spark_tests.conftest import delete_records, log_offsets
+from tests.broker_process import fetched_from_metrics
 
 PARTITIONS = 4
 RECORDS = 2_500
@@ -27,8 +29,8 @@ TRIMMED_RECORDS = 1_000
 
 
 @pytest.fixture(scope="module")
-def broker(start_module_broker: StartBroker) -> BrokerProcess:
-    return start_module_broker(
+def broker(nullbroker_module_factory: StartBroker) -> RunningBroker:
+    return nullbroker_module_factory(
         "--source",
         f"clicks:partitions={PARTITIONS},records={RECORDS},size={VALUE_SIZE},"
         f"key-size={KEY_SIZE},headers={HEADERS}",
@@ -48,7 +50,7 @@ def reader(request: pytest.FixtureRequest) -> str:
 
 
 def test_a_batch_read_returns_every_record_once_as_the_broker_made_it(
-    spark: SparkSession, broker: BrokerProcess, reader: str
+    spark: SparkSession, broker: RunningBroker, reader: str
 ) -> None:
     rows = read(spark, broker, reader, subscribe="clicks", includeHeaders="true").collect()
 
@@ -65,7 +67,7 @@ def test_a_batch_read_returns_every_record_once_as_the_broker_made_it(
     assert all(fetched[("clicks", p)] >= RECORDS for p in range(PARTITIONS))
 
 
-def test_the_schema_is_sparks_kafka_schema(spark: SparkSession, broker: BrokerProcess) -> None:
+def test_the_schema_is_sparks_kafka_schema(spark: SparkSession, broker: RunningBroker) -> None:
     plain = read(spark, broker, subscribe="clicks")
     with_headers = read(spark, broker, subscribe="clicks", includeHeaders="true")
 
@@ -79,7 +81,7 @@ def test_the_schema_is_sparks_kafka_schema(spark: SparkSession, broker: BrokerPr
     )
 
 
-def test_timestamps_rise_with_offsets(spark: SparkSession, broker: BrokerProcess) -> None:
+def test_timestamps_rise_with_offsets(spark: SparkSession, broker: RunningBroker) -> None:
     rows = (
         read(spark, broker, assign=json.dumps({"clicks": [2]}))
         .select("offset", "timestamp")
@@ -92,7 +94,7 @@ def test_timestamps_rise_with_offsets(spark: SparkSession, broker: BrokerProcess
 
 
 def test_offset_json_ranges_return_exactly_those_offsets(
-    spark: SparkSession, broker: BrokerProcess, reader: str
+    spark: SparkSession, broker: RunningBroker, reader: str
 ) -> None:
     starting = {"clicks": {"0": 10, "1": -2, "2": 100, "3": 2000}}
     ending = {"clicks": {"0": 20, "1": 5, "2": -1, "3": 2000}}
@@ -111,7 +113,7 @@ def test_offset_json_ranges_return_exactly_those_offsets(
 
 @pytest.mark.parametrize(("min_partitions", "tasks"), [(3, 4), (10, 12), (16, 16)])
 def test_min_partitions_splits_ranges_and_still_reads_each_offset_once(
-    spark: SparkSession, broker: BrokerProcess, min_partitions: int, tasks: int
+    spark: SparkSession, broker: RunningBroker, min_partitions: int, tasks: int
 ) -> None:
     frame = read(spark, broker, subscribe="clicks", minPartitions=str(min_partitions))
 
@@ -123,7 +125,7 @@ def test_min_partitions_splits_ranges_and_still_reads_each_offset_once(
 
 
 def test_assign_reads_only_the_partitions_named(
-    spark: SparkSession, broker: BrokerProcess, reader: str
+    spark: SparkSession, broker: RunningBroker, reader: str
 ) -> None:
     frame = read(spark, broker, reader, assign=json.dumps({"clicks": [1, 3]}))
 
@@ -141,14 +143,14 @@ def test_assign_reads_only_the_partitions_named(
     ],
 )
 def test_subscribe_pattern_is_found_anywhere_in_a_topic_name_unless_anchored(
-    spark: SparkSession, broker: BrokerProcess, reader: str, pattern: str, topics: set[str]
+    spark: SparkSession, broker: RunningBroker, reader: str, pattern: str, topics: set[str]
 ) -> None:
     frame = read(spark, broker, reader, subscribePattern=pattern)
 
     assert {row.topic for row in frame.select("topic").distinct().collect()} == topics
 
 
-def test_several_topics_read_together(spark: SparkSession, broker: BrokerProcess) -> None:
+def test_several_topics_read_together(spark: SparkSession, broker: RunningBroker) -> None:
     frame = read(spark, broker, subscribe="clicks, other")
 
     counts = {row.topic: row["count"] for row in frame.groupBy("topic").count().collect()}
@@ -156,7 +158,7 @@ def test_several_topics_read_together(spark: SparkSession, broker: BrokerProcess
 
 
 def test_a_topic_that_does_not_exist_reads_as_empty(
-    spark: SparkSession, broker: BrokerProcess
+    spark: SparkSession, broker: RunningBroker
 ) -> None:
     assert read(spark, broker, subscribe="absent").count() == 0
 
@@ -170,7 +172,7 @@ DATA_LOSS = {
 
 
 def test_data_loss_below_the_log_start_fails_or_is_skipped(
-    spark: SparkSession, broker: BrokerProcess, reader: str
+    spark: SparkSession, broker: RunningBroker, reader: str
 ) -> None:
     # The second reader finds the records already deleted: the log start stays 100.
     assert delete_records(broker.bootstrap, "trimmed", 0, 100) == 100
@@ -190,7 +192,7 @@ def test_data_loss_below_the_log_start_fails_or_is_skipped(
 
 
 def test_an_end_beyond_the_log_end_fails_or_is_skipped(
-    spark: SparkSession, broker: BrokerProcess
+    spark: SparkSession, broker: RunningBroker
 ) -> None:
     assert log_offsets(broker.bootstrap, "other", 1, "latest") == {0: 10}
     ending = json.dumps({"other": {"0": 50}})
@@ -217,13 +219,13 @@ def test_an_end_beyond_the_log_end_fails_or_is_skipped(
     ],
 )
 def test_batch_offset_errors_name_the_option(
-    spark: SparkSession, broker: BrokerProcess, options: dict[str, str], named: str
+    spark: SparkSession, broker: RunningBroker, options: dict[str, str], named: str
 ) -> None:
     with pytest.raises(PySparkException, match=named):
         read(spark, broker, subscribe="other", **options).collect()
 
 
-def test_a_custom_schema_is_refused(spark: SparkSession, broker: BrokerProcess) -> None:
+def test_a_custom_schema_is_refused(spark: SparkSession, broker: RunningBroker) -> None:
     reader = spark.read.format("pykafka").schema("value binary")
     reader = reader.option("kafka.bootstrap.servers", broker.bootstrap)
     with pytest.raises(PySparkException, match="fixed schema"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_tests.conftest import StartBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from spark_tests.jobs import e2e_latency
 
 RECORDS = 600
@@ -18,9 +18,9 @@ pytestmark = pytest.mark.usefixtures("kafka_connector")
 
 
 def test_spark_reads_back_every_record_sent_and_reports_its_latency(
-    spark: SparkSession, start_module_broker: StartBroker
+    spark: SparkSession, nullbroker_module_factory: StartBroker
 ) -> None:
-    broker = start_module_broker("--retain", str(e2e_latency.RETAIN_BYTES))
+    broker = nullbroker_module_factory("--retain", str(e2e_latency.RETAIN_BYTES))
     result = e2e_latency.run(spark, broker.bootstrap, RECORDS, RATE, partitions=2)
 
     # run() raises unless every record came back once, as sent.
@@ -30,8 +30,8 @@ def test_spark_reads_back_every_record_sent_and_reports_its_latency(
 
 
 def test_a_broker_that_keeps_nothing_is_named_as_the_reason(
-    spark: SparkSession, start_module_broker: StartBroker
+    spark: SparkSession, nullbroker_module_factory: StartBroker
 ) -> None:
-    broker = start_module_broker()
+    broker = nullbroker_module_factory()
     with pytest.raises(e2e_latency.LatencyError, match="--retain BYTES"):
         e2e_latency.run(spark, broker.bootstrap, 50, RATE)

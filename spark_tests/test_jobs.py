@@ -11,14 +11,16 @@ from dataclasses import replace
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.sources.synthetic import RecordShape, key_pattern, value_pattern
-from spark_tests.conftest import StartBroker, log_offsets, produced_records
+from spark_tests.conftest import log_offsets, produced_records
 from spark_tests.jobs import generate_to_kafka, pipeline, source_to_noop, streaming_read
 from spark_tests.jobs.connector import Connector
 from spark_tests.jobs.session import jvm_kafka_missing_reason, register_formats
 from spark_tests.jobs.settings import KEY_SIZE, JobSettings, TopicShape
 from spark_tests.streams import BatchLog
-from tests.broker_process import BrokerProcess, fetched_from_metrics
+from tests.broker_process import fetched_from_metrics
 
 RECORDS = 20_000
 PARTITIONS = 4
@@ -33,17 +35,19 @@ Position = tuple[int, int]  # (partition, offset)
 
 
 @pytest.fixture(scope="module")
-def broker(spark: SparkSession, start_module_broker: StartBroker) -> BrokerProcess:
+def broker(spark: SparkSession, nullbroker_module_factory: StartBroker) -> RunningBroker:
     register_formats(spark)
     sources = [TopicShape(name, PARTITIONS, PER_PARTITION, SIZE) for name in READ_TOPICS]
-    return start_module_broker(*(flag for s in sources for flag in ("--source", s.source_flag())))
+    return nullbroker_module_factory(
+        *(flag for s in sources for flag in ("--source", s.source_flag()))
+    )
 
 
-def settings(broker: BrokerProcess, format: str = "pykafka") -> JobSettings:
+def settings(broker: RunningBroker, format: str = "pykafka") -> JobSettings:
     return JobSettings(RECORDS, SIZE, PARTITIONS, format, broker.bootstrap)
 
 
-def fetched(broker: BrokerProcess, topic: str) -> int:
+def fetched(broker: RunningBroker, topic: str) -> int:
     return sum(
         records
         for (name, _), records in fetched_from_metrics(broker.scrape()).items()
@@ -62,7 +66,7 @@ def rows_of(frame: DataFrame) -> list[tuple[int, int, bytes, bytes, int]]:
 
 
 def test_generate_to_kafka_gives_every_partition_its_share_exactly(
-    spark: SparkSession, broker: BrokerProcess
+    spark: SparkSession, broker: RunningBroker
 ) -> None:
     result = generate_to_kafka.run(spark, settings(broker), topic="generated")
 
@@ -87,7 +91,7 @@ def test_generated_rows_have_the_asked_key_value_and_partition(spark: SparkSessi
     assert [row.partition for row in rows] == [i % PARTITIONS for i in range(8)]
 
 
-def test_source_to_noop_reads_every_record_once(spark: SparkSession, broker: BrokerProcess) -> None:
+def test_source_to_noop_reads_every_record_once(spark: SparkSession, broker: RunningBroker) -> None:
     job_settings = settings(broker)
     result = source_to_noop.run(spark, job_settings, topic="noop-source")
 
@@ -100,7 +104,7 @@ def test_source_to_noop_reads_every_record_once(spark: SparkSession, broker: Bro
 
 @pytest.mark.parametrize("twin", ["memory", "range"])
 def test_each_no_network_twin_makes_the_rows_the_broker_serves(
-    spark: SparkSession, broker: BrokerProcess, twin: str
+    spark: SparkSession, broker: RunningBroker, twin: str
 ) -> None:
     """A twin (memrows for pykafka, range for Spark's connector) is a fair baseline only if
     it makes the same rows as the broker serves."""
@@ -146,7 +150,7 @@ def expected_categories() -> Counter[str]:
 
 
 def test_pipeline_reads_every_event_and_writes_one_record_per_category(
-    spark: SparkSession, broker: BrokerProcess
+    spark: SparkSession, broker: RunningBroker
 ) -> None:
     result = pipeline.run(spark, settings(broker), topic="pipeline-events", output_topic="aggs")
 
@@ -158,7 +162,7 @@ def test_pipeline_reads_every_event_and_writes_one_record_per_category(
 
 
 def test_the_pipelines_aggregates_count_every_event_by_category(
-    spark: SparkSession, broker: BrokerProcess
+    spark: SparkSession, broker: RunningBroker
 ) -> None:
     topic = settings(broker).topic("pipeline-events")
     events = Connector("pykafka", broker.bootstrap).read(spark, topic)
@@ -181,7 +185,7 @@ def test_pipeline_through_memrows_counts_every_event(spark: SparkSession) -> Non
 
 @pytest.mark.parametrize("format", ["kafka", "pykafka", "memory"])
 def test_streaming_read_processes_every_offset_once_in_micro_batches(
-    spark: SparkSession, broker: BrokerProcess, format: str
+    spark: SparkSession, broker: RunningBroker, format: str
 ) -> None:
     if format == "kafka" and (reason := jvm_kafka_missing_reason(spark)):
         pytest.skip(reason)
@@ -204,7 +208,7 @@ def test_streaming_read_processes_every_offset_once_in_micro_batches(
 
 
 def test_streaming_read_reports_each_micro_batchs_latency(
-    spark: SparkSession, broker: BrokerProcess
+    spark: SparkSession, broker: RunningBroker
 ) -> None:
     result = streaming_read.run(
         spark, settings(broker), topic="stream-source", max_offsets=MAX_OFFSETS
@@ -229,7 +233,7 @@ def jvm_kafka(spark: SparkSession) -> None:
     "job", [generate_to_kafka, source_to_noop, pipeline, streaming_read], ids=lambda j: j.NAME
 )
 def test_each_job_runs_through_sparks_jvm_kafka_connector(
-    spark: SparkSession, broker: BrokerProcess, job: object
+    spark: SparkSession, broker: RunningBroker, job: object
 ) -> None:
     job_settings = settings(broker, "kafka")
     if job is generate_to_kafka:

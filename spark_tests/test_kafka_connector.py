@@ -17,17 +17,17 @@ from confluent_kafka.admin import AdminClient
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.sources.synthetic import RecordShape
 from spark_tests import batch_reads
 from spark_tests.conftest import (
     ADMIN_TIMEOUT_S,
-    StartBroker,
     log_offsets,
     produced_records,
 )
 from spark_tests.partitioner import java_partition
 from spark_tests.streams import BatchLog, contiguous, into_log, run_until_done, wait_until
-from tests.broker_process import BrokerProcess
 
 PARTITIONS = 4
 RECORDS = 2_500
@@ -43,9 +43,9 @@ pytestmark = pytest.mark.usefixtures("kafka_connector")
 
 
 @pytest.fixture(scope="module")
-def broker(start_module_broker: StartBroker) -> BrokerProcess:
+def broker(nullbroker_module_factory: StartBroker) -> RunningBroker:
     # --verify-crc: every batch the connector's producers send must be well formed.
-    return start_module_broker(
+    return nullbroker_module_factory(
         "--partitions",
         str(PARTITIONS),
         "--verify-crc",
@@ -61,7 +61,7 @@ def broker(start_module_broker: StartBroker) -> BrokerProcess:
     )
 
 
-def read(spark: SparkSession, broker: BrokerProcess, **options: str) -> DataFrame:
+def read(spark: SparkSession, broker: RunningBroker, **options: str) -> DataFrame:
     return batch_reads.read(spark, broker, "kafka", **options)
 
 
@@ -79,7 +79,7 @@ def rows_with_keys_and_headers(spark: SparkSession, rows: int) -> DataFrame:
 
 
 def test_a_batch_write_with_the_default_save_mode_puts_each_key_where_kafka_would(
-    spark: SparkSession, broker: BrokerProcess
+    spark: SparkSession, broker: RunningBroker
 ) -> None:
     # As a job for Kafka is written: no .mode(); keys and headers on every row.
     (
@@ -99,7 +99,7 @@ def test_a_batch_write_with_the_default_save_mode_puts_each_key_where_kafka_woul
 
 
 def test_a_topic_column_and_a_partition_column_place_each_row(
-    spark: SparkSession, broker: BrokerProcess
+    spark: SparkSession, broker: RunningBroker
 ) -> None:
     frame = spark.range(1_000).selectExpr(
         "'placed' as topic",
@@ -116,7 +116,7 @@ def checkpoint(tmp_path: Path) -> Path:
     return tmp_path / "checkpoint"
 
 
-def read_stream(spark: SparkSession, broker: BrokerProcess, **options: str) -> DataFrame:
+def read_stream(spark: SparkSession, broker: RunningBroker, **options: str) -> DataFrame:
     reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap)
     for name, value in options.items():
         reader = reader.option(name, value)
@@ -124,7 +124,7 @@ def read_stream(spark: SparkSession, broker: BrokerProcess, **options: str) -> D
 
 
 def test_micro_batches_keep_to_max_offsets_and_resume_from_the_checkpoint(
-    spark: SparkSession, broker: BrokerProcess, checkpoint: Path
+    spark: SparkSession, broker: RunningBroker, checkpoint: Path
 ) -> None:
     log = BatchLog()
 
@@ -155,7 +155,7 @@ def test_micro_batches_keep_to_max_offsets_and_resume_from_the_checkpoint(
 
 
 def test_a_streaming_write_copies_every_record_to_its_partition(
-    spark: SparkSession, broker: BrokerProcess, checkpoint: Path
+    spark: SparkSession, broker: RunningBroker, checkpoint: Path
 ) -> None:
     frame = read_stream(
         spark,
@@ -180,12 +180,12 @@ def test_a_streaming_write_copies_every_record_to_its_partition(
 
 
 @pytest.fixture
-def admin(broker: BrokerProcess) -> Iterator[AdminClient]:
+def admin(broker: RunningBroker) -> Iterator[AdminClient]:
     yield AdminClient({"bootstrap.servers": broker.bootstrap})
 
 
 def test_a_fixed_group_id_reads_exactly_and_commits_nothing(
-    spark: SparkSession, broker: BrokerProcess, admin: AdminClient
+    spark: SparkSession, broker: RunningBroker, admin: AdminClient
 ) -> None:
     frame = read(spark, broker, subscribe="grouped", **{"kafka.group.id": "spark-fixed"})
 
@@ -200,7 +200,7 @@ def test_a_fixed_group_id_reads_exactly_and_commits_nothing(
 
 
 def test_json_from_a_payload_file_topic_parses_with_from_json_and_never_null(
-    spark: SparkSession, start_module_broker: StartBroker, tmp_path: Path
+    spark: SparkSession, nullbroker_module_factory: StartBroker, tmp_path: Path
 ) -> None:
     """A pipeline's first step, parsing, sees real JSON: every value of a payload-file topic
     parses, and each is the file's line for its offset."""
@@ -210,7 +210,7 @@ def test_json_from_a_payload_file_topic_parses_with_from_json_and_never_null(
     path = tmp_path / "events.jsonl"
     path.write_text("\n".join(lines) + "\n")
     records = 3_000
-    broker = start_module_broker(
+    broker = nullbroker_module_factory(
         "--source", f"json-events:partitions=2,records={records},payload-file={path}"
     )  # fmt: skip
     parsed = read(spark, broker, subscribe="json-events").select(
@@ -260,7 +260,7 @@ EVENT_AVRO_SCHEMA = {
 
 
 def test_a_json_schema_topic_parses_with_from_json_and_never_null(
-    spark: SparkSession, start_module_broker: StartBroker, tmp_path: Path
+    spark: SparkSession, nullbroker_module_factory: StartBroker, tmp_path: Path
 ) -> None:
     """A format=json source: every value parses with the schema's columns, none null, each
     equal to the generated document for its offset."""
@@ -269,7 +269,7 @@ def test_a_json_schema_topic_parses_with_from_json_and_never_null(
     path = tmp_path / "event.json"
     path.write_text(json.dumps(EVENT_JSON_SCHEMA))
     records = 2_000
-    broker = start_module_broker(
+    broker = nullbroker_module_factory(
         "--source", f"json-schema:partitions=2,records={records},format=json,schema={path}"
     )  # fmt: skip
     columns = "user string, amount int, score double, paid boolean, tags array<string>, at string"
@@ -288,7 +288,7 @@ def test_a_json_schema_topic_parses_with_from_json_and_never_null(
 
 
 def test_an_avro_topic_parses_with_from_avro_and_never_null(
-    spark: SparkSession, start_module_broker: StartBroker, tmp_path: Path
+    spark: SparkSession, nullbroker_module_factory: StartBroker, tmp_path: Path
 ) -> None:
     """A format=avro source: Spark's own from_avro (spark-avro) decodes every value, equal
     to what fastavro decodes for its offset."""
@@ -303,7 +303,7 @@ def test_an_avro_topic_parses_with_from_avro_and_never_null(
     path = tmp_path / "event.avsc"
     path.write_text(schema_text)
     records = 2_000
-    broker = start_module_broker(
+    broker = nullbroker_module_factory(
         "--source", f"avro-events:partitions=2,records={records},format=avro,schema={path}"
     )  # fmt: skip
     rows = (

@@ -11,10 +11,10 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from spark_tests import nexmark_answers
-from spark_tests.conftest import StartBroker
 from spark_tests.jobs import nexmark
-from tests.broker_process import BrokerProcess
 
 PARTITIONS = 2
 PER_PARTITION = 10_000
@@ -25,18 +25,18 @@ pytestmark = pytest.mark.usefixtures("kafka_connector")
 
 
 @pytest.fixture(scope="module")
-def broker(start_module_broker: StartBroker) -> BrokerProcess:
+def broker(nullbroker_module_factory: StartBroker) -> RunningBroker:
     flag = nexmark.source_flag(PARTITIONS * PER_PARTITION, PARTITIONS, RATE)
-    return start_module_broker("--source", flag)
+    return nullbroker_module_factory("--source", flag)
 
 
 @pytest.fixture(scope="module")
-def events(spark: SparkSession, broker: BrokerProcess) -> DataFrame:
+def events(spark: SparkSession, broker: RunningBroker) -> DataFrame:
     return nexmark.read_events(spark, broker.bootstrap).cache()
 
 
 @pytest.fixture(scope="module")
-def expected_events(spark: SparkSession, broker: BrokerProcess) -> list[dict[str, Any]]:
+def expected_events(spark: SparkSession, broker: RunningBroker) -> list[dict[str, Any]]:
     # The topic's start is the first record's Kafka timestamp (not parsed from its value).
     first = (
         spark.read.format("kafka")

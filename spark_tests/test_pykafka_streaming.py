@@ -11,9 +11,11 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamReader
 
-from spark_tests.conftest import StartBroker, delete_records, log_offsets
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
+from spark_tests.conftest import delete_records, log_offsets
 from spark_tests.streams import BatchLog, contiguous, into_log, run_until_done, wait_until
-from tests.broker_process import BrokerProcess, produced_from_metrics
+from tests.broker_process import produced_from_metrics
 
 PARTITIONS = 2
 # The growing topic gains 20 records/s: less than one micro-batch of at most 50 per second of
@@ -25,9 +27,9 @@ BOUNDED = 3_000
 
 
 @pytest.fixture(scope="module")
-def broker(spark: SparkSession, start_module_broker: StartBroker) -> BrokerProcess:
+def broker(spark: SparkSession, nullbroker_module_factory: StartBroker) -> RunningBroker:
     # Started after Spark is up, so the growing topics grow while the tests run.
-    return start_module_broker(
+    return nullbroker_module_factory(
         "--partitions",
         str(PARTITIONS),
         "--source",
@@ -39,7 +41,7 @@ def broker(spark: SparkSession, start_module_broker: StartBroker) -> BrokerProce
     )
 
 
-def read_stream(spark: SparkSession, broker: BrokerProcess, **options: str) -> DataStreamReader:
+def read_stream(spark: SparkSession, broker: RunningBroker, **options: str) -> DataStreamReader:
     reader = spark.readStream.format("pykafka").option("kafka.bootstrap.servers", broker.bootstrap)
     for name, value in options.items():
         reader = reader.option(name, value)
@@ -47,7 +49,7 @@ def read_stream(spark: SparkSession, broker: BrokerProcess, **options: str) -> D
 
 
 def test_micro_batches_read_a_growing_topic_once_across_restarts(
-    spark: SparkSession, broker: BrokerProcess, tmp_path: Path
+    spark: SparkSession, broker: RunningBroker, tmp_path: Path
 ) -> None:
     checkpoint = tmp_path / "checkpoint"
     log = BatchLog()
@@ -94,7 +96,7 @@ def test_micro_batches_read_a_growing_topic_once_across_restarts(
 
 
 def test_streaming_write_copies_every_record_to_its_partition(
-    spark: SparkSession, broker: BrokerProcess, tmp_path: Path
+    spark: SparkSession, broker: RunningBroker, tmp_path: Path
 ) -> None:
     frame = read_stream(
         spark, broker, subscribe="clicks", startingOffsets="earliest", maxOffsetsPerTrigger="2500"
@@ -116,7 +118,7 @@ def test_streaming_write_copies_every_record_to_its_partition(
 
 
 def test_records_deleted_under_a_query_fail_it_or_are_skipped(
-    spark: SparkSession, broker: BrokerProcess, tmp_path: Path
+    spark: SparkSession, broker: RunningBroker, tmp_path: Path
 ) -> None:
     checkpoint = tmp_path / "checkpoint"
     log = BatchLog()
@@ -147,7 +149,7 @@ def test_records_deleted_under_a_query_fail_it_or_are_skipped(
 
 
 def test_ending_offsets_are_refused_in_streaming_queries(
-    spark: SparkSession, broker: BrokerProcess
+    spark: SparkSession, broker: RunningBroker
 ) -> None:
     frame = read_stream(spark, broker, subscribe="clicks", endingOffsets="latest").load()
     with pytest.raises(PySparkException, match="option 'endingOffsets' is not valid for streaming"):

@@ -12,11 +12,12 @@ from confluent_kafka import Producer
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.spark.producer import PARTITION_BY_KEY, _produce_batch
 from nullbroker.spark.schema import WriteColumns
-from spark_tests.conftest import StartBroker, produced_records
+from spark_tests.conftest import produced_records
 from spark_tests.partitioner import java_partition, murmur2
-from tests.broker_process import BrokerProcess
 
 PARTITIONS = 4
 ROWS = 200_000
@@ -24,9 +25,9 @@ VALUE_SIZE = 100
 
 
 @pytest.fixture(scope="module")
-def broker(start_module_broker: StartBroker) -> BrokerProcess:
+def broker(nullbroker_module_factory: StartBroker) -> RunningBroker:
     # --verify-crc: every batch the producers send must be well formed, not only counted.
-    return start_module_broker(
+    return nullbroker_module_factory(
         "--partitions", str(PARTITIONS), "--verify-crc", "--source", "readonly:records=10"
     )
 
@@ -55,7 +56,7 @@ def rows_with_keys_and_headers(spark: SparkSession, rows: int) -> DataFrame:
     )
 
 
-def write(frame: DataFrame, broker: BrokerProcess, **options: str) -> None:
+def write(frame: DataFrame, broker: RunningBroker, **options: str) -> None:
     writer = frame.write.format("pykafka").option("kafka.bootstrap.servers", broker.bootstrap)
     for name, value in options.items():
         writer = writer.option(name, value)
@@ -63,7 +64,7 @@ def write(frame: DataFrame, broker: BrokerProcess, **options: str) -> None:
 
 
 def test_batch_write_puts_every_row_on_its_partition_column(
-    spark: SparkSession, broker: BrokerProcess
+    spark: SparkSession, broker: RunningBroker
 ) -> None:
     frame = rows_with_keys_and_headers(spark, ROWS).selectExpr(
         "key", "value", "headers", f"cast(id % {PARTITIONS} as int) as partition"
@@ -87,7 +88,7 @@ class RecordingProducer(Producer):
         super().produce(*args, **kwargs)
 
 
-def test_each_row_is_sent_with_its_own_headers_and_no_others(broker: BrokerProcess) -> None:
+def test_each_row_is_sent_with_its_own_headers_and_no_others(broker: RunningBroker) -> None:
     """Headers go with the rows that have them (an empty list included), and rows without
     any are produced without the keyword (cheaper) rather than with headers=None."""
     header = pa.struct([("key", pa.string()), ("value", pa.binary())])
@@ -115,7 +116,7 @@ def test_each_row_is_sent_with_its_own_headers_and_no_others(broker: BrokerProce
 
 
 def test_batch_write_hashes_keys_as_kafkas_default_partitioner(
-    spark: SparkSession, broker: BrokerProcess
+    spark: SparkSession, broker: RunningBroker
 ) -> None:
     # A topic column instead of the option, and no partition column: murmur2 of the key.
     frame = rows_with_keys_and_headers(spark, ROWS).selectExpr(
@@ -128,7 +129,7 @@ def test_batch_write_hashes_keys_as_kafkas_default_partitioner(
     assert sum(expected.values()) == ROWS
 
 
-def test_null_partition_means_the_key_decides(spark: SparkSession, broker: BrokerProcess) -> None:
+def test_null_partition_means_the_key_decides(spark: SparkSession, broker: RunningBroker) -> None:
     frame = spark.range(1000).selectExpr(
         "cast(id as string) as key",
         "cast(id as string) as value",
@@ -140,7 +141,7 @@ def test_null_partition_means_the_key_decides(spark: SparkSession, broker: Broke
     assert produced_records(broker, "null-partition") == dict(expected)
 
 
-def test_a_failed_delivery_fails_the_write(spark: SparkSession, broker: BrokerProcess) -> None:
+def test_a_failed_delivery_fails_the_write(spark: SparkSession, broker: RunningBroker) -> None:
     # A source topic is read-only: the broker answers POLICY_VIOLATION to every Produce.
     frame = spark.range(100).selectExpr("cast(id as string) as value")
 
@@ -162,7 +163,7 @@ def test_a_failed_delivery_fails_the_write(spark: SparkSession, broker: BrokerPr
 )
 def test_a_write_names_the_column_or_option_that_is_wrong(
     spark: SparkSession,
-    broker: BrokerProcess,
+    broker: RunningBroker,
     columns: list[str],
     options: dict[str, str],
     named: str,
@@ -172,7 +173,7 @@ def test_a_write_names_the_column_or_option_that_is_wrong(
         write(frame, broker, **options)
 
 
-def test_overwrite_is_refused(spark: SparkSession, broker: BrokerProcess) -> None:
+def test_overwrite_is_refused(spark: SparkSession, broker: RunningBroker) -> None:
     frame = spark.range(3).selectExpr("cast(id as string) as value")
     writer = frame.write.format("pykafka").option("kafka.bootstrap.servers", broker.bootstrap)
     with pytest.raises(PySparkException, match="save mode 'overwrite' is not supported"):

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_tests.conftest import StartBroker, produced_records
+from nullbroker.app.pytest_plugin import StartBroker
+from spark_tests.conftest import produced_records
 from spark_tests.jobs.session import jvm_kafka_missing_reason
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,7 +48,7 @@ def test_the_section_leads_with_the_connector_and_keeps_pykafka() -> None:
 
 @pytest.mark.parametrize("code", pyspark_blocks(), ids=format_of)
 def test_the_readme_job_reads_and_writes_every_record(
-    code: str, spark: SparkSession, start_module_broker: StartBroker, tmp_path: Path
+    code: str, spark: SparkSession, nullbroker_module_factory: StartBroker, tmp_path: Path
 ) -> None:
     if format_of(code) == "kafka" and (reason := jvm_kafka_missing_reason(spark)):
         pytest.skip(reason)
@@ -58,7 +59,7 @@ def test_the_readme_job_reads_and_writes_every_record(
     source = next(flag for flag in flags if flag.startswith("clicks:"))
     partitions = int(re.search(r"partitions=(\d+)", source)[1])  # type: ignore[index]
     per_partition = int(RECORDS.search(source)[1])  # type: ignore[index]
-    broker = start_module_broker(*flags)
+    broker = nullbroker_module_factory(*flags)
     runnable = code.replace("127.0.0.1:9092", broker.bootstrap).replace("/tmp/", f"{tmp_path}/")
     exec(compile(runnable, f"{PAGE} ({format_of(code)})", "exec"), {})
     for topic in OUTPUTS:

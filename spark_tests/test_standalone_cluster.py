@@ -20,14 +20,14 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from nullbroker.app.launcher import ServerProcess
+from nullbroker.app.launcher import RunningBroker, ServerProcess
+from nullbroker.app.pytest_plugin import StartBroker
 from spark_tests import nexmark_answers
-from spark_tests.conftest import StartBroker
 from spark_tests.jobs import nexmark
 from spark_tests.jobs.e2e_latency import RETAIN_BYTES
 from spark_tests.jobs.settings import TopicShape
 from spark_tests.jobs.standalone import StandaloneCluster
-from tests.broker_process import BrokerProcess, samples
+from tests.broker_process import samples
 from tests.module_command import REPO, run_module
 
 RECORDS = 20_000
@@ -104,13 +104,15 @@ def test_a_cluster_in_a_relative_folder_starts(
 
 
 @pytest.fixture(scope="module")
-def nodes(start_module_broker: StartBroker) -> BrokerProcess:
+def nodes(nullbroker_module_factory: StartBroker) -> RunningBroker:
     """Three nodes in one process, keeping what is produced (the latency job reads it back)
     and serving a Nexmark topic."""
     flag = nexmark.source_flag(
         NEXMARK_PARTITIONS * NEXMARK_PER_PARTITION, NEXMARK_PARTITIONS, NEXMARK_RATE
     )
-    return start_module_broker("--brokers", "3", "--retain", str(RETAIN_BYTES), "--source", flag)
+    return nullbroker_module_factory(
+        "--brokers", "3", "--retain", str(RETAIN_BYTES), "--source", flag
+    )
 
 
 def first_timestamp_ms(bootstrap: str, topic: str) -> int:
@@ -129,7 +131,7 @@ def first_timestamp_ms(bootstrap: str, topic: str) -> int:
 
 
 def test_the_nexmark_queries_on_the_cluster_give_the_generators_answer_counts(
-    cluster: StandaloneCluster, nodes: BrokerProcess
+    cluster: StandaloneCluster, nodes: RunningBroker
 ) -> None:
     done = job_command(
         "nexmark", "--master", cluster.master_url, "--bootstrap", nodes.bootstrap, "--json",
@@ -147,7 +149,7 @@ def test_the_nexmark_queries_on_the_cluster_give_the_generators_answer_counts(
 
 
 def test_end_to_end_latency_on_the_cluster_reads_back_every_record_once(
-    cluster: StandaloneCluster, nodes: BrokerProcess
+    cluster: StandaloneCluster, nodes: RunningBroker
 ) -> None:
     done = job_command(
         "e2e_latency", "--master", cluster.master_url, "--executors", "1",
@@ -173,7 +175,7 @@ def when_a_task_starts(cluster: StandaloneCluster, worker: int, since: int) -> N
         time.sleep(0.05)
 
 
-def take_down(broker: BrokerProcess, spec: str) -> None:
+def take_down(broker: RunningBroker, spec: str) -> None:
     assert broker.metrics_url is not None
     url = broker.metrics_url.rsplit("/", 1)[0] + "/faults"
     request = urllib.request.Request(url, data=spec.encode(), method="POST")
@@ -183,7 +185,7 @@ def take_down(broker: BrokerProcess, spec: str) -> None:
 
 def test_a_streaming_query_survives_a_lost_worker_and_a_node_taken_down_writing_once(
     cluster: StandaloneCluster,
-    start_module_broker: StartBroker,
+    nullbroker_module_factory: StartBroker,
     tmp_path: Path,
 ) -> None:
     """Micro-batch 1 loses worker 1 while its executor runs one of the batch's tasks (each
@@ -192,7 +194,7 @@ def test_a_streaming_query_survives_a_lost_worker_and_a_node_taken_down_writing_
     first task starts, broker node 1 goes down for longer than the batch takes: the
     consumers of the partitions it led find their new leader. The file sink, with the
     connector's offsets in the checkpoint, still holds every record once."""
-    broker = start_module_broker(
+    broker = nullbroker_module_factory(
         "--brokers", "3", "--processes", "2", "--source", STREAM.source_flag()
     )
     output = tmp_path / "stream"

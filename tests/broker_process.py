@@ -1,61 +1,27 @@
-"""Run nullbroker as its users do: `nullbroker serve` in a subprocess, on ports the OS picks.
-
-`BrokerProcess` is nullbroker.app.launcher's RunningBroker with /metrics on by default, scraped
-and parsed here; `stop()` returns the summary JSON (and fails unless the broker exits 0 in
-time).
+"""What the tests of nullbroker as a process share, beside the plugin's fixtures that start it
+(`nullbroker_factory`: nullbroker.app.pytest_plugin, over nullbroker.start): the PROCESSES
+parametrization, /metrics read (`RunningBroker.scrape`'s families) per partition and API,
+the exact accounting a producer's records must meet in the summary and /metrics alike, and
+the clients' small routines (values that do not compress, a consumer read and committed).
 """
 
 from __future__ import annotations
 
 import random
 import time
-import urllib.request
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer
 from prometheus_client.metrics_core import Metric
-from prometheus_client.parser import text_string_to_metric_families
-
-from nullbroker.app.launcher import RunningBroker
 
 VALUE_SIZE = 100
 
 
 PROCESSES = pytest.mark.parametrize("processes", ["1", "2"], ids=["one-process", "two-processes"])
 """For tests of a cluster: its nodes in one process, and spread over two (--processes)."""
-
-
-class BrokerProcess(RunningBroker):
-    """One `nullbroker serve` process, on port 0, with --metrics on port 0 unless told not."""
-
-    def __init__(self, workdir: Path, *flags: str, metrics: bool = True) -> None:
-        super().__init__(*flags, workdir=workdir, metrics=metrics)
-
-    def scrape(self, timeout: float = 5.0) -> list[Metric]:
-        """GET /metrics and parse it as Prometheus text."""
-        assert self.metrics_url is not None, "the broker was started without --metrics"
-        with urllib.request.urlopen(self.metrics_url, timeout=timeout) as response:
-            assert response.status == 200
-            text = response.read().decode()
-        return list(text_string_to_metric_families(text))
-
-    def scrape_until(
-        self, ready: Callable[[list[Metric]], bool], timeout: float = 10.0
-    ) -> list[Metric]:
-        """Scrape until `ready(families)` holds, for what the broker does after a client
-        considers it done (acks=0 records still in the socket, connections closing)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            families = self.scrape()
-            if ready(families):
-                return families
-            if time.monotonic() >= deadline:
-                raise AssertionError(f"/metrics did not reach the expected state in {timeout} s")
-            time.sleep(0.05)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,8 +38,8 @@ from kio.schema.consumer_protocol_subscription.v1.data import ConsumerProtocolSu
 from kio.serial import entity_writer
 
 from codec.apis import KAFKA_4_RANGES, api_name
+from nullbroker.app.pytest_plugin import StartBroker
 from perf.kafka_broker import KafkaBroker
-from tests.conftest import StartBroker
 from tests.differential_allowed import (
     ALLOWED,
     ASSIGNED,
@@ -714,9 +714,9 @@ def unique(prefix: str) -> str:
 
 
 @pytest.fixture
-async def pair(kafka: KafkaBroker, start_broker: StartBroker) -> AsyncIterator[Pair]:
+async def pair(kafka: KafkaBroker, nullbroker_factory: StartBroker) -> AsyncIterator[Pair]:
     """A connection to the session's Kafka and one to a fresh nullbroker (NULLBROKER_FLAGS)."""
-    broker = start_broker(*NULLBROKER_FLAGS)
+    broker = nullbroker_factory(*NULLBROKER_FLAGS)
     opened = await Pair.open(kafka.bootstrap, broker.bootstrap, kafka.node_id)
     try:
         yield opened

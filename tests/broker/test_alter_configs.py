@@ -17,10 +17,10 @@ from confluent_kafka.admin import (
 )
 from kio.schema.errors import ErrorCode
 
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.broker import Broker
 from nullbroker.settings import Config
 from tests.broker.test_handlers import describe_configs
-from tests.conftest import StartBroker
 from tests.kio_calls import call, types
 
 ALTER = 44
@@ -169,9 +169,9 @@ def test_broker_configs_for_this_broker_and_for_every_broker(broker: Broker) -> 
 
 @pytest.mark.clients
 def test_confluent_kafka_admin_alters_and_reads_back_a_topic_config(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    process = start_broker()
+    process = nullbroker_factory()
     admin = AdminClient({"bootstrap.servers": process.bootstrap})
     created = admin.create_topics([NewTopic("cfg", 1)])
     created["cfg"].result(TIMEOUT)

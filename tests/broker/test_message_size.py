@@ -18,13 +18,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
 from codec import ApiKey
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.broker import Broker
 from nullbroker.handlers.produce import RefusedWithoutAcks
 from nullbroker.settings import Config
 from perf.java_perf import BIN
 from perf.kafka_broker import KafkaBroker
 from tests.broker.test_topic_configs import create_topics_fields
-from tests.conftest import StartBroker
 from tests.kafka_tools import TOOL_TIMEOUT, requires_kafka_tools, run_tool
 from tests.kafka_wire import FrameStream
 from tests.kio_calls import SESSION, call, dispatch_of, record_batch, request_frame, types
@@ -144,9 +144,9 @@ def test_altering_max_message_bytes_takes_effect_at_once(broker: Broker) -> None
 
 @pytest.mark.clients
 def test_confluent_kafka_is_told_msg_size_too_large_by_the_broker(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    process = start_broker()
+    process = nullbroker_factory()
     admin = AdminClient({"bootstrap.servers": process.bootstrap})
     created = admin.create_topics([NewTopic("small", 1, config={"max.message.bytes": "51200"})])
     created["small"].result(TIMEOUT)
@@ -201,10 +201,10 @@ async def closes_after_acks_0_refused(bootstrap: str, topic: str) -> bool:
 
 
 async def test_kafka_and_nullbroker_both_close_after_acks_0_refused(
-    kafka: KafkaBroker, start_broker: StartBroker
+    kafka: KafkaBroker, nullbroker_factory: StartBroker
 ) -> None:
     assert await closes_after_acks_0_refused(kafka.bootstrap, "message-size-acks-0")
-    process = start_broker()
+    process = nullbroker_factory()
     assert await closes_after_acks_0_refused(process.bootstrap, "small")
     summary = process.stop()
     assert summary["connections_closed_on_error"] == {"RefusedWithoutAcks": 1}
@@ -213,9 +213,9 @@ async def test_kafka_and_nullbroker_both_close_after_acks_0_refused(
 @pytest.mark.clients
 @requires_kafka_tools
 def test_kafkas_console_producer_is_told_the_record_is_too_large(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    process = start_broker()
+    process = nullbroker_factory()
     server = ("--bootstrap-server", process.bootstrap)
     run_tool(
         "kafka-topics",

@@ -349,11 +349,11 @@ def test_answer_prefix_answers_the_leading_produce_frames_and_stops_at_any_other
 
 
 @pytest.mark.clients
-def test_a_client_that_reads_its_acks_late_gets_every_one_in_order(start_broker: Any) -> None:
+def test_a_client_that_reads_its_acks_late_gets_every_one_in_order(nullbroker_factory: Any) -> None:
     """Over a socket: the C reader answers Produce requests as they come; while the client
     reads nothing its answers back up until the socket takes no more, and the rest go by
     the Python way and trio, in order, none lost, none twice."""
-    broker = start_broker("--partitions", "1")
+    broker = nullbroker_factory("--partitions", "1")
     count = 150_000  # 7.5 MiB of answers: more than the sockets hold (tcp_wmem at most 4 MiB)
     records = record_batch(1)
     frames = [

@@ -21,11 +21,11 @@ from kio.schema.errors import ErrorCode
 from kio.serial.errors import SerialError
 
 from codec.crc import crc32c
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.broker import Broker
 from nullbroker.settings import Config
 from nullbroker.state.producers import MAX_EPOCH
 from perf.kafka_broker import KafkaBroker
-from tests.conftest import StartBroker
 from tests.kafka_wire import FrameStream
 from tests.kio_calls import call, record_batch, types
 
@@ -548,9 +548,12 @@ async def transactions_v2_script(remote: Remote) -> list[Any]:
     return answers
 
 
-async def test_every_answer_is_kafkas(kafka: KafkaBroker, start_broker: StartBroker) -> None:
+async def test_every_answer_is_kafkas(kafka: KafkaBroker, nullbroker_factory: StartBroker) -> None:
     answers = []
-    for name, bootstrap in (("kafka", kafka.bootstrap), ("nullbroker", start_broker().bootstrap)):
+    for name, bootstrap in (
+        ("kafka", kafka.bootstrap),
+        ("nullbroker", nullbroker_factory().bootstrap),
+    ):
         host, port = bootstrap.rsplit(":", 1)
         stream = FrameStream(await trio.open_tcp_stream(host, int(port)))
         suffix = f"{name}-{trio.current_time()}"

@@ -18,6 +18,8 @@ import pytest
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.net.oauthbearer import (
     ClosedUnanswered,
     InvalidToken,
@@ -28,8 +30,7 @@ from nullbroker.net.oauthbearer import (
 )
 from nullbroker.net.sasl import SaslSession, ToldClient, Users
 from nullbroker.settings import Config, ConfigError
-from tests.broker_process import BrokerProcess, samples
-from tests.conftest import StartBroker
+from tests.broker_process import samples
 from tests.kafka_wire import decode_response
 from tests.net.test_sasl import LISTENED, METADATA, Inconclusive, answered_within, call
 from tests.net.test_tls import counted, produce
@@ -180,9 +181,11 @@ def test_oauthbearer_alone_needs_no_users_but_a_principal_claim() -> None:
         Config(oauthbearer_principal_claim=" ")
 
 
-def start_oauthbearer_broker(start_broker: StartBroker) -> tuple[BrokerProcess, tuple[str, int]]:
+def start_oauthbearer_broker(
+    nullbroker_factory: StartBroker,
+) -> tuple[RunningBroker, tuple[str, int]]:
     """A broker whose SASL_PLAINTEXT listener offers OAUTHBEARER alone; its address."""
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
         "--sasl-mechanisms", "OAUTHBEARER",
     )  # fmt: skip
@@ -193,9 +196,9 @@ def start_oauthbearer_broker(start_broker: StartBroker) -> tuple[BrokerProcess, 
 
 @pytest.mark.clients
 def test_confluent_kafka_produces_over_oauthbearer_with_librdkafkas_unsecured_token(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker, (host, port) = start_oauthbearer_broker(start_broker)
+    broker, (host, port) = start_oauthbearer_broker(nullbroker_factory)
     # librdkafka's builtin unsecured JWT: alg none, sub from principal=, iat and exp.
     config = {"bootstrap.servers": f"{host}:{port}", "security.protocol": "SASL_PLAINTEXT",
               "sasl.mechanisms": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": True,
@@ -235,11 +238,11 @@ def token_life_run(sock: socket.socket) -> None:
 
 
 @pytest.mark.clients
-def test_on_the_wire_as_kafka_answers(start_broker: StartBroker) -> None:
+def test_on_the_wire_as_kafka_answers(nullbroker_factory: StartBroker) -> None:
     """What Kafka 4.1.1 answered the same requests: an empty error message (not null) and
     the token's remaining life as the session's; after it, the next request closes the
     connection; a header without alg closes it unanswered."""
-    broker, address = start_oauthbearer_broker(start_broker)
+    broker, address = start_oauthbearer_broker(nullbroker_factory)
     for runs in range(1, 4):
         with socket.create_connection(address, timeout=30) as sock:
             try:

@@ -27,6 +27,8 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from scramp import ScramClient
 
 from codec import ApiKey
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.net.oauthbearer import ClosedUnanswered
 from nullbroker.net.sasl import (
     COMPLETE,
@@ -39,9 +41,8 @@ from nullbroker.net.sasl import (
 )
 from nullbroker.net.scram import HASHES, AuthorizationIdRefused, ScramServer
 from nullbroker.settings import Config, ConfigError
-from tests.broker_process import BrokerProcess, samples
+from tests.broker_process import samples
 from tests.certificates import Certificates
-from tests.conftest import StartBroker
 from tests.kafka_tools import requires_kafka_tools, run_tool
 from tests.kafka_wire import request_frame, size_prefix
 from tests.net.test_tls import counted, produce
@@ -80,11 +81,11 @@ def test_a_users_file_without_users_is_refused(tmp_path: Path) -> None:
 
 
 def start_sasl_broker(
-    start_broker: StartBroker, users: Path, certs: Certificates, *flags: str
-) -> tuple[BrokerProcess, str, str]:
+    nullbroker_factory: StartBroker, users: Path, certs: Certificates, *flags: str
+) -> tuple[RunningBroker, str, str]:
     """A broker with PLAINTEXT, SASL_PLAINTEXT and SASL_SSL listeners: it, and the two SASL
     bootstrap addresses."""
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
         "--users", str(users), "--tls-cert", str(certs.cert), "--tls-key", str(certs.key),
         *flags,
@@ -110,10 +111,10 @@ def plain_over_tls(bootstrap: str, certs: Certificates) -> dict[str, Any]:
 
 @pytest.mark.clients
 def test_confluent_kafka_over_scram_and_over_plain_with_tls_is_counted_exactly(
-    start_broker: StartBroker, users: Path, certificates: Certificates
+    nullbroker_factory: StartBroker, users: Path, certificates: Certificates
 ) -> None:
     broker, sasl_plaintext, sasl_ssl = start_sasl_broker(
-        start_broker, users, certificates, "--partitions", "4"
+        nullbroker_factory, users, certificates, "--partitions", "4"
     )
     assert produce(scram(sasl_plaintext), "scram", 2000) == []
     assert produce(plain_over_tls(sasl_ssl, certificates), "plain-tls", 2000) == []
@@ -125,9 +126,9 @@ def test_confluent_kafka_over_scram_and_over_plain_with_tls_is_counted_exactly(
 
 @pytest.mark.clients
 def test_a_wrong_password_fails_and_nothing_is_counted(
-    start_broker: StartBroker, users: Path, certificates: Certificates
+    nullbroker_factory: StartBroker, users: Path, certificates: Certificates
 ) -> None:
-    broker, sasl_plaintext, sasl_ssl = start_sasl_broker(start_broker, users, certificates)
+    broker, sasl_plaintext, sasl_ssl = start_sasl_broker(nullbroker_factory, users, certificates)
     wrong_plain = {**plain_over_tls(sasl_ssl, certificates), "sasl.password": "wrong"}
     # Kafka's words to the client: SCRAM's name only the phase and the mechanism.
     for config, topic, told in (
@@ -215,11 +216,11 @@ def session_lifetime_run(sock: socket.socket) -> None:
 
 @pytest.mark.clients
 def test_requests_before_authentication_or_after_the_session_close_the_connection(
-    start_broker: StartBroker, users: Path, certificates: Certificates
+    nullbroker_factory: StartBroker, users: Path, certificates: Certificates
 ) -> None:
     lifetime_ms = str(int(LIFETIME_S * 1000))
     broker, sasl_plaintext, _ = start_sasl_broker(
-        start_broker, users, certificates, "--sasl-session-lifetime-ms", lifetime_ms
+        nullbroker_factory, users, certificates, "--sasl-session-lifetime-ms", lifetime_ms
     )
     host, port = sasl_plaintext.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=30) as early:
@@ -263,9 +264,9 @@ def current_librdkafka(directory: Path) -> dict[str, str]:
 @pytest.mark.clients
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not on PATH")
 def test_kcat_over_scram_and_over_plain_with_tls(
-    start_broker: StartBroker, users: Path, certificates: Certificates, tmp_path: Path
+    nullbroker_factory: StartBroker, users: Path, certificates: Certificates, tmp_path: Path
 ) -> None:
-    broker, sasl_plaintext, sasl_ssl = start_sasl_broker(start_broker, users, certificates)
+    broker, sasl_plaintext, sasl_ssl = start_sasl_broker(nullbroker_factory, users, certificates)
     lines = "".join(f"record {index}\n" for index in range(100))
 
     def kcat(
@@ -303,10 +304,10 @@ def test_kcat_over_scram_and_over_plain_with_tls(
 @pytest.mark.clients
 @requires_kafka_tools
 def test_kafka_producer_perf_test_over_scram_and_over_plain_with_tls(
-    start_broker: StartBroker, users: Path, certificates: Certificates, tmp_path: Path
+    nullbroker_factory: StartBroker, users: Path, certificates: Certificates, tmp_path: Path
 ) -> None:
     broker, sasl_plaintext, sasl_ssl = start_sasl_broker(
-        start_broker, users, certificates, "--partitions", "4"
+        nullbroker_factory, users, certificates, "--partitions", "4"
     )
     jaas = 'org.apache.kafka.common.security.{}.{} required username="{}" password="{}";'
     configs = {

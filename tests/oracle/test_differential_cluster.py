@@ -30,11 +30,11 @@ from typing import Any
 import pytest
 import trio
 
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.cluster.nodes import internal_partition_for
 from nullbroker.workers.cluster_changes import SINGLE_PROCESS_KEYS
 from perf.kafka_broker import KafkaCluster
 from perf.kafka_broker import missing as kafka_missing
-from tests.conftest import StartBroker
 from tests.differential import (
     KAFKA,
     NULLBROKER,
@@ -305,11 +305,11 @@ def as_kafka(
 
 @pytest.fixture(params=list(LAYOUTS))
 async def clusters(
-    request: pytest.FixtureRequest, kafka_cluster: KafkaCluster, start_broker: StartBroker
+    request: pytest.FixtureRequest, kafka_cluster: KafkaCluster, nullbroker_factory: StartBroker
 ) -> AsyncIterator[Clusters]:
     """Kafka's three nodes and a fresh nullbroker's, in one process and in two."""
     layout = LAYOUTS[request.param]
-    broker = start_broker(*CLUSTER_FLAGS, *layout)
+    broker = nullbroker_factory(*CLUSTER_FLAGS, *layout)
     opened = await Clusters.open(kafka_cluster, broker.bootstrap, processes=bool(layout))
     try:
         yield opened

@@ -28,8 +28,9 @@ import trio
 from scramp import ScramClient
 
 from codec.apis import api_name
+from nullbroker.app.pytest_plugin import StartBroker
 from perf.kafka_broker import KafkaBroker
-from tests.conftest import KAFKA_SASL, StartBroker
+from tests.conftest import KAFKA_SASL
 from tests.differential import (
     KAFKA,
     NULLBROKER,
@@ -56,14 +57,14 @@ BASE36 = re.compile(r"[0-9a-z]{1,26}")
 
 
 @pytest.fixture
-def sasl_nullbroker(start_broker: StartBroker, tmp_path: Path) -> str:
+def sasl_nullbroker(nullbroker_factory: StartBroker, tmp_path: Path) -> str:
     """A nullbroker with KAFKA_SASL's listener (the harness's flags, PLAINTEXT beside it):
     the SASL_PLAINTEXT address."""
     users = tmp_path / "users.toml"
     users.write_text(
         "[users]\n" + "".join(f'{name} = "{word}"\n' for name, word in KAFKA_SASL.users.items())
     )
-    broker = start_broker(
+    broker = nullbroker_factory(
         *NULLBROKER_FLAGS,
         "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
         "--users", str(users),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from nullbroker.app.launcher import ServerError, start_broker
+from nullbroker.app.launcher import ServerError, start
 
 TIMEOUT = 10.0
 
@@ -48,7 +48,7 @@ def own_temporary_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
 
 
 def test_the_broker_listens_where_it_says_and_stops_with_its_summary() -> None:
-    with start_broker("--partitions", "2") as broker:
+    with start("--partitions", "2", metrics=False) as broker:
         assert re.fullmatch(r"127\.0\.0\.1:\d+", broker.bootstrap)
         assert broker.nodes == (broker.bootstrap,)
         assert broker.metrics_url is None
@@ -65,7 +65,7 @@ def test_the_broker_listens_where_it_says_and_stops_with_its_summary() -> None:
 
 
 def test_every_node_and_the_metrics_url_are_reported() -> None:
-    with start_broker("--brokers", "3", metrics=True) as broker:
+    with start("--brokers", "3") as broker:
         assert len(broker.nodes) == 3 and broker.nodes[0] == broker.bootstrap
         assert len(set(broker.nodes)) == 3
         for address in broker.nodes:
@@ -80,7 +80,7 @@ def test_every_node_and_the_metrics_url_are_reported() -> None:
 def test_a_bad_flag_is_reported_with_the_brokers_message(own_temporary_folders: Path) -> None:
     before = children()
     with pytest.raises(ServerError) as raised:
-        start_broker("--no-such-flag")
+        start("--no-such-flag", metrics=False)
     message = str(raised.value)
     assert "exited with 2" in message
     assert "unrecognized arguments: --no-such-flag" in message
@@ -94,7 +94,7 @@ def test_a_broker_that_exits_before_listening_is_reported(tmp_path: Path) -> Non
     with pytest.raises(
         ServerError, match="did not say where it listens: it exited with 2"
     ) as raised:
-        start_broker("--summary-json", str(unwritable))
+        start("--summary-json", str(unwritable), metrics=False)
     # The broker's own one-line reason, from its stderr.
     assert f"--summary-json {unwritable}: cannot write there" in str(raised.value)
     assert children() <= before
@@ -106,13 +106,18 @@ def test_a_server_that_says_nothing_is_killed_at_the_start_timeout(tmp_path: Pat
     with pytest.raises(
         ServerError, match="did not say where it listens: it printed none in 1 s"
     ) as raised:
-        start_broker(workdir=tmp_path, program=[sys.executable, "-c", silent], start_timeout=1.0)
+        start(
+            workdir=tmp_path,
+            program=[sys.executable, "-c", silent],
+            start_timeout=1.0,
+            metrics=False,
+        )
     assert "starting" in str(raised.value)  # its stderr, quoted
     assert children() <= before
 
 
 def test_leaving_the_block_stops_the_broker_cleanly(tmp_path: Path) -> None:
-    with start_broker(workdir=tmp_path) as broker:
+    with start(workdir=tmp_path, metrics=False) as broker:
         pass
     assert broker.process.returncode == 0 and not broker.killed
     assert_gone(broker.pid)
@@ -122,7 +127,7 @@ def test_leaving_the_block_stops_the_broker_cleanly(tmp_path: Path) -> None:
 
 
 def test_a_broker_that_ignores_the_signal_is_killed_and_reported(tmp_path: Path) -> None:
-    with start_broker(workdir=tmp_path) as broker:
+    with start(workdir=tmp_path, metrics=False) as broker:
         broker.process.send_signal(signal.SIGSTOP)  # a broker that hangs, deaf to SIGTERM
         with pytest.raises(ServerError, match=r"did not exit within 0\.5 s of SIGTERM"):
             broker.stop(timeout=0.5)

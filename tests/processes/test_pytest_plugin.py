@@ -143,3 +143,70 @@ def test_with_a_broker(nullbroker):
     # pytest-trio, installed here, loads hypothesis at start: seconds this check does not need.
     result = pytester.runpytest_subprocess("-p", "no:trio")
     result.assert_outcomes(passed=2)
+
+
+def test_a_conftest_gives_defaults_a_module_shares_brokers_and_the_ini_has_them_killed(
+    pytester: pytest.Pytester,
+) -> None:
+    # What the project's own suite asks of the plugin: each test's brokers given its
+    # parametrized connection loop, brokers a module's tests share, and brokers killed.
+    pytester.makeini("[pytest]\nnullbroker_teardown = kill\n")
+    pytester.makeconftest(
+        """
+import pytest
+
+
+@pytest.fixture(params=["epoll", "trio"])
+def nullbroker_defaults(request):
+    return {"connection_loop": request.param}
+"""
+    )
+    pytester.makepyfile(
+        """
+import signal
+
+import pytest
+
+ended = []
+shared_pids = []
+
+
+def environment(broker):
+    with open(f"/proc/{broker.pid}/environ", "rb") as variables:
+        return variables.read().split(b"\\0")
+
+
+def test_defaults(nullbroker, nullbroker_defaults):
+    loop = nullbroker_defaults["connection_loop"].encode()
+    assert b"NULLBROKER_CONNECTION_LOOP=" + loop in environment(nullbroker)
+    ended.append(nullbroker)
+
+
+def test_the_brokers_were_killed():
+    assert [broker.process.returncode for broker in ended] == [-signal.SIGKILL] * 2
+
+
+@pytest.fixture(scope="module")
+def shared(nullbroker_module_factory):
+    return nullbroker_module_factory(partitions=2)
+
+
+def test_first(shared):
+    shared_pids.append(shared.pid)
+
+
+def test_second(shared):
+    assert shared_pids == [shared.pid]
+"""
+    )
+    pytester.runpytest().assert_outcomes(passed=5)
+
+
+def test_a_teardown_that_is_neither_stop_nor_kill_stops_the_run(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini("[pytest]\nnullbroker_teardown = sigterm\n")
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*nullbroker_teardown (ini) 'sigterm': expected stop or kill"])

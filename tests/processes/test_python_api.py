@@ -21,7 +21,7 @@ from nullbroker.app.accounts import (
     Traffic,
     expect_counts,
 )
-from nullbroker.app.launcher import ServerError, start_broker
+from nullbroker.app.launcher import RunningBroker, ServerError
 from nullbroker.broker import Broker
 from nullbroker.ops.report import summary
 from nullbroker.settings import Config, load
@@ -46,7 +46,7 @@ def test_the_package_names_the_api_without_loading_it() -> None:
     loaded = run_checked([sys.executable, "-c", code], timeout=TIMEOUT)
     assert loaded.strip() == "[]"
     assert nullbroker.start is nullbroker.app.launcher.start
-    assert nullbroker.RunningBroker is start_broker
+    assert nullbroker.RunningBroker is RunningBroker
     with pytest.raises(AttributeError, match="no attribute 'Broker'"):
         nullbroker.Broker  # noqa: B018 - the attribute's lookup is what is tested
 
@@ -142,7 +142,10 @@ def test_an_assertion_on_counts_says_where_they_differ_and_fails_at_once_when_ov
 
 
 def test_a_broker_started_without_metrics_says_where_its_accounts_are() -> None:
-    with start_broker() as broker, pytest.raises(ServerError, match="started without --metrics"):
+    with (
+        nullbroker.start(metrics=False) as broker,
+        pytest.raises(ServerError, match="started without --metrics"),
+    ):
         broker.accounts()
 
 

@@ -14,11 +14,11 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.ops.http_endpoint import HttpRequest
 from nullbroker.ops.schema_registry import CONTENT_TYPE, SchemaRegistry
 from nullbroker.settings import ConfigError, load
 from tests.clients.test_clients_consume import read_whole_topic
-from tests.conftest import StartBroker
 from tests.sources.test_avro_values import LINKED_LIST, ORDER, decode, write_schema
 
 REGISTRY_LINE = re.compile(r"^schema registry on (?P<url>http://\S+)$")
@@ -112,11 +112,11 @@ def test_two_schemas_may_not_share_a_schema_id(tmp_path: Path) -> None:
 
 @pytest.mark.clients
 def test_confluents_avro_serde_works_against_the_registry_and_the_source_topic(
-    start_broker: StartBroker, tmp_path: Path
+    nullbroker_factory: StartBroker, tmp_path: Path
 ) -> None:
     path = write_schema(tmp_path, ORDER)
     records = 500
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--schema-registry", "127.0.0.1:0",
         "--source", f"orders:partitions=1,records={records},format=avro,schema={path},"
         "wire=confluent,schema-id=5",
