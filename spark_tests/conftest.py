@@ -15,7 +15,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from nullbroker.app.launcher import RunningBroker
-from tests.broker_process import produced_from_metrics
+from tests.support.broker_counts import produced_from_metrics
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

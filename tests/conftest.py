@@ -10,7 +10,7 @@ import pytest
 from nullbroker.settings import CONNECTION_LOOPS, Config
 from perf.kafka_broker import KafkaBroker, SaslListener
 from perf.kafka_broker import missing as kafka_missing
-from tests.certificates import Certificates, make_certificates
+from tests.support.certificates import Certificates, make_certificates
 
 KAFKA_SASL = SaslListener(
     {"alice": "alice-secret", "bob": "bob-secret"}, session_lifetime_ms=60_000

@@ -15,7 +15,7 @@ import pytest
 from perf.kafka_broker import missing as kafka_missing
 from spark_tests.conftest import java_missing_reason
 from spark_tests.jobs.session import connector_jars
-from tests.module_command import REPO, run_module
+from tests.support.module_command import REPO, run_module
 
 RECORDS = 8_000
 KAFKA_DELIVERY_TIMEOUT_MS = 480_000  # within COMMAND_TIMEOUT_S

@@ -19,8 +19,8 @@ from spark_tests.jobs import generate_to_kafka, pipeline, source_to_noop, stream
 from spark_tests.jobs.connector import Connector
 from spark_tests.jobs.session import jvm_kafka_missing_reason, register_formats
 from spark_tests.jobs.settings import KEY_SIZE, JobSettings, TopicShape
-from spark_tests.streams import BatchLog
-from tests.broker_process import fetched_from_metrics
+from spark_tests.support.streams import BatchLog
+from tests.support.broker_counts import fetched_from_metrics
 
 RECORDS = 20_000
 PARTITIONS = 4

@@ -1,6 +1,6 @@
 """The Nexmark queries (spark_tests/jobs/nexmark.py) through Spark's own Kafka connector
 over a `format=nexmark` source topic, each result equal to the answer computed in plain
-Python from the generator (spark_tests/nexmark_answers.py)."""
+Python from the generator (spark_tests/support/nexmark_answers.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pyspark.sql import functions as F
 
 from nullbroker.app.launcher import RunningBroker
 from nullbroker.app.pytest_plugin import StartBroker
-from spark_tests import nexmark_answers
 from spark_tests.jobs import nexmark
+from spark_tests.support import nexmark_answers
 
 PARTITIONS = 2
 PER_PARTITION = 10_000

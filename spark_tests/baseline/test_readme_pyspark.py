@@ -22,7 +22,7 @@ from nullbroker.app.pytest_plugin import StartBroker
 from spark_tests.conftest import produced_records
 from spark_tests.jobs.session import jvm_kafka_missing_reason
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGE = "docs/spark.md"
 BLOCK = re.compile(r"^```python\n(?P<code>.*?)^```", re.M | re.S)
 AGAINST = re.compile(r'^# against: make serve ARGS="(?P<args>[^"]*)"$', re.M)

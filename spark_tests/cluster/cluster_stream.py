@@ -4,7 +4,7 @@ offset) to a parquet file sink. The connector's offsets in the checkpoint and th
 sink's log make the output exactly once, however often Spark retries a task or runs a
 batch again.
 
-    python -m spark_tests.cluster_stream --master spark://127.0.0.1:PORT --bootstrap B \\
+    python -m spark_tests.cluster.cluster_stream --master spark://127.0.0.1:PORT --bootstrap B \\
         --topic T --partitions 4 --max-offsets 20000 [--pause-at 5000] --output DIR
 
 Prints a JSON line as each micro-batch completes (`{"batch": 3, "rows": 20000}`: the test

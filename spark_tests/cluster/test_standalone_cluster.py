@@ -22,13 +22,13 @@ from confluent_kafka import Consumer, TopicPartition
 
 from nullbroker.app.launcher import RunningBroker, ServerProcess
 from nullbroker.app.pytest_plugin import StartBroker
-from spark_tests import nexmark_answers
 from spark_tests.jobs import nexmark
 from spark_tests.jobs.e2e_latency import RETAIN_BYTES
 from spark_tests.jobs.settings import TopicShape
 from spark_tests.jobs.standalone import StandaloneCluster
-from tests.broker_process import samples
-from tests.module_command import REPO, run_module
+from spark_tests.support import nexmark_answers
+from tests.support.broker_counts import samples
+from tests.support.module_command import REPO, run_module
 
 RECORDS = 20_000
 PARTITIONS = 4
@@ -199,7 +199,7 @@ def test_a_streaming_query_survives_a_lost_worker_and_a_node_taken_down_writing_
     )
     output = tmp_path / "stream"
     command = [
-        sys.executable, "-m", "spark_tests.cluster_stream", "--master", cluster.master_url,
+        sys.executable, "-m", "spark_tests.cluster.cluster_stream", "--master", cluster.master_url,
         "--bootstrap", broker.bootstrap, "--topic", STREAM.name,
         "--partitions", str(PARTITIONS), "--max-offsets", str(SHARE * PARTITIONS),
         "--pause-at", str(SHARE), "--pause-at", str(2 * SHARE), "--output", str(output),

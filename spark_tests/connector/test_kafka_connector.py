@@ -20,14 +20,14 @@ from pyspark.sql import functions as F
 from nullbroker.app.launcher import RunningBroker
 from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.sources.synthetic import RecordShape
-from spark_tests import batch_reads
 from spark_tests.conftest import (
     ADMIN_TIMEOUT_S,
     log_offsets,
     produced_records,
 )
-from spark_tests.partitioner import java_partition
-from spark_tests.streams import BatchLog, contiguous, into_log, run_until_done, wait_until
+from spark_tests.support import batch_reads
+from spark_tests.support.partitioner import java_partition
+from spark_tests.support.streams import BatchLog, contiguous, into_log, run_until_done, wait_until
 
 PARTITIONS = 4
 RECORDS = 2_500

@@ -15,9 +15,9 @@ from pyspark.sql import Row, SparkSession
 from nullbroker.app.launcher import RunningBroker
 from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.sources.synthetic import RecordShape, key_pattern, value_pattern
-from spark_tests.batch_reads import every_offset, positions, read
 from spark_tests.conftest import delete_records, log_offsets
-from tests.broker_process import fetched_from_metrics
+from spark_tests.support.batch_reads import every_offset, positions, read
+from tests.support.broker_counts import fetched_from_metrics
 
 PARTITIONS = 4
 RECORDS = 2_500

@@ -14,8 +14,8 @@ from pyspark.sql.streaming import DataStreamReader
 from nullbroker.app.launcher import RunningBroker
 from nullbroker.app.pytest_plugin import StartBroker
 from spark_tests.conftest import delete_records, log_offsets
-from spark_tests.streams import BatchLog, contiguous, into_log, run_until_done, wait_until
-from tests.broker_process import produced_from_metrics
+from spark_tests.support.streams import BatchLog, contiguous, into_log, run_until_done, wait_until
+from tests.support.broker_counts import produced_from_metrics
 
 PARTITIONS = 2
 # The growing topic gains 20 records/s: less than one micro-batch of at most 50 per second of

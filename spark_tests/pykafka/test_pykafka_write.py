@@ -17,7 +17,7 @@ from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.spark.producer import PARTITION_BY_KEY, _produce_batch
 from nullbroker.spark.schema import WriteColumns
 from spark_tests.conftest import produced_records
-from spark_tests.partitioner import java_partition, murmur2
+from spark_tests.support.partitioner import java_partition, murmur2
 
 PARTITIONS = 4
 ROWS = 200_000

@@ -11,8 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nullbroker.sources.nexmark import AUCTION, BID, PERSON, NexmarkLayout
-
-from .jobs.nexmark import AUCTION_SKIP, EURO_RATE, LOCAL_CATEGORY, LOCAL_STATES, QUERIES
+from spark_tests.jobs.nexmark import AUCTION_SKIP, EURO_RATE, LOCAL_CATEGORY, LOCAL_STATES, QUERIES
 
 HOT_WINDOW_MS, HOT_SLIDE_MS, HIGHEST_WINDOW_MS = 10_000, 5_000, 10_000
 

@@ -26,8 +26,8 @@ from nullbroker.broker import Broker
 from nullbroker.ops.report import summary
 from nullbroker.settings import Config, load
 from nullbroker.sources.synthetic import SourceSpec
-from tests.kio_calls import SESSION, answered, dispatch_of, fetch_frame
-from tests.module_command import run_checked
+from tests.support.kio_calls import SESSION, answered, dispatch_of, fetch_frame
+from tests.support.module_command import run_checked
 
 TIMEOUT = 20.0
 

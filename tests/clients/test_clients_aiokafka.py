@@ -14,7 +14,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.structs import RecordMetadata
 
 from nullbroker.app.pytest_plugin import StartBroker
-from tests.broker_process import (
+from tests.support.broker_counts import (
     VALUE_SIZE,
     assert_contiguous_from_zero,
     assert_produced_exactly,

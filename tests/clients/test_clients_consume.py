@@ -39,7 +39,7 @@ with warnings.catch_warnings():
 from nullbroker.app.launcher import RunningBroker
 from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.sources.synthetic import RecordShape, key_pattern, value_pattern
-from tests.broker_process import fetch_kinds, fetched_from_metrics, samples
+from tests.support.broker_counts import fetch_kinds, fetched_from_metrics, samples
 
 pytestmark = pytest.mark.clients
 

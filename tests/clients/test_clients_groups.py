@@ -23,7 +23,7 @@ from kafka import TopicPartition as KafkaPythonTopicPartition
 
 from nullbroker.app.launcher import RunningBroker
 from nullbroker.app.pytest_plugin import StartBroker
-from tests.broker_process import metric_total, samples
+from tests.support.broker_counts import metric_total, samples
 
 pytestmark = pytest.mark.clients
 

@@ -15,7 +15,7 @@ with warnings.catch_warnings():
     from kafka import KafkaProducer
 
 from nullbroker.app.pytest_plugin import StartBroker
-from tests.broker_process import (
+from tests.support.broker_counts import (
     VALUE_SIZE,
     assert_contiguous_from_zero,
     assert_produced_exactly,

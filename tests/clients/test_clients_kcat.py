@@ -12,7 +12,7 @@ from collections import defaultdict
 import pytest
 
 from nullbroker.app.pytest_plugin import StartBroker
-from tests.broker_process import (
+from tests.support.broker_counts import (
     VALUE_SIZE,
     assert_contiguous_from_zero,
     assert_produced_exactly,

@@ -33,7 +33,7 @@ from nullbroker.state.groups.consumer import (
 )
 from perf.java_perf import BIN
 from perf.kafka_broker import KafkaBroker
-from tests.kafka_tools import requires_kafka_tools, run_tool
+from tests.support.kafka_tools import requires_kafka_tools, run_tool
 
 PARTITIONS = 4
 RECORDS = 1500  # a partition

@@ -10,9 +10,9 @@ import subprocess
 import pytest
 
 from nullbroker.app.pytest_plugin import StartBroker
-from tests.broker_process import requests_from_metrics
 from tests.clients.test_franz_go_suite import BINARY, PACKAGE_DIR
 from tests.clients.test_franz_go_suite import pytestmark as suite_marks
+from tests.support.broker_counts import requests_from_metrics
 
 RUN_TIMEOUT_S = 120
 

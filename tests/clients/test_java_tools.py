@@ -19,13 +19,13 @@ import pytest
 
 from nullbroker.app.launcher import RunningBroker
 from nullbroker.app.pytest_plugin import StartBroker
-from tests.broker_process import (
+from tests.support.broker_counts import (
     fetch_kinds,
     fetched_from_metrics,
     produced_from_metrics,
     samples,
 )
-from tests.kafka_tools import requires_kafka_tools, run_tool
+from tests.support.kafka_tools import requires_kafka_tools, run_tool
 
 pytestmark = [pytest.mark.clients, requires_kafka_tools]
 

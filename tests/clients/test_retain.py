@@ -21,11 +21,11 @@ from nullbroker.sources.synthetic import compressor
 from nullbroker.state.retained import RetainedBatches
 from nullbroker.stats import PartitionCounters
 from perf import java_perf
-from tests.broker.test_fetch import fetch_one, offsets_of
-from tests.broker.test_handlers import list_offsets
-from tests.broker.test_handlers import produce as produce_request
-from tests.broker_process import metric_total
-from tests.kio_calls import call, record_batch, types
+from tests.handlers.test_fetch import fetch_one, offsets_of
+from tests.handlers.test_handlers import list_offsets
+from tests.handlers.test_handlers import produce as produce_request
+from tests.support.broker_counts import metric_total
+from tests.support.kio_calls import call, record_batch, types
 
 
 def test_batches_are_kept_with_their_offsets_and_the_oldest_dropped_past_the_capacity() -> None:

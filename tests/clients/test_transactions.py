@@ -25,8 +25,8 @@ from codec.record_batch import read_batch_header
 from nullbroker.app.launcher import RunningBroker
 from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.state.transactions import Marker, PartitionTransactions, Segment
-from tests.broker_process import samples
-from tests.kafka_tools import requires_kafka_tools, run_tool
+from tests.support.broker_counts import samples
+from tests.support.kafka_tools import requires_kafka_tools, run_tool
 
 
 def transactional(broker: RunningBroker, transactional_id: str, **settings: Any) -> Producer:

@@ -20,8 +20,8 @@ from kio.schema.errors import ErrorCode
 from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.broker import Broker
 from nullbroker.settings import Config
-from tests.broker.test_handlers import describe_configs
-from tests.kio_calls import call, types
+from tests.handlers.test_handlers import describe_configs
+from tests.support.kio_calls import call, types
 
 ALTER = 44
 TOPIC, BROKER = 2, 4

@@ -15,8 +15,8 @@ from nullbroker.broker import Broker
 from nullbroker.settings import Config
 from nullbroker.state import config_documentation
 from perf.kafka_broker import KafkaBroker
-from tests.broker.test_handlers import produce
-from tests.kio_calls import call, record_batch, types
+from tests.handlers.test_handlers import produce
+from tests.support.kio_calls import call, record_batch, types
 
 DESCRIBE_CONFIGS, TOPIC_RESOURCE, BROKER_RESOURCE = 32, 2, 4
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "kafka_config_docs.py"

@@ -1,4 +1,4 @@
-"""Fetch through Broker.answer, in-process: which batches a response holds, its limits and
+"""Fetch through Dispatch.answer, in-process: which batches a response holds, its limits and
 errors, the fetched counters, long-polling at the log end, and Java's recorded requests."""
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from nullbroker.handlers import served_ranges
 from nullbroker.settings import Config
 from nullbroker.sources.synthetic import SourceSpec, key_pattern, value_pattern
 from nullbroker.state.topics import Topic
-from tests.broker.test_handlers import list_offsets, produce
-from tests.kio_calls import (
+from tests.handlers.test_handlers import list_offsets, produce
+from tests.support.kio_calls import (
     SESSION,
     answered,
     call,
@@ -38,7 +38,7 @@ from tests.kio_calls import (
     request_frame,
     types,
 )
-from tests.vectors import by_file, frame_bytes
+from tests.support.vectors import by_file, frame_bytes
 
 # Version 4 (the oldest served), 11 (sessions, rack), 12 (first flexible), 13 (topic ids),
 # 16 (Java 4.0's), 18 (the newest).

@@ -1,4 +1,4 @@
-"""Each API's behaviour, through Broker.answer: request bytes in, response bytes out."""
+"""Each API's behaviour, through Dispatch.answer: request bytes in, response bytes out."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from codec import ApiKey
 from nullbroker.broker import Broker
 from nullbroker.handlers import SERVED_KEYS
 from nullbroker.settings import Config
-from tests.kio_calls import SESSION, call, dispatch_of, record_batch, request_frame, types
+from tests.support.kio_calls import SESSION, call, dispatch_of, record_batch, request_frame, types
 
 
 def broker(**settings: Any) -> Broker:

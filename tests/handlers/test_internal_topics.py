@@ -17,11 +17,11 @@ from codec import ApiKey
 from nullbroker.broker import Broker
 from nullbroker.cluster.nodes import internal_partition_for, java_string_hash
 from nullbroker.settings import Config
-from tests.broker.test_config_documentation import TOPIC_RESOURCE, config_entries
-from tests.broker.test_fetch import fetch
-from tests.broker.test_handlers import produce
-from tests.kio_calls import call, record_batch, types
+from tests.handlers.test_config_documentation import TOPIC_RESOURCE, config_entries
+from tests.handlers.test_fetch import fetch
+from tests.handlers.test_handlers import produce
 from tests.processes.test_cluster import ask, cluster_broker
+from tests.support.kio_calls import call, record_batch, types
 
 OFFSETS = "__consumer_offsets"
 TRANSACTIONS = "__transaction_state"

@@ -36,8 +36,8 @@ from nullbroker.handlers import served_ranges
 from nullbroker.settings import Config
 from nullbroker.sources.synthetic import SourceSpec
 from nullbroker.state.groups.model import GroupState
-from tests.kio_calls import SESSION, answered, decode_response, dispatch_of, request_frame
-from tests.vectors import Entry, entry_id, frame_bytes, requests
+from tests.support.kio_calls import SESSION, answered, decode_response, dispatch_of, request_frame
+from tests.support.vectors import Entry, entry_id, frame_bytes, requests
 
 METADATA, JOIN_GROUP, SYNC_GROUP = 3, 11, 14
 RECORDS = 200

@@ -17,7 +17,8 @@ from codec.apis import request_schema
 from codec.entities import make
 from nullbroker.broker import Broker
 from nullbroker.settings import Config
-from tests.kio_calls import (
+from tests.processes.test_cluster import PORTS, cluster_broker, session
+from tests.support.kio_calls import (
     answered,
     decode_response,
     dispatch_of,
@@ -25,7 +26,6 @@ from tests.kio_calls import (
     request_frame,
     types,
 )
-from tests.processes.test_cluster import PORTS, cluster_broker, session
 
 
 def ask(broker: Broker, node: int, api_key: int, version: int, **fields: Any) -> Any:

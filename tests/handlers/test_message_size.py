@@ -24,10 +24,10 @@ from nullbroker.handlers.produce import RefusedWithoutAcks
 from nullbroker.settings import Config
 from perf.java_perf import BIN
 from perf.kafka_broker import KafkaBroker
-from tests.broker.test_topic_configs import create_topics_fields
-from tests.kafka_tools import TOOL_TIMEOUT, requires_kafka_tools, run_tool
-from tests.kafka_wire import FrameStream
-from tests.kio_calls import SESSION, call, dispatch_of, record_batch, request_frame, types
+from tests.state.test_topic_configs import create_topics_fields
+from tests.support.kafka_tools import TOOL_TIMEOUT, requires_kafka_tools, run_tool
+from tests.support.kafka_wire import FrameStream
+from tests.support.kio_calls import SESSION, call, dispatch_of, record_batch, request_frame, types
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 SET, DELETE = 0, 1

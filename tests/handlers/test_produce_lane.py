@@ -27,9 +27,16 @@ from codec.crc import crc32c
 from nullbroker.broker import Broker, Session
 from nullbroker.settings import Config
 from nullbroker.sources.synthetic import SourceSpec
-from tests.broker_process import metric_total
-from tests.kafka_wire import record_batch
-from tests.kio_calls import SESSION, call, decode_response, dispatch_of, request_frame, types
+from tests.support.broker_counts import metric_total
+from tests.support.kafka_wire import record_batch
+from tests.support.kio_calls import (
+    SESSION,
+    call,
+    decode_response,
+    dispatch_of,
+    request_frame,
+    types,
+)
 
 TOPIC, OTHER, SOURCE = "lane", "other", "src"
 OTHER_MAX_BYTES = len(record_batch(3))

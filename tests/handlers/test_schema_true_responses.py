@@ -1,14 +1,14 @@
 """Every response the handlers build holds to the schema as the Java client reads it.
 
 The Java client trusts the schema: a field that is not nullable is never null, and it does
-not check. So for each served API and version, requests are answered through Broker.answer
+not check. So for each served API and version, requests are answered through Dispatch.answer
 and checked twice, field by field against kio's schema (whose nullability matches Kafka's
 JSON `nullableVersions`, version by version):
 
 - the entity each handler returns, before it is encoded: no None where the field is not
   nullable. This walk is independent of the encoder's own check (codec.writers refuses
   such a None), so each checks the other;
-- the bytes Broker.answer sends, read back by kio's reader (which reads a null array or
+- the bytes Dispatch.answer sends, read back by kio's reader (which reads a null array or
   string as None, whatever the schema says): no null on the wire either. This covers the
   hand-written Produce and Fetch encoders and the answers of held requests too.
 
@@ -48,10 +48,11 @@ from nullbroker.broker import Broker, Handler, Session
 from nullbroker.handlers import served_ranges
 from nullbroker.settings import Config
 from nullbroker.sources.synthetic import SourceSpec
-from tests.broker.test_handlers import produce
 from tests.codec.test_codec_roundtrip import values
-from tests.kafka_wire import size_prefix
-from tests.kio_calls import (
+from tests.handlers.test_handlers import produce
+from tests.net.test_connection import METADATA_V12, assert_answers, serving
+from tests.support.kafka_wire import size_prefix
+from tests.support.kio_calls import (
     SESSION,
     answered,
     decode_response,
@@ -59,9 +60,8 @@ from tests.kio_calls import (
     record_batch,
     request_frame,
 )
-from tests.kio_calls import types as request_types
-from tests.net.test_connection import METADATA_V12, assert_answers, serving
-from tests.vectors import Entry, frame_bytes, requests
+from tests.support.kio_calls import types as request_types
+from tests.support.vectors import Entry, frame_bytes, requests
 
 FETCH, METADATA, JOIN_GROUP, SYNC_GROUP = 1, 3, 11, 14
 # Mock time: held requests (JoinGroup, SyncGroup) end at their timeouts in an instant.
@@ -156,7 +156,7 @@ def checked_broker() -> Broker:
 
 
 async def respond(broker: Broker, frame: bytes) -> Any:
-    """The response entity to a request frame, as kio reads Broker.answer's bytes, after
+    """The response entity to a request frame, as kio reads Dispatch.answer's bytes, after
     checking that they hold no null where the schema has none (None: no response, or the
     connection closed)."""
     header = decode_request(frame, broker.served).header

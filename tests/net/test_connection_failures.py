@@ -21,9 +21,9 @@ from confluent_kafka import Producer
 
 from nullbroker.app.launcher import RunningBroker
 from nullbroker.app.pytest_plugin import StartBroker
-from tests.broker_process import metric_total, random_values, samples
-from tests.kafka_wire import recorded_frame, size_prefix
-from tests.kio_calls import fetch_frame
+from tests.support.broker_counts import metric_total, random_values, samples
+from tests.support.kafka_wire import recorded_frame, size_prefix
+from tests.support.kio_calls import fetch_frame
 
 pytestmark = [pytest.mark.clients, pytest.mark.every_connection_loop]
 

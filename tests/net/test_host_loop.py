@@ -21,8 +21,8 @@ from nullbroker.net import host_loop
 from nullbroker.net.host_loop import HostLoop
 from nullbroker.settings import load
 from nullbroker.workers.server import BrokerServer
-from tests.kafka_wire import FrameStream, size_prefix
-from tests.kio_calls import decode_response, fetch_frame, record_batch, request_frame, types
+from tests.support.kafka_wire import FrameStream, size_prefix
+from tests.support.kio_calls import decode_response, fetch_frame, record_batch, request_frame, types
 
 SOURCE = "clicks:partitions=1,records=5000,size=1000"
 FETCHES = 40  # about 40 MB of answers: far more than loopback's socket buffers hold

@@ -15,9 +15,9 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from nullbroker.app.launcher import RunningBroker
 from nullbroker.app.pytest_plugin import StartBroker
-from tests.broker_process import metric_total, samples
-from tests.kafka_wire import request_frame, size_prefix
-from tests.kio_calls import fetch_frame
+from tests.support.broker_counts import metric_total, samples
+from tests.support.kafka_wire import request_frame, size_prefix
+from tests.support.kio_calls import fetch_frame
 
 API_VERSIONS = size_prefix(
     request_frame(ApiVersionsRequest(client_software_name="limits", client_software_version="1"), 1)

@@ -30,10 +30,10 @@ from nullbroker.net.oauthbearer import (
 )
 from nullbroker.net.sasl import SaslSession, ToldClient, Users
 from nullbroker.settings import Config, ConfigError
-from tests.broker_process import samples
-from tests.kafka_wire import decode_response
 from tests.net.test_sasl import LISTENED, METADATA, Inconclusive, answered_within, call
 from tests.net.test_tls import counted, produce
+from tests.support.broker_counts import samples
+from tests.support.kafka_wire import decode_response
 
 NOW_MS = 1_790_000_000_000
 NOW_S = NOW_MS // 1000

@@ -17,9 +17,9 @@ from confluent_kafka import Producer
 
 from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.net.read_budget import SMALL_REQUEST_BYTES, ReadBudget, Reservation
-from tests.broker_process import produced_from_metrics
-from tests.kafka_wire import record_batch, request_frame, size_prefix
 from tests.net.test_bad_input import GOOD_TOPIC, connect, produce_request, running_broker
+from tests.support.broker_counts import produced_from_metrics
+from tests.support.kafka_wire import record_batch, request_frame, size_prefix
 
 MIB = 1024 * 1024
 

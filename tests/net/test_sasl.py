@@ -41,11 +41,11 @@ from nullbroker.net.sasl import (
 )
 from nullbroker.net.scram import HASHES, AuthorizationIdRefused, ScramServer
 from nullbroker.settings import Config, ConfigError
-from tests.broker_process import samples
-from tests.certificates import Certificates
-from tests.kafka_tools import requires_kafka_tools, run_tool
-from tests.kafka_wire import request_frame, size_prefix
 from tests.net.test_tls import counted, produce
+from tests.support.broker_counts import samples
+from tests.support.certificates import Certificates
+from tests.support.kafka_tools import requires_kafka_tools, run_tool
+from tests.support.kafka_wire import request_frame, size_prefix
 
 LISTENED = re.compile(r"^listeners: (?P<listed>.*)$")
 USER, PASSWORD = "alice", "alice-secret"

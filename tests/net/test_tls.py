@@ -18,9 +18,9 @@ from confluent_kafka import KafkaError, Producer
 from nullbroker.app.launcher import RunningBroker, nullbroker_program
 from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.settings import Config, ConfigError
-from tests.broker_process import produced_from_metrics
-from tests.certificates import Certificates
-from tests.kafka_tools import requires_kafka_tools, run_tool
+from tests.support.broker_counts import produced_from_metrics
+from tests.support.certificates import Certificates
+from tests.support.kafka_tools import requires_kafka_tools, run_tool
 
 LISTENERS = re.compile(r"^listeners: (?P<listed>.*)$")
 

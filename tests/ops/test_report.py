@@ -11,7 +11,7 @@ from nullbroker.broker import Broker
 from nullbroker.ops.report import ConsoleReporter, summary
 from nullbroker.settings import Config
 from nullbroker.sources.synthetic import SourceSpec
-from tests.kio_calls import SESSION, answered, dispatch_of, fetch_frame
+from tests.support.kio_calls import SESSION, answered, dispatch_of, fetch_frame
 
 HOLD_MS = 300
 LINE = re.compile(

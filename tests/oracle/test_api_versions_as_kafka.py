@@ -16,7 +16,7 @@ from kio.index import load_request_schema
 from codec import NOT_SERVED, ApiKey
 from nullbroker.app.pytest_plugin import StartBroker
 from perf.kafka_broker import KafkaBroker
-from tests.kafka_wire import FrameStream, size_prefix
+from tests.support.kafka_wire import FrameStream, size_prefix
 
 
 async def connect(bootstrap: str) -> FrameStream:

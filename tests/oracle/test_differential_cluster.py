@@ -1,7 +1,7 @@
 """A cluster compared with a Kafka cluster: nullbroker `--brokers 3`, in one process and in
 two (`--processes 2`), against Kafka 4.1.1 as three KRaft nodes (perf.kafka_broker's
 KafkaCluster, started once for the module), both with the harness's flags
-(tests/differential.py) and three partitions for each internal topic.
+(tests/support/differential.py) and three partitions for each internal topic.
 
 Node ids differ (Kafka's 1 to 3, nullbroker's 0 to 2) and so may the placement of leaders:
 nodes are matched by role. Each broker's own Metadata says which of its nodes leads each
@@ -35,7 +35,7 @@ from nullbroker.cluster.nodes import internal_partition_for
 from nullbroker.workers.cluster_changes import SINGLE_PROCESS_KEYS
 from perf.kafka_broker import KafkaCluster
 from perf.kafka_broker import missing as kafka_missing
-from tests.differential import (
+from tests.support.differential import (
     KAFKA,
     NULLBROKER,
     NULLBROKER_FLAGS,
@@ -59,8 +59,8 @@ from tests.differential import (
     subscription,
     unique,
 )
-from tests.differential_allowed import CLUSTER_CONTROLLER
-from tests.kafka_wire import FrameStream, decode_response, request_frame, size_prefix
+from tests.support.differential_allowed import CLUSTER_CONTROLLER
+from tests.support.kafka_wire import FrameStream, decode_response, request_frame, size_prefix
 
 pytestmark = [pytest.mark.differential, pytest.mark.kafka_cluster, pytest.mark.java]
 

@@ -1,6 +1,6 @@
 """Whole SASL conversations asked of Kafka 4.1.1's SASL_PLAINTEXT listener (the `kafka`
 fixture's, tests/conftest.py KAFKA_SASL) and of a nullbroker given the same users and
-mechanisms, every answer compared field by field (tests/differential.py): the handshake's
+mechanisms, every answer compared field by field (tests/support/differential.py): the handshake's
 mechanism list, PLAIN, SCRAM-SHA-256 and -512 (client-first to server-final) and unsecured
 OAUTHBEARER, their refusals and Kafka's words for them, what each broker does with requests
 out of turn (answered with an error and closed, or closed unanswered: compared too), a
@@ -31,7 +31,8 @@ from codec.apis import api_name
 from nullbroker.app.pytest_plugin import StartBroker
 from perf.kafka_broker import KafkaBroker
 from tests.conftest import KAFKA_SASL
-from tests.differential import (
+from tests.net.test_sasl import LISTENED
+from tests.support.differential import (
     KAFKA,
     NULLBROKER,
     NULLBROKER_FLAGS,
@@ -41,9 +42,8 @@ from tests.differential import (
     Side,
     request,
 )
-from tests.differential_allowed import SCRAM_MESSAGE, TOKEN_LIFETIME
-from tests.kafka_wire import FrameStream, decode_response, request_frame, size_prefix
-from tests.net.test_sasl import LISTENED
+from tests.support.differential_allowed import SCRAM_MESSAGE, TOKEN_LIFETIME
+from tests.support.kafka_wire import FrameStream, decode_response, request_frame, size_prefix
 
 pytestmark = pytest.mark.differential
 

@@ -27,7 +27,7 @@ from nullbroker.stats import (
     GroupSnapshot,
     PartitionCounters,
 )
-from tests.broker_process import (
+from tests.support.broker_counts import (
     PROCESSES,
     fetched_from_metrics,
     metric_total,
@@ -35,7 +35,7 @@ from tests.broker_process import (
     requests_from_metrics,
     samples,
 )
-from tests.kio_calls import SESSION, answered, dispatch_of, fetch_frame
+from tests.support.kio_calls import SESSION, answered, dispatch_of, fetch_frame
 
 RECORDS = 1000
 PARTITIONS = 2

@@ -17,7 +17,7 @@ from confluent_kafka import Producer
 from codec import native
 from nullbroker.app.launcher import nullbroker_program
 from nullbroker.app.pytest_plugin import StartBroker
-from tests.broker_process import metric_total, random_values, samples
+from tests.support.broker_counts import metric_total, random_values, samples
 
 pytestmark = pytest.mark.every_connection_loop
 

@@ -21,14 +21,14 @@ from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.broker import Broker, Endpoint, Session
 from nullbroker.cluster.nodes import Cluster
 from nullbroker.settings import Config, ConfigError
-from tests.broker_process import (
+from tests.support.broker_counts import (
     PROCESSES,
     metric_total,
     produced_from_metrics,
     samples,
 )
-from tests.kafka_tools import requires_kafka_tools, run_tool
-from tests.kio_calls import (
+from tests.support.kafka_tools import requires_kafka_tools, run_tool
+from tests.support.kio_calls import (
     answered,
     decode_response,
     dispatch_of,

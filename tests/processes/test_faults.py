@@ -30,16 +30,23 @@ from nullbroker.cluster.fault_specs import Fault, FaultSpecError
 from nullbroker.cluster.faults import Faults
 from nullbroker.cluster.nodes import Cluster
 from nullbroker.settings import Config, ConfigError
-from tests.broker.test_handlers import produce
-from tests.broker_process import (
+from tests.handlers.test_handlers import produce
+from tests.processes.test_cluster import group_consumer, read_until
+from tests.support.broker_counts import (
     PROCESSES,
     metric_total,
     produced_from_metrics,
     samples,
 )
-from tests.kio_calls import SESSION, dispatch_of, fetch_frame, record_batch, request_frame, types
-from tests.module_command import run_module
-from tests.processes.test_cluster import group_consumer, read_until
+from tests.support.kio_calls import (
+    SESSION,
+    dispatch_of,
+    fetch_frame,
+    record_batch,
+    request_frame,
+    types,
+)
+from tests.support.module_command import run_module
 
 
 @pytest.mark.parametrize(

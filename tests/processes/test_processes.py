@@ -25,11 +25,11 @@ from nullbroker.cluster.nodes import Cluster
 from nullbroker.settings import Config, ConfigError
 from nullbroker.state.producers import FIRST_PRODUCER_ID, ProducerRegistry
 from nullbroker.stats import BrokerStats
-from tests.broker_process import produced_from_metrics, samples
-from tests.kafka_wire import FrameStream, decode_response
-from tests.kio_calls import types
 from tests.processes.test_cluster import node_ports
 from tests.processes.test_faults import faults_url, http
+from tests.support.broker_counts import produced_from_metrics, samples
+from tests.support.kafka_wire import FrameStream, decode_response
+from tests.support.kio_calls import types
 
 WORKERS = re.compile(r"^processes: (?P<count>\d+) workers, (?P<rest>.*)$")
 

@@ -17,8 +17,8 @@ from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.sources import nexmark
 from nullbroker.sources.nexmark import BATCH_EVENTS, NexmarkLayout, generate
 from nullbroker.sources.synthetic import RecordShape, SourceSpec, SourceSpecError
-from tests.broker.test_fetch import records_of
 from tests.clients.test_clients_consume import read_whole_topic
+from tests.handlers.test_fetch import records_of
 
 START_MS = 1_764_000_000_000
 

@@ -1,4 +1,4 @@
-"""Fetch sessions (KIP-227) through Broker.answer, in-process: opening, incremental fetches
+"""Fetch sessions (KIP-227) through Dispatch.answer, in-process: opening, incremental fetches
 answered with what changed, forgetting and adding partitions, session errors, closing, held
 incremental fetches, the cache's bound and eviction. Kafka's own answers to the same
 sequences are compared in tests/oracle/test_differential_flows.py."""
@@ -20,9 +20,9 @@ from nullbroker.broker import Broker
 from nullbroker.settings import Config
 from nullbroker.state.fetch_sessions import EVICTION_MS, FetchSessionCache, next_epoch
 from nullbroker.stats import BrokerStats
-from tests.broker.test_fetch import MIB, PartitionAsk, fetch_request, held_until_produced
-from tests.broker.test_handlers import produce
-from tests.kio_calls import (
+from tests.handlers.test_fetch import MIB, PartitionAsk, fetch_request, held_until_produced
+from tests.handlers.test_handlers import produce
+from tests.support.kio_calls import (
     SESSION,
     answered,
     decode_response,
@@ -70,7 +70,7 @@ class Consumer:
         return request_frame(ApiKey.FETCH, self.version, body)
 
     def _forgotten(self, key: Any, topic: Any) -> Any:
-        from tests.kio_calls import types
+        from tests.support.kio_calls import types
 
         t = types(ApiKey.FETCH, self.version)
         fields = {"topic_id": key} if self.version >= 13 else {"topic": key}

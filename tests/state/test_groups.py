@@ -1,5 +1,5 @@
 """Consumer groups in-process: the classic group protocol, committed offsets and group
-administration, through Broker.answer (request bytes in, response bytes out).
+administration, through Dispatch.answer (request bytes in, response bytes out).
 
 Time is trio's MockClock with autojump: sessions, rebalance timeouts and the initial
 rebalance delay pass as soon as every task waits, so no test sleeps for real.
@@ -34,7 +34,7 @@ from nullbroker.settings import Config, ConfigError, load
 from nullbroker.state.groups.classic import GroupCoordinator
 from nullbroker.state.groups.model import GroupState
 from nullbroker.stats import GROUP_STATES, BrokerStats
-from tests.kio_calls import SESSION, decode_response, dispatch_of, request_frame, types
+from tests.support.kio_calls import SESSION, decode_response, dispatch_of, request_frame, types
 
 OFFSET_COMMIT, OFFSET_FETCH, METADATA = 8, 9, 3
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14

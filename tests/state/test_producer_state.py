@@ -13,7 +13,7 @@ from codec import ApiKey
 from nullbroker.broker import Broker
 from nullbroker.cluster.nodes import OFFSETS_TOPIC, internal_partition_for
 from nullbroker.settings import Config
-from tests.broker.test_transactions_v2 import (
+from tests.state.test_transactions_v2 import (
     ADD_PARTITIONS_TO_TXN,
     DESCRIBE_PRODUCERS,
     DESCRIBE_TRANSACTIONS,
@@ -28,7 +28,7 @@ from tests.broker.test_transactions_v2 import (
     init_fields,
     offset_commit_fields,
 )
-from tests.kio_calls import call, record_batch, types
+from tests.support.kio_calls import call, record_batch, types
 
 OFFSETS_PARTITIONS = 50
 BATCH_TIME_MS = 1_767_225_600_000

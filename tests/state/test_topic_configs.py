@@ -16,8 +16,8 @@ from codec import ApiKey
 from nullbroker.broker import Broker
 from nullbroker.settings import Config
 from perf.kafka_broker import KafkaBroker
-from tests.kafka_wire import FrameStream
-from tests.kio_calls import call, types
+from tests.support.kafka_wire import FrameStream
+from tests.support.kio_calls import call, types
 
 TOPIC_RESOURCE = 2
 SET, DELETE, APPEND = 0, 1, 2

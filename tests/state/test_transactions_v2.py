@@ -26,8 +26,8 @@ from nullbroker.broker import Broker
 from nullbroker.settings import Config
 from nullbroker.state.producers import MAX_EPOCH
 from perf.kafka_broker import KafkaBroker
-from tests.kafka_wire import FrameStream
-from tests.kio_calls import call, record_batch, types
+from tests.support.kafka_wire import FrameStream
+from tests.support.kio_calls import call, record_batch, types
 
 PRODUCE, INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, END_TXN = 0, 22, 24, 26
 TXN_OFFSET_COMMIT, OFFSET_FETCH, LIST_TRANSACTIONS, CREATE_TOPICS = 28, 9, 66, 19

@@ -2,7 +2,7 @@
 covers, the reason they give, and why the run may still be called green without them.
 
 A test skipped for anything else (a tool not provisioned, a C module not built, a broker
-that did not start) fails a strict run: tests/skip_gate.py checks every skip against this
+that did not start) fails a strict run: tests/support/skip_gate.py checks every skip against this
 table and prints all of them, with their reasons, at the end of the run.
 """
 

@@ -6,7 +6,7 @@ broker it goes to (`Side`) that builds one from what that broker answered before
 ids, producer ids and epochs, member ids, generations). Both answers are compared
 recursively; each difference has a readable path
 (`MetadataResponse.topics[0].partitions[0].leader_epoch: kafka=0 nullbroker=-1`) and is
-either data (tests/differential_allowed.py, ALLOWED), a difference known and to be fixed
+either data (tests/support/differential_allowed.py, ALLOWED), a difference known and to be fixed
 (KNOWN, which a test names so that it fails once the difference is gone), or a failure.
 Record batches (Fetch) are decoded and compared batch by batch, record by record.
 """
@@ -40,7 +40,7 @@ from kio.serial import entity_writer
 from codec.apis import KAFKA_4_RANGES, api_name
 from nullbroker.app.pytest_plugin import StartBroker
 from perf.kafka_broker import KafkaBroker
-from tests.differential_allowed import (
+from tests.support.differential_allowed import (
     ALLOWED,
     ASSIGNED,
     CLOCK,
@@ -52,7 +52,7 @@ from tests.differential_allowed import (
     UNORDERED,
     Entry,
 )
-from tests.kafka_wire import FrameStream, decode_response, request_frame, size_prefix
+from tests.support.kafka_wire import FrameStream, decode_response, request_frame, size_prefix
 
 KAFKA = "kafka"
 NULLBROKER = "nullbroker"
@@ -133,7 +133,7 @@ def matching(
 @dataclass
 class Seen:
     """What a sequence has seen of the values each broker makes up, for the identities that
-    must hold across it (tests/differential_allowed.py: TOPIC_ID, CLUSTER_ID, CLOCK)."""
+    must hold across it (tests/support/differential_allowed.py: TOPIC_ID, CLUSTER_ID, CLOCK)."""
 
     since_ms: int
     """When the sequence began, by the clock both brokers read (they run on this machine)."""

@@ -1,4 +1,4 @@
-"""What may differ between Kafka's answers and nullbroker's (tests/differential.py).
+"""What may differ between Kafka's answers and nullbroker's (tests/support/differential.py).
 
 ALLOWED is data: values that differ between any two brokers (ids, ports, clocks), each with
 its reason. KNOWN is behaviour that should not differ and does, each entry a bug to fix with

@@ -2,9 +2,9 @@
 and the broker's handlers: bytes as a client's stream, split into frames, each answered by an
 in-process broker. A frame may be refused (codec.ProtocolError, or the SASL and budget errors
 that derive from it: the connection would be closed, one log line); anything else escaping is
-a bug, and libFuzzer saves the input that found it.
+a bug, and libFuzzer saves the input that found it. `make fuzz` runs it so:
 
-    python -m tests.fuzz_requests -max_total_time=600 -artifact_prefix=out/fuzz-  # make fuzz
+    python -m tests.support.fuzz_requests -max_total_time=600 -artifact_prefix=out/fuzz-
 
 The seed corpus is every recorded request frame (tests/vectors/frames). Inputs that once
 crashed it are kept in tests/vectors/fuzz/ and replayed by tests/tools/test_fuzz.py on every run.
@@ -19,7 +19,7 @@ from pathlib import Path
 import atheris
 
 with atheris.instrument_imports():
-    from tests.fuzz_target import FRAMES, answer_stream
+    from tests.support.fuzz_target import FRAMES, answer_stream
 
 
 def seed_corpus(folder: Path) -> None:

@@ -1,5 +1,5 @@
 """The fuzz target's check, without atheris: bytes as a client's stream, split into frames,
-each answered by an in-process broker. tests/fuzz_requests.py drives it with atheris;
+each answered by an in-process broker. tests/support/fuzz_requests.py drives it with atheris;
 tests/tools/test_fuzz.py replays the inputs that once broke it."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from nullbroker.broker import Broker, Endpoint, Session
 from nullbroker.dispatch import Dispatch
 from nullbroker.settings import Config
 
-FRAMES = Path(__file__).resolve().parent / "vectors" / "frames"
+FRAMES = Path(__file__).resolve().parent.parent / "vectors" / "frames"
 MAX_FRAME_BYTES = 1 << 20
 
 _broker = Broker(Config(brokers=3, partitions=2, max_frame_bytes=MAX_FRAME_BYTES))

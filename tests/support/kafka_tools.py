@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from perf.java_perf import BIN
-from tests.module_command import run_checked
+from tests.support.module_command import run_checked
 
 TOOL_TIMEOUT = 180.0
 

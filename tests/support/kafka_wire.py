@@ -23,7 +23,7 @@ from kio.static.primitive import i8, i16, i32, i64
 
 from codec.messages import encode_request, encode_request_header
 
-FRAMES = Path(__file__).parent / "vectors" / "frames"
+FRAMES = Path(__file__).parent.parent / "vectors" / "frames"
 CLIENT_ID = "nullbroker-tests"
 
 # How long a test waits for the broker to answer or to close; generous, since a loaded CI

@@ -31,20 +31,20 @@ SHARED = {"spark": "spark-session", "standalone": "spark-cluster"}
 """Session fixtures started once for the group of tests that use them, by group."""
 
 SPARK_SESSION_FILES = (
-    "test_batch_read.py",
-    "test_e2e_latency.py",
-    "test_jobs.py",
-    "test_kafka_connector.py",
-    "test_nexmark.py",
-    "test_pykafka_options.py",
-    "test_pykafka_streaming.py",
-    "test_pykafka_write.py",
-    "test_readme_pyspark.py",
-    "test_timelines.py",
+    "baseline/test_e2e_latency.py",
+    "baseline/test_jobs.py",
+    "baseline/test_nexmark.py",
+    "baseline/test_readme_pyspark.py",
+    "cluster/test_timelines.py",
+    "connector/test_kafka_connector.py",
+    "pykafka/test_batch_read.py",
+    "pykafka/test_pykafka_options.py",
+    "pykafka/test_pykafka_streaming.py",
+    "pykafka/test_pykafka_write.py",
 )
 GROUPS = {
     **{f"spark_tests/{name}": "spark-session" for name in SPARK_SESSION_FILES},
-    "spark_tests/test_standalone_cluster.py": "spark-cluster",
+    "spark_tests/cluster/test_standalone_cluster.py": "spark-cluster",
 }
 """Test files whose tests run together in one process, by group name."""
 
@@ -71,7 +71,7 @@ def check_groups(items: list[pytest.Item]) -> None:
         }
     )
     if strays:
-        raise pytest.UsageError("tests/parallel.py: " + "; ".join(strays))
+        raise pytest.UsageError("tests/support/parallel.py: " + "; ".join(strays))
 
 
 @pytest.hookimpl(tryfirst=True)  # the whole collection, before -k or -m leave tests out

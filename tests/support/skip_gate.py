@@ -1,6 +1,6 @@
 """A pytest plugin (loaded by the root conftest.py) that counts every skipped test, prints them
 in one block at the end of the run, and, in a strict run, fails the run when a test was
-skipped for a reason the allowed table (tests/allowed_skips.py) does not name.
+skipped for a reason the allowed table (tests/support/allowed_skips.py) does not name.
 
 A strict run is CI's (`CI=true`, which `.ci/run` has) or one the user asks for
 (`make test STRICT=1`, which sets NULLBROKER_STRICT=1). Elsewhere a missing tool stays a
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pytest
 
 from nullbroker.settings import STRICT_VARIABLE
-from tests.allowed_skips import ALLOWED_SKIPS, AllowedSkip, allowing
+from tests.support.allowed_skips import ALLOWED_SKIPS, AllowedSkip, allowing
 
 _YES = frozenset({"1", "true", "yes", "on"})
 
@@ -78,7 +78,7 @@ class SkipGate:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         write = terminalreporter.write_line
         mode = (
-            "a strict run: a skip outside tests/allowed_skips.py fails it"
+            "a strict run: a skip outside tests/support/allowed_skips.py fails it"
             if self.strict
             else "not a strict run: CI=true or `make test STRICT=1` makes one"
         )
@@ -96,7 +96,7 @@ class SkipGate:
             outcome = "the run FAILS" if self.strict else "a strict run would fail"
             write(
                 f"{len(self.refused)} skipped for reasons the allowed table "
-                f"(tests/allowed_skips.py) does not name: {outcome}",
+                f"(tests/support/allowed_skips.py) does not name: {outcome}",
                 red=True,
                 bold=True,
             )

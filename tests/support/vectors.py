@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-FRAMES_DIR = Path(__file__).parent / "vectors" / "frames"
+FRAMES_DIR = Path(__file__).parent.parent / "vectors" / "frames"
 
 Entry = dict[str, Any]
 

@@ -25,9 +25,9 @@ from nullbroker.app.pytest_plugin import StartBroker
 from perf import cluster_scaling, codec_bench, consumer_perf, producer_perf
 from perf.frames import fixed_set
 from perf.kafka_tools import ToolError, load_properties, parse_key_values
-from tests.broker_process import metric_total, per_partition, samples
-from tests.module_command import run_module
-from tests.vectors import by_file, frame_bytes
+from tests.support.broker_counts import metric_total, per_partition, samples
+from tests.support.module_command import run_module
+from tests.support.vectors import by_file, frame_bytes
 
 TOOL_TIMEOUT = 60
 

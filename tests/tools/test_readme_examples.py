@@ -65,7 +65,7 @@ import pytest
 
 from nullbroker.app.launcher import start
 from perf.java_perf import missing as kafka_tools_missing
-from tests.module_command import run_checked
+from tests.support.module_command import run_checked
 
 pytestmark = pytest.mark.slow
 
