@@ -16,7 +16,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-import nullbroker
+from nullbroker.app.launcher import start
 
 from . import cpu
 from .broker import broker_counts
@@ -116,7 +116,7 @@ def bootstrap_server(args: argparse.Namespace, broker_flags: Sequence[str]) -> I
         return
     # `nullbroker serve --listen 127.0.0.1:0 FLAGS`, no metrics listener; what it counted is
     # printed to stderr when it stops, at the block's end.
-    with nullbroker.start(*broker_flags, *broker_cluster_flags(args), metrics=False) as broker:
+    with start(*broker_flags, *broker_cluster_flags(args), metrics=False) as broker:
         print(f"started nullbroker on {broker.bootstrap}", file=sys.stderr)
         yield broker.bootstrap
         print(broker_counts(broker.stop()), file=sys.stderr)
