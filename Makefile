@@ -7,8 +7,8 @@
 PYTHON ?= python3
 # STRICT=1 makes a strict run, as CI's (CI=true) is: a part that cannot be provisioned fails
 # `make test` at once (scripts/strict.sh), a C module that does not compile fails the install
-# (setup.py), and a test skipped for a reason tests/allowed_skips.py does not name fails the
-# run (tests/skip_gate.py). Without it a missing tool is a skip, with the reason.
+# (setup.py), and a test skipped for a reason tests/support/allowed_skips.py does not name fails the
+# run (tests/support/skip_gate.py). Without it a missing tool is a skip, with the reason.
 STRICT ?=
 ifneq ($(filter 1 true yes,$(STRICT)),)
 export NULLBROKER_STRICT := 1
@@ -17,7 +17,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 ARGS ?=
 # The suite runs in WORKERS processes at once (pytest-xdist; how the work is split is
-# tests/parallel.py's): most of it waits on JVMs, brokers and clients, and the waits overlap.
+# tests/support/parallel.py's): most of it waits on JVMs, brokers and clients, and the waits overlap.
 # WORKERS=0 runs it in one process.
 WORKERS ?= 3
 PARALLEL := $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadgroup)
@@ -45,11 +45,12 @@ test: $(VENV)/.installed-test bytecode
 	@if [ -z "$(ARGS)" ]; then \
 	  echo "again without the C decoders (NULLBROKER_NATIVE=off): the codec and broker tests"; \
 	  NULLBROKER_NATIVE=off $(BIN)/pytest $(PARALLEL) -m "not clients and not differential and not java" \
-	    tests/codec tests/broker tests/net tests/sources tests/processes tests/tools/test_fuzz.py; \
+	    tests/codec tests/handlers tests/state tests/net tests/sources tests/ops tests/app \
+	    tests/workers tests/processes tests/tools/test_fuzz.py; \
 	fi
 
 # Kafka as the oracle alone: Apache Kafka 4.1.1 and nullbroker asked the same requests, the
-# answers compared field by field (tests/differential.py; docs/compatibility.md).
+# answers compared field by field (tests/support/differential.py; docs/compatibility.md).
 oracle: $(VENV)/.installed-test bytecode
 	scripts/ensure-test-tools
 	scripts/ensure-kafka-tools
@@ -84,12 +85,12 @@ spark-connector: $(VENV)/.installed-test
 	if [ -z "$$jars" ]; then echo "Spark's Kafka connector could not be provisioned (see above)"; exit 1; fi; \
 	echo "Spark's Kafka connector, for spark.jars (or spark-submit --jars):"; echo "$$jars"
 
-# The fuzz target (tests/fuzz_requests.py, atheris) for longer than the suite's 20 s; an input
+# The fuzz target (tests/support/fuzz_requests.py, atheris) for longer than the suite's 20 s; an input
 # that breaks the broker lands in out/ (copy it to tests/vectors/fuzz/ to keep it as a test).
 FUZZ_SECONDS ?= 600
 fuzz: $(VENV)/.installed-test bytecode
 	@mkdir -p out
-	$(BIN)/python -m tests.fuzz_requests -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=out/fuzz-
+	$(BIN)/python -m tests.support.fuzz_requests -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=out/fuzz-
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check codec nullbroker tests spark_tests perf

@@ -6,8 +6,8 @@ for Spark's. A test marked `kafka_tools` is skipped, saying why, where Kafka's
 command-line tools are not provisioned.
 
 Every skip is counted and printed at the end of the run, and in a strict run (CI, or `make
-test STRICT=1`) a skip the allowed table does not name fails it (tests/skip_gate.py). How
-the suite is spread over several processes is tests/parallel.py's."""
+test STRICT=1`) a skip the allowed table does not name fails it (tests/support/skip_gate.py). How
+the suite is spread over several processes is tests/support/parallel.py's."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 
-pytest_plugins = ["tests.skip_gate", "tests.parallel"]
+pytest_plugins = ["tests.support.skip_gate", "tests.support.parallel"]
 
 
-@pytest.hookimpl(tryfirst=True)  # tests/parallel.py orders the work by these marks
+@pytest.hookimpl(tryfirst=True)  # tests/support/parallel.py orders the work by these marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     tools_missing: str | None = None
     if any(item.get_closest_marker("kafka_tools") for item in items):

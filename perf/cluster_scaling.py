@@ -55,7 +55,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nullbroker.app.launcher import ServerProcess, start_broker
+from nullbroker.app import launcher
+from nullbroker.app.launcher import ServerProcess
 from perf.compare_brokers import MOCK_READY, REPO_ROOT, ReadyServer
 from perf.machine import machine_info
 from perf.proc_sampler import (
@@ -109,10 +110,10 @@ def start(broker: Broker, args: argparse.Namespace, workdir: Path) -> ServerProc
         )
     # A baseline tree's packages come first on the path of the broker it runs.
     env = None if broker.tree is None else {**os.environ, "PYTHONPATH": str(broker.tree)}
-    server = start_broker(
+    server = launcher.start(
         "--brokers", str(args.brokers), "--processes", str(processes),
         "--partitions", str(args.partitions),
-        workdir=workdir, cwd=REPO_ROOT, env=env,
+        workdir=workdir, cwd=REPO_ROOT, env=env, metrics=False,
     )  # fmt: skip
     if processes > 1:
         try:  # its workers run once it has said so

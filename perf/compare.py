@@ -93,6 +93,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from nullbroker.app.launcher import RunningBroker
 from perf import java_perf, kafka_broker, plots, report_md
 from perf.compare_brokers import (
     ALL_BROKERS,
@@ -108,11 +109,11 @@ from perf.compare_brokers import (
     Floor,
     KFake,
     MockCluster,
-    NullBroker,
     Offsets,
     Peer,
     build_floor,
     build_kfake,
+    start_nullbroker,
 )
 from perf.compare_summary import derive, ratio_lines, ratios, summarise
 from perf.machine import REPO_ROOT, loadavg, machine_info
@@ -591,7 +592,7 @@ def start_broker(
     name: str, settings: Settings, workdir: Path, kfake: Path | None, floor: Path | None
 ) -> Peer:
     if name == NULLBROKER:
-        return NullBroker(workdir, settings.record_size)
+        return start_nullbroker(workdir, settings.record_size)
     if name == MOCK:
         return MockCluster(workdir)
     if name == FLOOR:
@@ -639,7 +640,7 @@ def run(
                 started.append(start_broker(name, settings, workdir, kfake, floor))
             brokers = {broker.name: broker for broker in started}
             nullbroker = brokers[NULLBROKER]
-            assert isinstance(nullbroker, NullBroker)
+            assert isinstance(nullbroker, RunningBroker)
             brokers_info = {name: describe(broker) for name, broker in brokers.items()}
             for name, broker in brokers.items():
                 print(f"{name} listening on {broker.bootstrap}", flush=True)

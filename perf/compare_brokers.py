@@ -1,6 +1,6 @@
 """The brokers perf.compare measures, each in a process of its own on 127.0.0.1.
 
-- nullbroker: `nullbroker serve --listen 127.0.0.1:0`, started by nullbroker.app.launcher, ready
+- nullbroker: `nullbroker serve --listen 127.0.0.1:0`, started by nullbroker.start, ready
   when it prints `nullbroker listening on HOST:PORT`; stopped with SIGTERM, after which its
   summary JSON holds what it counted.
 - librdkafka's mock cluster: `python -m perf.mock_cluster`, ready when it prints
@@ -44,7 +44,7 @@ from typing import Protocol, TypeVar
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from nullbroker.app.launcher import RunningBroker, ServerProcess
+from nullbroker.app.launcher import RunningBroker, ServerProcess, start
 from perf.kafka_broker import HEAP, KAFKA_VERSION, KafkaBroker
 from perf.machine import REPO_ROOT
 
@@ -132,17 +132,18 @@ class ReadyServer(ServerProcess):
         self.bootstrap = match["servers"]
 
 
-class NullBroker(RunningBroker):
-    def __init__(self, workdir: Path, produced_record_size: int) -> None:
-        super().__init__(
-            "--partitions",
-            str(MOCK_PARTITIONS),
-            # Fetch serves produced topics with records of this size: the size produced.
-            "--produced-record-size",
-            str(produced_record_size),
-            workdir=workdir,
-            cwd=REPO_ROOT,
-        )
+def start_nullbroker(workdir: Path, produced_record_size: int) -> RunningBroker:
+    """nullbroker as a peer: the mock's partitions, no metrics listener (nullbroker.start)."""
+    return start(
+        "--partitions",
+        str(MOCK_PARTITIONS),
+        # Fetch serves produced topics with records of this size: the size produced.
+        "--produced-record-size",
+        str(produced_record_size),
+        workdir=workdir,
+        cwd=REPO_ROOT,
+        metrics=False,
+    )
 
 
 class MockCluster(ReadyServer):

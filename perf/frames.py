@@ -47,7 +47,7 @@ from codec.apis import (
 )
 from codec.entities import request_module, response_module
 from codec.messages import encode_request
-from tests.vectors import by_file, frame_bytes
+from tests.support.vectors import by_file, frame_bytes
 
 Direction = Literal["request", "response"]
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from nullbroker.app.launcher import start_broker
+from nullbroker.app.launcher import start
 from perf.proc_sampler import rss_kib
 
 SETTLE_S = 1.0
@@ -33,7 +33,7 @@ def measure(connections: int, broker_flags: Sequence[str] = ()) -> dict[str, flo
     opened: list[socket.socket] = []
     root = Path(__file__).resolve().parent.parent
     # No --summary-json: it imports json at start, which the RSS before would count.
-    with start_broker(*broker_flags, summary=False, cwd=root) as broker:
+    with start(*broker_flags, summary=False, cwd=root, metrics=False) as broker:
         try:
             port = int(broker.bootstrap.rsplit(":", 1)[1])
             time.sleep(SETTLE_S)

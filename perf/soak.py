@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nullbroker.app.launcher import RunningBroker, start_broker
+from nullbroker.app.launcher import RunningBroker, start
 
 from .proc_sampler import cpu_seconds, rss_kib
 from .replay import Connection, produce_frame, replay_fetch, replay_produce
@@ -34,7 +34,7 @@ SOURCE_RECORDS = 50_000
 
 def soak_broker(*flags: str, metrics: bool = False) -> RunningBroker:
     """`nullbroker serve` on a port the OS picks, with the source topic --fetch reads."""
-    return start_broker(
+    return start(
         "--report-interval", "3600",
         "--source",
         f"{SOURCE_TOPIC}:partitions={SOURCE_PARTITIONS},records={SOURCE_RECORDS},size=1024",

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nullbroker.app.launcher import start_broker
+from nullbroker.app.launcher import start
 from nullbroker.sources.synthetic import SourceSpec
 from perf.proc_sampler import peak_rss_kib, rss_kib
 
@@ -39,7 +39,7 @@ def measure(label: str, source: str, group: bool = False) -> dict[str, Any]:
     spec = SourceSpec.parse(source)
     assert spec.records is not None, "a kind needs records=N: the reads take the topic whole"
     # No --summary-json: it imports json at start, which the idle RSS would count.
-    with start_broker("--source", source, summary=False, cwd=_ROOT) as broker:
+    with start("--source", source, summary=False, cwd=_ROOT, metrics=False) as broker:
         bootstrap = broker.bootstrap
         idle = rss_kib(broker.pid)
         total = spec.records * spec.partitions

@@ -2,7 +2,7 @@
 # A strict run -- CI's (CI=true) or one the user asks for (`make test STRICT=1`, which sets
 # NULLBROKER_STRICT=1) -- fails at once, naming what it could not provision: a green run must
 # mean every part ran. Elsewhere the script says why and exits 0, and the tests that need the
-# part skip with the reason (a laptop without root still runs the rest). tests/skip_gate.py
+# part skip with the reason (a laptop without root still runs the rest). tests/support/skip_gate.py
 # applies the same rule to the skips themselves. The sourcing script defines say().
 
 strict_run() {

@@ -1,22 +1,21 @@
 """Fixtures for the PySpark tests: one SparkSession in local[2] for the whole suite (its JVM
 takes seconds to start), one Spark standalone cluster for the tests that run jobs on one,
-and nullbroker processes started per test module on OS-picked ports of 127.0.0.1, with the
-helpers of tests/broker_process.py."""
+and the helpers the tests of nullbroker processes share (started per test module on OS-picked
+ports of 127.0.0.1 by the plugin's `nullbroker_module_factory`)."""
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
-from pathlib import Path
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from tests.broker_process import BrokerProcess, produced_from_metrics
+from nullbroker.app.launcher import RunningBroker
+from tests.support.broker_counts import produced_from_metrics
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
 
 ADMIN_TIMEOUT_S = 30.0
 WORKERS = 2  # one core each: the machine has two
-StartBroker = Callable[..., BrokerProcess]
 
 
 def java_missing_reason() -> str | None:
@@ -80,20 +78,7 @@ def cluster(standalone: StandaloneCluster) -> StandaloneCluster:
     return standalone
 
 
-@pytest.fixture(scope="module")
-def start_module_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartBroker]:
-    """Starts `nullbroker serve` with the given flags for a whole test module; every process
-    is killed at the module's end."""
-    with ExitStack() as processes:
-
-        def start(*flags: str) -> BrokerProcess:
-            workdir = tmp_path_factory.mktemp("broker")
-            return processes.enter_context(BrokerProcess(Path(workdir), *flags))
-
-        yield start
-
-
-def produced_records(broker: BrokerProcess, topic: str) -> dict[int, int]:
+def produced_records(broker: RunningBroker, topic: str) -> dict[int, int]:
     """Records the broker was sent for `topic`, per partition."""
     return {
         partition: counts.records

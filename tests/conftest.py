@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
-from itertools import count
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,10 +10,7 @@ import pytest
 from nullbroker.settings import CONNECTION_LOOPS, Config
 from perf.kafka_broker import KafkaBroker, SaslListener
 from perf.kafka_broker import missing as kafka_missing
-from tests.broker_process import BrokerProcess
-from tests.certificates import Certificates, make_certificates
-
-StartBroker = Callable[..., BrokerProcess]
+from tests.support.certificates import Certificates, make_certificates
 
 KAFKA_SASL = SaslListener(
     {"alice": "alice-secret", "bob": "bob-secret"}, session_lifetime_ms=60_000
@@ -27,7 +22,7 @@ tests/oracle/test_differential_sasl.py asks of it and of a nullbroker given the 
 
 @pytest.fixture
 def connection_loop(request: pytest.FixtureRequest) -> str:
-    """The --connection-loop of the brokers `start_broker` starts: the default one, or
+    """The --connection-loop of the brokers `nullbroker_factory` starts: the default one, or
     each in turn for tests marked `every_connection_loop`."""
     return str(getattr(request, "param", Config().connection_loop))
 
@@ -40,22 +35,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture
-def start_broker(tmp_path: Path, connection_loop: str) -> Iterator[StartBroker]:
-    """Starts `nullbroker serve` with the given flags; every process started is killed at
-    teardown, whether or not the test stopped it."""
-    numbers = count()
-    with ExitStack() as processes:
-
-        def start(*flags: str, metrics: bool = True) -> BrokerProcess:
-            workdir = tmp_path / f"broker-{next(numbers)}"
-            workdir.mkdir()
-            loop = ("--connection-loop", connection_loop)
-            broker = BrokerProcess(workdir, *loop, *flags, metrics=metrics)
-            # Killed, not stopped: a test that wants the clean stop calls stop() itself.
-            processes.callback(broker.kill)
-            return broker
-
-        yield start
+def nullbroker_defaults(connection_loop: str) -> dict[str, str]:
+    """Every broker the plugin's fixtures start for a test names its connection loop (the
+    plugin's fixture family, nullbroker.app.pytest_plugin; the suite's ini option
+    `nullbroker_teardown = kill` has them killed after the test: a test that wants the clean
+    stop calls stop() itself)."""
+    return {"connection_loop": connection_loop}
 
 
 @pytest.fixture

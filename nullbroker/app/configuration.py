@@ -32,7 +32,7 @@ from ..toml_files import read_document
 ENV_PREFIX = "NULLBROKER_"
 CONFIG_FILE_VARIABLE = "NULLBROKER_CONFIG"
 STRICT_VARIABLE = "NULLBROKER_STRICT"
-"""Set by `make test STRICT=1`: a strict build and test run (setup.py, tests/skip_gate.py),
+"""Set by `make test STRICT=1`: a strict build and test run (setup.py, tests/support/skip_gate.py),
 which the broker's processes inherit and must not take for a setting of theirs."""
 NOT_SETTINGS = frozenset({CONFIG_FILE_VARIABLE, native.VARIABLE, STRICT_VARIABLE})
 """NULLBROKER_ variables that are not settings: the config file's path, the C switch, the

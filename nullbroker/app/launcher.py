@@ -1,27 +1,29 @@
 """Start `nullbroker serve` in a process of its own, know where it listens, read what it
 counts, stop it: the one launcher the tests, perf, spark_tests and the public Python API share.
 
-    with start_broker("--partitions", "4", metrics=True) as broker:
+    with start("--partitions", "4") as broker:
         run_the_pipeline(broker.bootstrap)          # "127.0.0.1:PORT"
         counted = broker.stop()                     # the summary: what it was sent
 
-`start_broker` runs `nullbroker serve ARGS` with this interpreter (the `nullbroker` script
+`start` is its one face (`nullbroker.start`, docs/python-api.md; the pytest plugin's fixtures
+call it too): it runs `nullbroker serve ARGS` with this interpreter (the `nullbroker` script
 beside it, else `python -m nullbroker`), listening on 127.0.0.1 on a port the OS picks unless
 the arguments say where, and returns once the broker has printed where it listens: node 0's
-address (the bootstrap server), every node's with `--brokers N`, and the /metrics URL with
-`--metrics`. A broker that exits first, or says nothing within the start timeout, is reported
-with its exit code and the tail of its stderr, and is never left running.
+address (the bootstrap server), every node's with `--brokers N`, and the /metrics URL. A
+broker that exits first, or says nothing within the start timeout, is reported with its exit
+code and the tail of its stderr, and is never left running.
 
-`start` is the public API (`nullbroker.start`, docs/python-api.md): settings as keywords
-(`start(partitions=4, brokers=3, processes=2)`), the metrics listener always on, so that
-the running broker's accounts (`accounts()`, typed: nullbroker.app.accounts), `reset()` of
-its counts, its faults (`faults.inject`, `faults.clear`) and the assertions on its counts
-(`assert_produced`, `assert_fetched`) are at hand.
+Settings are keywords (`start(partitions=4, brokers=3, processes=2)`) or flags. The metrics
+listener is on unless `metrics=False`, so that the running broker's accounts (`accounts()`,
+typed: nullbroker.app.accounts), `reset()` of its counts, its faults (`faults.inject`,
+`faults.clear`), the assertions on its counts (`assert_produced`, `assert_fetched`) and its
+/metrics, parsed (`scrape`, `scrape_until`), are at hand. `RunningBroker` is what it returns.
 
 `ServerProcess` is the part that knows nothing of nullbroker: a server in a subprocess whose
 stdout says when it is ready (perf/ starts librdkafka's mock and franz-go's kfake with it).
 Its stdout is read on a thread, so a chatty server never blocks on a full pipe and its lines
-can be waited for while it serves; its stderr goes to a file. Standard library only.
+can be waited for while it serves; its stderr goes to a file. Standard library only, but for
+prometheus_client's parser, which `scrape` imports when it is first used.
 """
 
 from __future__ import annotations
@@ -37,13 +39,17 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self, TypeAlias
+from typing import TYPE_CHECKING, Any, Self, TypeAlias
 
 from .accounts import Accounts, Mismatch, expect_counts
 from .operator_http import call
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
 
 START_TIMEOUT_S = 30.0
 """How long a broker may take to say where it listens (a loaded machine is slow)."""
@@ -65,6 +71,10 @@ EXPECT_TIMEOUT_S = 5.0
 that has its acks is counted already, but what acks=0 producers and consumers do arrives
 later."""
 EXPECT_POLL_S = 0.05
+SCRAPE_TIMEOUT_S = 5.0
+"""How long one GET /metrics may take."""
+SCRAPE_UNTIL_TIMEOUT_S = 10.0
+"""How long `scrape_until` scrapes for the state it waits for by default."""
 
 SettingValue: TypeAlias = "str | int | float | bool | os.PathLike[str] | Sequence[str] | None"
 """A setting's value: as in a TOML file, a list for the repeatable ones (sources, faults)."""
@@ -258,7 +268,7 @@ class RunningBroker(ServerProcess):
     of the broker's own memory or imports leave out).
 
     With the metrics listener on, what it counts can be read while it runs: `accounts()`,
-    `reset()`, `faults`, `assert_produced` and `assert_fetched`.
+    `reset()`, `faults`, `assert_produced`, `assert_fetched`, `scrape` and `scrape_until`.
     """
 
     def __init__(
@@ -378,7 +388,7 @@ class RunningBroker(ServerProcess):
         if self.metrics_url is None:
             raise ServerError(
                 "nullbroker was started without --metrics: its accounts and faults are served "
-                "on the metrics listener (start it with nullbroker.start, or metrics=True)"
+                "on the metrics listener (nullbroker.start turns it on unless given metrics=False)"
             )
         return self.metrics_url.removeprefix("http://").removesuffix("/metrics")
 
@@ -453,6 +463,34 @@ class RunningBroker(ServerProcess):
                 raise AssertionError(_described(mismatches, timeout))
             time.sleep(EXPECT_POLL_S)
 
+    def scrape(self, timeout: float = SCRAPE_TIMEOUT_S) -> list[Metric]:
+        """GET /metrics, parsed as Prometheus text (prometheus_client's metric families):
+        what a Prometheus scraping it would read. A ServerError if it was started without
+        its metrics listener."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        url = f"http://{self.http_address}/metrics"
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            if response.status != 200:
+                raise ServerError(f"GET {url} answered {response.status}")
+            text = response.read().decode()
+        return list(text_string_to_metric_families(text))
+
+    def scrape_until(
+        self, ready: Callable[[list[Metric]], bool], timeout: float = SCRAPE_UNTIL_TIMEOUT_S
+    ) -> list[Metric]:
+        """Scrape until `ready(families)` holds, for what the broker does after a client
+        considers it done (acks=0 records still in the socket, connections closing); an
+        AssertionError if it does not within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            families = self.scrape()
+            if ready(families):
+                return families
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"/metrics did not reach the expected state in {timeout} s")
+            time.sleep(EXPECT_POLL_S)
+
     def stop(
         self, signum: signal.Signals = signal.SIGTERM, timeout: float = STOP_TIMEOUT_S
     ) -> dict[str, Any]:
@@ -491,15 +529,14 @@ class RunningBroker(ServerProcess):
             self._own_workdir = None
 
 
-start_broker = RunningBroker
-"""`start_broker(*ARGS, ...)`: `nullbroker serve ARGS`, started and listening (RunningBroker)."""
-
-
 def start(
     *args: str,
     workdir: Path | None = None,
     start_timeout: float = START_TIMEOUT_S,
     env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    summary: bool = True,
+    program: Sequence[str] | None = None,
     **settings: SettingValue,
 ) -> RunningBroker:
     """Run a broker in a process of its own and return it once it listens (on 127.0.0.1,
@@ -508,20 +545,32 @@ def start(
     Settings as `nullbroker serve` takes them: keywords named as in the TOML file
     (`partitions=4`, `brokers=3, processes=2`, `sources=["clicks:partitions=4,records=1000"]`,
     `auto_create=False`, `group_initial_rebalance_delay_ms=0`), or flags as ARGS
-    (`start("--partitions", "4")`). `workdir` keeps its files (stderr, the summary);
+    (`start("--partitions", "4")`). `metrics=False` starts it without its metrics listener
+    (a broker measured for its own memory or imports, or one a test wants bare); `metrics=
+    "HOST:PORT"` says where it listens. `workdir` keeps its files (stderr, the summary);
     `start_timeout` bounds the wait for it to listen; `env` replaces the environment it
-    inherits. Use it in a `with` block, or call `stop()`: either stops it with SIGTERM.
+    inherits and `cwd` is its folder; `summary=False` asks for no summary file, and
+    `program` replaces the command that runs nullbroker (RunningBroker). Use it in a `with`
+    block, or call `stop()`: either stops it with SIGTERM.
 
         with nullbroker.start(partitions=4) as broker:
             produce_1000_records(broker.bootstrap)
             broker.assert_produced("orders", records=1000)
     """
+    # `metrics` is also the setting of where the listener is: a bool only says whether.
+    listener = settings.pop("metrics", None)
+    if not isinstance(listener, bool):
+        settings["metrics"] = listener
+    metrics = listener is not False
     return RunningBroker(
         *args,
         settings=settings,
         workdir=workdir,
-        metrics=True,
+        metrics=metrics,
+        summary=summary,
+        program=program,
         start_timeout=start_timeout,
+        cwd=cwd,
         env=env,
     )
 

@@ -7,13 +7,22 @@ Installing the package installs the plugin (its `pytest11` entry point, `nullbro
 - `nullbroker_session`: one broker for the whole session, its counts reset before each test
   that asks for it (topics, groups and their offsets stay: give each test names of its own).
 - `nullbroker_factory`: a function that starts brokers with settings of the test's own,
-  `nullbroker_factory(brokers=3, processes=2, sources=["clicks:records=1000"])`, all
-  stopped after the test.
+  `nullbroker_factory(brokers=3, processes=2, sources=["clicks:records=1000"])` (what
+  `nullbroker.start` takes: flags, settings, `metrics=False`), all stopped after the test.
+- `nullbroker_module_factory`: the same for a whole test module, its brokers stopped at the
+  module's end (for brokers a module's tests share, with names of their own).
 
 Every broker they start takes the settings of `--nullbroker-setting NAME=VALUE` (repeatable)
 and of the `nullbroker_settings` ini option (lines of NAME=VALUE), which the command line
-overrides name by name and a fixture's own settings override in turn. Brokers write their
-files (stderr, summary) under the test's tmp_path. docs/python-api.md has examples.
+overrides name by name; those of `nullbroker` and `nullbroker_factory` then take the
+`nullbroker_defaults` fixture's, which a conftest.py overrides to give a folder's tests
+settings of their own (a parametrized fixture's value among them); a fixture's own settings
+override all of these. Brokers write their files (stderr, summary) under the test's tmp_path.
+
+How they are stopped is the `nullbroker_teardown` ini option's: `stop` (the default), SIGTERM
+and a teardown that fails unless the broker exits 0 in time; `kill`, SIGKILL, for a suite
+whose tests call `stop()` themselves where the clean exit matters, and leave brokers they
+took down, or that serve faults, to be killed. docs/python-api.md has examples.
 
 pytest loads this module in every run where the package is installed, the runs of projects
 that never use it included: it imports nothing of the broker, nor anything else of weight,
@@ -22,7 +31,7 @@ until a fixture is used.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +42,8 @@ if TYPE_CHECKING:
 
 INI_SETTINGS = "nullbroker_settings"
 OPTION_SETTINGS = "--nullbroker-setting"
+INI_TEARDOWN = "nullbroker_teardown"
+TEARDOWNS = ("stop", "kill")
 
 StartBroker = Callable[..., "RunningBroker"]
 
@@ -56,10 +67,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         help="settings (NAME=VALUE lines) of every broker the nullbroker fixtures start",
     )
+    parser.addini(
+        INI_TEARDOWN,
+        default=TEARDOWNS[0],
+        help="how the nullbroker fixtures end their brokers: stop (SIGTERM, and the "
+        "teardown fails unless the broker exits 0) or kill (SIGKILL)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    given_settings(config)  # a mistake stops the run at once, as a bad option does
+    # A mistake stops the run at once, as a bad option does.
+    given_settings(config)
+    teardown(config)
+
+
+def teardown(config: pytest.Config) -> str:
+    """How the fixtures end their brokers (the ini option): `stop` or `kill`."""
+    chosen = str(config.getini(INI_TEARDOWN)).strip()
+    if chosen not in TEARDOWNS:
+        raise pytest.UsageError(f"{INI_TEARDOWN} (ini) {chosen!r}: expected stop or kill")
+    return chosen
 
 
 def given_settings(config: pytest.Config) -> dict[str, str | list[str]]:
@@ -84,11 +111,36 @@ def given_settings(config: pytest.Config) -> dict[str, str | list[str]]:
 
 
 @pytest.fixture
-def nullbroker_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StartBroker]:
+def nullbroker_defaults() -> Mapping[str, Any]:
+    """Settings every broker of `nullbroker` and `nullbroker_factory` takes over those of the
+    command line and ini: none here. A conftest.py overrides this fixture to give its tests
+    their own, a parametrized fixture's value among them:
+
+        @pytest.fixture(params=["epoll", "trio"])
+        def nullbroker_defaults(request):
+            return {"connection_loop": request.param}
+    """
+    return {}
+
+
+@pytest.fixture
+def nullbroker_factory(
+    request: pytest.FixtureRequest, tmp_path: Path, nullbroker_defaults: Mapping[str, Any]
+) -> Iterator[StartBroker]:
     """Starts brokers: `nullbroker_factory(*FLAGS, **SETTINGS)`, as `nullbroker.start` takes
-    them, over the settings of --nullbroker-setting; each listening when it returns, all
-    stopped after the test."""
-    with _Brokers(request.config, tmp_path) as brokers:
+    them, over `nullbroker_defaults` and the settings of --nullbroker-setting; each listening
+    when it returns, all stopped after the test."""
+    with _Brokers(request.config, tmp_path, nullbroker_defaults) as brokers:
+        yield brokers.start
+
+
+@pytest.fixture(scope="module")
+def nullbroker_module_factory(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[StartBroker]:
+    """As `nullbroker_factory` (without `nullbroker_defaults`, which is a test's), for a
+    whole test module: its brokers are stopped at the module's end."""
+    with _Brokers(request.config, tmp_path_factory.mktemp("nullbroker-module"), {}) as brokers:
         yield brokers.start
 
 
@@ -103,7 +155,7 @@ def nullbroker(nullbroker_factory: StartBroker) -> RunningBroker:
 def _nullbroker_session_broker(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningBroker]:
-    with _Brokers(request.config, tmp_path_factory.mktemp("nullbroker-session")) as brokers:
+    with _Brokers(request.config, tmp_path_factory.mktemp("nullbroker-session"), {}) as brokers:
         yield brokers.start()
 
 
@@ -116,10 +168,12 @@ def nullbroker_session(_nullbroker_session_broker: RunningBroker) -> RunningBrok
 
 
 class _Brokers:
-    """The brokers a fixture started, in folders of `tmp_path`; stopped on leaving."""
+    """The brokers a fixture started, in folders of `tmp_path`; stopped (or killed, as the
+    ini option says) on leaving."""
 
-    def __init__(self, config: pytest.Config, tmp_path: Path) -> None:
-        self._defaults = given_settings(config)
+    def __init__(self, config: pytest.Config, tmp_path: Path, defaults: Mapping[str, Any]) -> None:
+        self._layers = (given_settings(config), defaults)
+        self._kill = teardown(config) == "kill"
         self._tmp_path = tmp_path
         self._started: list[RunningBroker] = []
 
@@ -132,7 +186,7 @@ class _Brokers:
         # table normalises names: `group-initial-…` is `group_initial_…`).
         merged: dict[str, Any] = {
             setting_name(name): value
-            for layer in (self._defaults, settings)
+            for layer in (*self._layers, settings)
             for name, value in layer.items()
         }
         broker = start(*args, workdir=workdir, **merged)
@@ -144,10 +198,12 @@ class _Brokers:
 
     def __exit__(self, *exception: object) -> None:
         """Stop every broker still running; then report the first that did not stop
-        cleanly (each is stopped, whatever the others did)."""
+        cleanly (each is stopped, whatever the others did). Or kill each."""
         failures = []
         for broker in self._started:
-            if broker.running:
+            if self._kill:
+                broker.kill()
+            elif broker.running:
                 try:
                     broker.stop()
                 except Exception as error:

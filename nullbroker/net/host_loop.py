@@ -15,6 +15,7 @@ import contextlib
 import mmap
 import os
 import select
+import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -86,6 +87,11 @@ class HostLoop:
         self._calls: deque[Callable[[], object]] = deque()
         # Written by trio's I/O thread (and by signal handlers) to wake a blocked poll.
         self._wakeup = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        # Held while the wakeup is written and while it is closed: a thread may still call
+        # in after the run's last pass (its call is then never run), and writing to the
+        # closed descriptor's number would write to whatever file took it since.
+        self._wakeup_lock = threading.Lock()
+        self._wakeup_open = True
         self._epoll.register(self._wakeup, select.EPOLLIN)
         self._handlers[self._wakeup] = self._drain_wakeups
         self._outcome: outcome.Outcome[Any] | None = None
@@ -109,9 +115,12 @@ class HostLoop:
         self._calls.append(call)
 
     def call_soon_threadsafe(self, call: Callable[[], object]) -> None:
-        """Run `call` on the loop's next pass; from any thread."""
+        """Run `call` on the loop's next pass; from any thread. After the run has ended the
+        call is dropped: nothing runs calls any more."""
         self._calls.append(call)
-        os.eventfd_write(self._wakeup, 1)
+        with self._wakeup_lock:
+            if self._wakeup_open:
+                os.eventfd_write(self._wakeup, 1)
 
     def run(self, async_fn: Callable[..., Awaitable[T]], *args: object) -> T:
         """Like `trio.run(async_fn, *args)`, with this loop as the host: returns what
@@ -131,7 +140,9 @@ class HostLoop:
             self._loop()
         finally:
             self._epoll.close()
-            os.close(self._wakeup)
+            with self._wakeup_lock:
+                self._wakeup_open = False
+                os.close(self._wakeup)
         assert self._outcome is not None
         return self._outcome.unwrap()  # type: ignore[no-any-return]
 

@@ -1,15 +1,15 @@
-"""The jobs' dealings with the broker itself: `--start-broker` (a `nullbroker serve` on an
-OS-picked port of 127.0.0.1, through nullbroker.app.launcher), `--against kafka` (Apache
-Kafka 4.1.1, perf.kafka_broker's one KRaft node, sent the records of the source topics
-nullbroker declares), creating the topics a write needs, and checking that a read's source
-topic holds the records asked for."""
+"""The jobs' dealings with the broker itself: what the broker of `--start-broker` (started
+by nullbroker.start, jobs/cli.py) counted, `--against kafka` (Apache Kafka 4.1.1,
+perf.kafka_broker's one KRaft node, sent the records of the source topics nullbroker
+declares), creating the topics a write needs, and checking that a read's source topic holds
+the records asked for."""
 
 from __future__ import annotations
 
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,6 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from nullbroker.app.launcher import start_broker
 from nullbroker.spark.cluster import Cluster
 from perf.kafka_broker import HEAP, KAFKA_VERSION, KafkaBroker
 
@@ -33,15 +32,6 @@ FILL_PRODUCER = {
     "compression.type": "none",
 }
 """Large batches: the fill is preparation, not measured, and should be over soon."""
-
-
-@contextmanager
-def started_broker(flags: Sequence[str]) -> Iterator[str]:
-    """`nullbroker serve --listen 127.0.0.1:0 FLAGS`: its bootstrap server. What it counted
-    is printed to stderr when it stops, at the block's end."""
-    with start_broker(*flags) as broker:
-        yield broker.bootstrap
-        print(broker_counts(broker.stop()), file=sys.stderr)
 
 
 @contextmanager

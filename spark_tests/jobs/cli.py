@@ -16,8 +16,10 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from nullbroker.app.launcher import start
+
 from . import cpu
-from .broker import started_broker
+from .broker import broker_counts
 from .result import JobResult, median_rows_per_s
 from .session import build_session, jvm_kafka_missing_reason
 from .settings import FORMATS, NO_NETWORK, JobSettings
@@ -112,9 +114,12 @@ def bootstrap_server(args: argparse.Namespace, broker_flags: Sequence[str]) -> I
     if not args.start_broker:
         yield args.bootstrap
         return
-    with started_broker([*broker_flags, *broker_cluster_flags(args)]) as bootstrap:
-        print(f"started nullbroker on {bootstrap}", file=sys.stderr)
-        yield bootstrap
+    # `nullbroker serve --listen 127.0.0.1:0 FLAGS`, no metrics listener; what it counted is
+    # printed to stderr when it stops, at the block's end.
+    with start(*broker_flags, *broker_cluster_flags(args), metrics=False) as broker:
+        print(f"started nullbroker on {broker.bootstrap}", file=sys.stderr)
+        yield broker.bootstrap
+        print(broker_counts(broker.stop()), file=sys.stderr)
 
 
 def warm_up(

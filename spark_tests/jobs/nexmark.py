@@ -16,8 +16,8 @@ queries (Beam's and the Nexmark Flink project's definitions, run as batch reads)
 
 Each query is timed on its own (a fresh read of the topic into Spark's `noop` sink):
 events/s counts the events read, the rows are the query's result rows.
-spark_tests/nexmark_answers.py computes the same results in plain Python from the generator;
-spark_tests/test_nexmark.py checks one against the other.
+spark_tests/support/nexmark_answers.py computes the same results in plain Python from the generator;
+spark_tests/baseline/test_nexmark.py checks one against the other.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 from pyspark.sql import SparkSession
 
-from nullbroker.app.launcher import start_broker
+from nullbroker.app.launcher import start
 
 from . import cli, client_log, source_to_noop
 from .broker import fill_source
@@ -155,7 +155,7 @@ def started(args: argparse.Namespace, settings: JobSettings) -> Iterator[tuple[s
             yield kafka.bootstrap, None
         return
     flags = source_to_noop.COMMAND.broker_flags(settings) + cli.broker_cluster_flags(args)
-    with start_broker(*flags, metrics=True) as broker:
+    with start(*flags) as broker:
         yield broker.bootstrap, broker.metrics_url
 
 

@@ -13,13 +13,13 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.structs import RecordMetadata
 
-from tests.broker_process import (
+from nullbroker.app.pytest_plugin import StartBroker
+from tests.support.broker_counts import (
     VALUE_SIZE,
     assert_contiguous_from_zero,
     assert_produced_exactly,
     random_values,
 )
-from tests.conftest import StartBroker
 
 pytestmark = pytest.mark.clients
 
@@ -51,9 +51,9 @@ async def send_all(
 
 
 def test_idempotent_producer_sends_are_acknowledged_with_contiguous_offsets_and_counted_exactly(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", str(PARTITIONS))
+    broker = nullbroker_factory("--partitions", str(PARTITIONS))
     delivered = asyncio.run(
         send_all(broker.bootstrap, "payments", random_values(RECORDS), PARTITIONS)
     )

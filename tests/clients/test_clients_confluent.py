@@ -15,14 +15,14 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from tests.broker_process import (
+from nullbroker.app.pytest_plugin import StartBroker
+from tests.support.broker_counts import (
     VALUE_SIZE,
     assert_contiguous_from_zero,
     assert_produced_exactly,
     metric_total,
     random_values,
 )
-from tests.conftest import StartBroker
 
 pytestmark = pytest.mark.clients
 
@@ -80,9 +80,9 @@ def expected(topic: str, sent: Mapping[int, int]) -> dict[tuple[str, int], int]:
 
 @pytest.mark.parametrize("compression", ["none", "gzip", "lz4", "zstd", "snappy"])
 def test_idempotent_acks_all_producer_gets_contiguous_offsets_and_exact_counts(
-    start_broker: StartBroker, compression: str
+    nullbroker_factory: StartBroker, compression: str
 ) -> None:
-    broker = start_broker("--partitions", str(PARTITIONS))
+    broker = nullbroker_factory("--partitions", str(PARTITIONS))
     producer = Producer(
         {
             "bootstrap.servers": broker.bootstrap,
@@ -112,9 +112,9 @@ def test_idempotent_acks_all_producer_gets_contiguous_offsets_and_exact_counts(
 
 
 def test_acks_0_producer_records_are_all_counted_though_the_broker_never_answers(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", str(PARTITIONS))
+    broker = nullbroker_factory("--partitions", str(PARTITIONS))
     producer = Producer(
         {
             "bootstrap.servers": broker.bootstrap,
@@ -141,9 +141,9 @@ def test_acks_0_producer_records_are_all_counted_though_the_broker_never_answers
 
 
 def test_admin_client_creates_grows_describes_and_deletes_topics(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", str(PARTITIONS))
+    broker = nullbroker_factory("--partitions", str(PARTITIONS))
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
 
     created = admin.create_topics(
@@ -194,9 +194,9 @@ def test_admin_client_creates_grows_describes_and_deletes_topics(
 
 
 def test_watermark_offsets_report_the_records_produced_per_partition(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", str(PARTITIONS))
+    broker = nullbroker_factory("--partitions", str(PARTITIONS))
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic("metered", num_partitions=2)])["metered"].result(
         timeout=ADMIN_TIMEOUT
@@ -240,9 +240,9 @@ def test_watermark_offsets_report_the_records_produced_per_partition(
 
 
 def test_without_auto_create_unknown_topic_fails_and_known_topics_keep_working(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", str(PARTITIONS), "--no-auto-create")
+    broker = nullbroker_factory("--partitions", str(PARTITIONS), "--no-auto-create")
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic("known")])["known"].result(timeout=ADMIN_TIMEOUT)
     del admin

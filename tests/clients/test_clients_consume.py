@@ -36,9 +36,10 @@ with warnings.catch_warnings():
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KafkaPythonPartition
 
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.sources.synthetic import RecordShape, key_pattern, value_pattern
-from tests.broker_process import BrokerProcess, fetch_kinds, fetched_from_metrics, samples
-from tests.conftest import StartBroker
+from tests.support.broker_counts import fetch_kinds, fetched_from_metrics, samples
 
 pytestmark = pytest.mark.clients
 
@@ -53,7 +54,7 @@ IDLE_WINDOW_S = 5.0
 IDLE_CPU_LIMIT_S = 0.5
 
 
-def consumer(broker: BrokerProcess, **settings: object) -> Consumer:
+def consumer(broker: RunningBroker, **settings: object) -> Consumer:
     """A confluent-kafka consumer for assign(): no group, no commits."""
     return Consumer(
         {
@@ -108,7 +109,7 @@ def assert_each_offset_once(consumed: Consumed, topic: str, partition: int, end:
     assert offsets == list(range(end)), f"{topic}/{partition}: offsets out of order or repeated"
 
 
-def read_whole_topic(broker: BrokerProcess, topic: str, partitions: int, records: int) -> Consumed:
+def read_whole_topic(broker: RunningBroker, topic: str, partitions: int, records: int) -> Consumed:
     """Every record of a source topic of `records` per partition, checked to be each offset
     once."""
     reader = consumer(broker)
@@ -151,10 +152,10 @@ def fetched_from_summary(summary: dict[str, object]) -> dict[tuple[str, int], in
 
 
 def test_a_consumer_reads_every_record_of_a_bounded_source_once_and_the_broker_counts_it(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
     partitions, records, size, key_size, headers = 3, 20_000, 120, 6, 2
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--source",
         f"src:partitions={partitions},records={records},size={size},"
         f"key-size={key_size},headers={headers}",
@@ -189,11 +190,11 @@ def test_a_consumer_reads_every_record_of_a_bounded_source_once_and_the_broker_c
 
 
 def test_compressed_source_topics_are_decompressed_by_the_consumer(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
     codecs = ["gzip", "snappy", "lz4", "zstd"]
     records, size = 3_000, 200
-    broker = start_broker(
+    broker = nullbroker_factory(
         *(
             flag
             for codec in codecs
@@ -223,7 +224,7 @@ def test_compressed_source_topics_are_decompressed_by_the_consumer(
 
 
 def test_a_payload_file_topic_serves_the_files_records_by_offset_as_json_a_client_parses(
-    start_broker: StartBroker, tmp_path: Path
+    nullbroker_factory: StartBroker, tmp_path: Path
 ) -> None:
     # 97 records (prime) of about 1 KiB: batches of 15 run through the file 15 times over.
     payloads = [
@@ -233,7 +234,7 @@ def test_a_payload_file_topic_serves_the_files_records_by_offset_as_json_a_clien
     path = tmp_path / "events.jsonl"
     path.write_bytes(b"\n".join(payloads) + b"\n")
     records = 2_000
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--source", f"events:partitions=2,records={records},key-size=4,payload-file={path}"
     )  # fmt: skip
     consumed = read_whole_topic(broker, "events", 2, records)
@@ -244,7 +245,7 @@ def test_a_payload_file_topic_serves_the_files_records_by_offset_as_json_a_clien
     assert broker.stop()["fetched"]["topics"]["events"]["records"] == 2 * records
 
 
-def kafka_python_consumer(broker: BrokerProcess) -> KafkaConsumer:
+def kafka_python_consumer(broker: RunningBroker) -> KafkaConsumer:
     """A kafka-python consumer for assign(): no group, no commits."""
     return KafkaConsumer(
         bootstrap_servers=broker.bootstrap,
@@ -255,10 +256,10 @@ def kafka_python_consumer(broker: BrokerProcess) -> KafkaConsumer:
 
 
 def test_kafka_python_reads_exactly_the_offset_range_it_seeks_to(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
     size, first, end = 64, 1_234, 3_456
-    broker = start_broker("--source", f"src:partitions=2,records=5000,size={size}")
+    broker = nullbroker_factory("--source", f"src:partitions=2,records=5000,size={size}")
     reader = kafka_python_consumer(broker)
     read: list[tuple[int, int, bytes]] = []
     try:
@@ -286,10 +287,12 @@ def test_kafka_python_reads_exactly_the_offset_range_it_seeks_to(
 
 
 def test_kafka_python_reads_every_record_once_through_an_incremental_fetch_session(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
     partitions, records = 2, 30_000
-    broker = start_broker("--source", f"src:partitions={partitions},records={records},size=100")
+    broker = nullbroker_factory(
+        "--source", f"src:partitions={partitions},records={records},size=100"
+    )
     reader = kafka_python_consumer(broker)
     offsets: dict[int, list[int]] = {partition: [] for partition in range(partitions)}
     try:
@@ -314,9 +317,11 @@ def test_kafka_python_reads_every_record_once_through_an_incremental_fetch_sessi
 
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not on PATH")
-def test_kcat_reads_a_whole_source_topic_to_its_end(start_broker: StartBroker) -> None:
+def test_kcat_reads_a_whole_source_topic_to_its_end(nullbroker_factory: StartBroker) -> None:
     partitions, records = 4, 2_500
-    broker = start_broker("--source", f"src:partitions={partitions},records={records},size=80")
+    broker = nullbroker_factory(
+        "--source", f"src:partitions={partitions},records={records},size=80"
+    )
     command = ["kcat", "-b", broker.bootstrap, "-C", "-t", "src", "-o", "beginning"]
     # -e: exit once every partition's end is reached; a "partition offset value-size" line
     # per record.
@@ -341,10 +346,10 @@ def test_kcat_reads_a_whole_source_topic_to_its_end(start_broker: StartBroker) -
 
 @pytest.mark.every_connection_loop
 def test_records_produced_are_read_back_at_their_offsets_with_synthetic_values(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
     partitions, count, record_size = 2, 4_000, 64
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--partitions", str(partitions), "--produced-record-size", str(record_size)
     )
     producer = Producer(
@@ -404,10 +409,10 @@ def log_end(watcher: Consumer, topic: str, partition: int) -> LogEnd:
 
 @pytest.mark.every_connection_loop
 def test_a_streaming_source_grows_at_its_rate_and_a_follower_sees_every_offset_once(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
     partitions = 2
-    broker = start_broker("--source", f"ticks:partitions={partitions},rate={RATE},size=50")
+    broker = nullbroker_factory("--source", f"ticks:partitions={partitions},rate={RATE},size=50")
     # The watcher asks for log ends on its own connection, so its answers never queue
     # behind the follower's fetches held at the log end.
     watcher = consumer(broker)
@@ -456,10 +461,12 @@ def cpu_seconds(pid: int) -> float:
 
 
 def test_consumers_idling_at_the_log_end_cost_the_broker_almost_no_cpu(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
     partitions, records = 3, 1_000
-    broker = start_broker("--source", f"idle:partitions={partitions},records={records},size=100")
+    broker = nullbroker_factory(
+        "--source", f"idle:partitions={partitions},records={records},size=100"
+    )
     readers = [consumer(broker) for _ in range(IDLE_CONSUMERS)]
     try:
         for reader in readers:
@@ -489,7 +496,7 @@ def test_consumers_idling_at_the_log_end_cost_the_broker_almost_no_cpu(
     assert cpu_used < IDLE_CPU_LIMIT_S
 
 
-def fetch_requests(broker: BrokerProcess) -> int:
+def fetch_requests(broker: RunningBroker) -> int:
     return int(
         sum(
             value

@@ -32,10 +32,10 @@ with warnings.catch_warnings():
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KafkaPythonPartition
 
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.sources.synthetic import RecordShape, key_pattern, value_pattern
-from tests.broker_process import BrokerProcess
 from tests.clients.test_clients_consume import fetched_from_summary
-from tests.conftest import StartBroker
 
 pytestmark = pytest.mark.clients
 
@@ -159,7 +159,7 @@ class Member:
         self.read_since_assigned += 1
 
 
-def commit_the_start(broker: BrokerProcess, group: str, source: Source) -> None:
+def commit_the_start(broker: RunningBroker, group: str, source: Source) -> None:
     """Commit offset 0 for every partition from outside group management (generation -1,
     as Spark's executors commit), so members start from committed offsets.
 
@@ -182,7 +182,7 @@ def commit_the_start(broker: BrokerProcess, group: str, source: Source) -> None:
     assert [tp.error for tp in committed] == [None] * source.partitions
 
 
-def group_member(broker: BrokerProcess, source: Source, name: str) -> Member:
+def group_member(broker: RunningBroker, source: Source, name: str) -> Member:
     consumer = Consumer(
         {
             "bootstrap.servers": broker.bootstrap,
@@ -200,10 +200,10 @@ def group_member(broker: BrokerProcess, source: Source, name: str) -> Member:
 
 
 def test_a_group_of_two_reads_every_record_once_and_the_survivor_finishes_after_one_leaves(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
     source = Source(partitions=4, records=5000, size=100, key_size=5, headers=1)
-    broker = start_broker(*NO_DELAY, *source.flag)
+    broker = nullbroker_factory(*NO_DELAY, *source.flag)
     commit_the_start(broker, "pair", source)
     leaver = group_member(broker, source, "leaver")
     survivor = group_member(broker, source, "survivor")
@@ -267,7 +267,7 @@ def test_a_group_of_two_reads_every_record_once_and_the_survivor_finishes_after_
 # aiokafka reads and commits; a fresh consumer of the group resumes
 
 
-def confluent_in_group(broker: BrokerProcess, group: str) -> Consumer:
+def confluent_in_group(broker: RunningBroker, group: str) -> Consumer:
     return Consumer(
         {
             "bootstrap.servers": broker.bootstrap,
@@ -281,7 +281,7 @@ def confluent_in_group(broker: BrokerProcess, group: str) -> Consumer:
     )
 
 
-def read_group_to_end(broker: BrokerProcess, group: str, source: Source) -> list[Message]:
+def read_group_to_end(broker: RunningBroker, group: str, source: Source) -> list[Message]:
     """What a fresh confluent-kafka member of `group` reads from the committed offsets
     until it has seen the end of every partition."""
     fresh = confluent_in_group(broker, group)
@@ -348,10 +348,10 @@ async def aiokafka_reads_and_commits(
 
 
 def test_a_fresh_consumer_reads_nothing_after_aiokafka_read_and_committed_a_whole_topic(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
     source = Source(partitions=3, records=2000, size=64, key_size=4)
-    broker = start_broker(*NO_DELAY, *source.flag)
+    broker = nullbroker_factory(*NO_DELAY, *source.flag)
     # aiokafka runs on asyncio: a plain test running a loop (trio_mode takes `async def`).
     read, committed, _ = asyncio.run(
         aiokafka_reads_and_commits(broker.bootstrap, "ai", source, len(source.every_record))
@@ -369,10 +369,10 @@ def test_a_fresh_consumer_reads_nothing_after_aiokafka_read_and_committed_a_whol
 
 
 def test_a_fresh_consumer_reads_exactly_what_aiokafka_left_uncommitted(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
     source = Source(partitions=3, records=2000, size=64, key_size=4)
-    broker = start_broker(*NO_DELAY, *source.flag)
+    broker = nullbroker_factory(*NO_DELAY, *source.flag)
     # Not a multiple of a partition's records: aiokafka stops inside a partition.
     stop_after = source.records + source.records // 4
     read, committed, positions = asyncio.run(
@@ -401,9 +401,9 @@ def test_a_fresh_consumer_reads_exactly_what_aiokafka_left_uncommitted(
 # kafka-python
 
 
-def test_kafka_python_reads_a_topic_in_a_group_and_commits(start_broker: StartBroker) -> None:
+def test_kafka_python_reads_a_topic_in_a_group_and_commits(nullbroker_factory: StartBroker) -> None:
     source = Source(partitions=2, records=2000, size=50)
-    broker = start_broker(*NO_DELAY, *source.flag)
+    broker = nullbroker_factory(*NO_DELAY, *source.flag)
     consumer = KafkaConsumer(
         bootstrap_servers=broker.bootstrap,
         group_id="kafka-python",

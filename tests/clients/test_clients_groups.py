@@ -21,8 +21,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, OffsetAndMetadata
 from kafka import TopicPartition as KafkaPythonTopicPartition
 
-from tests.broker_process import BrokerProcess, metric_total, samples
-from tests.conftest import StartBroker
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
+from tests.support.broker_counts import metric_total, samples
 
 pytestmark = pytest.mark.clients
 
@@ -35,17 +36,17 @@ HEARTBEAT_MS = 200
 NO_DELAY = ("--group-initial-rebalance-delay-ms", "0")
 
 
-def start(start_broker: StartBroker, topic: str) -> BrokerProcess:
+def start(nullbroker_factory: StartBroker, topic: str) -> RunningBroker:
     """A broker with no initial rebalance delay and `topic` created with four partitions
     (consumers do not create the topics they subscribe to)."""
-    broker = start_broker(*NO_DELAY)
+    broker = nullbroker_factory(*NO_DELAY)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     for created in admin.create_topics([NewTopic(topic, PARTITIONS)]).values():
         created.result(TIMEOUT)
     return broker
 
 
-def confluent_consumer(broker: BrokerProcess, group: str, name: str) -> Consumer:
+def confluent_consumer(broker: RunningBroker, group: str, name: str) -> Consumer:
     return Consumer(
         {
             "bootstrap.servers": broker.bootstrap,
@@ -76,9 +77,9 @@ def poll_until(consumers: Iterable[Consumer], done: Callable[[], bool], what: st
 
 @pytest.mark.every_connection_loop
 def test_two_consumers_share_four_partitions_and_the_survivor_takes_all_when_one_leaves(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start(start_broker, "orders")
+    broker = start(nullbroker_factory, "orders")
     first = confluent_consumer(broker, "shared", "first")
     second = confluent_consumer(broker, "shared", "second")
     first.subscribe(["orders"])
@@ -116,9 +117,9 @@ def test_two_consumers_share_four_partitions_and_the_survivor_takes_all_when_one
 
 
 def test_commits_are_read_back_by_committed_and_by_a_fresh_consumer_of_the_group(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start(start_broker, "payments")
+    broker = start(nullbroker_factory, "payments")
     member = confluent_consumer(broker, "billing", "member")
     member.subscribe(["payments"])
     wanted = {0: 5, 3: 9}
@@ -143,10 +144,10 @@ def test_commits_are_read_back_by_committed_and_by_a_fresh_consumer_of_the_group
 
 
 def test_an_assigning_consumer_commits_outside_group_management(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
     # As Spark's executors do: assign() partitions, commit with no member id or generation.
-    broker = start(start_broker, "events")
+    broker = start(nullbroker_factory, "events")
     consumer = confluent_consumer(broker, "spark-kafka-source-0", "executor")
     try:
         consumer.assign([TopicPartition("events", 2, 0)])
@@ -158,8 +159,8 @@ def test_an_assigning_consumer_commits_outside_group_management(
     assert broker.stop()["groups"]["rebalances"] == 0
 
 
-def test_admin_client_lists_describes_and_deletes_groups(start_broker: StartBroker) -> None:
-    broker = start(start_broker, "audit")
+def test_admin_client_lists_describes_and_deletes_groups(nullbroker_factory: StartBroker) -> None:
+    broker = start(nullbroker_factory, "audit")
     member = confluent_consumer(broker, "auditors", "member")
     member.subscribe(["audit"])
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -187,8 +188,8 @@ def test_admin_client_lists_describes_and_deletes_groups(start_broker: StartBrok
     assert admin.list_consumer_groups().result(TIMEOUT).valid == []
 
 
-def test_kafka_python_consumer_joins_a_group_and_commits(start_broker: StartBroker) -> None:
-    broker = start(start_broker, "clicks")
+def test_kafka_python_consumer_joins_a_group_and_commits(nullbroker_factory: StartBroker) -> None:
+    broker = start(nullbroker_factory, "clicks")
     consumer = KafkaConsumer(
         bootstrap_servers=broker.bootstrap,
         group_id="kafka-python",
@@ -239,9 +240,9 @@ async def _aiokafka_joins_and_commits(bootstrap: str) -> tuple[int, int | None]:
         await asyncio.wait_for(consumer.stop(), TIMEOUT)
 
 
-def test_aiokafka_consumer_joins_a_group_and_commits(start_broker: StartBroker) -> None:
+def test_aiokafka_consumer_joins_a_group_and_commits(nullbroker_factory: StartBroker) -> None:
     # aiokafka needs an asyncio loop: a plain test running one (trio_mode takes `async def`).
-    broker = start(start_broker, "views")
+    broker = start(nullbroker_factory, "views")
     assigned, committed = asyncio.run(_aiokafka_joins_and_commits(broker.bootstrap))
     assert (assigned, committed) == (PARTITIONS, 21)
     assert broker.stop()["groups"]["rebalances"] >= 1
@@ -249,9 +250,9 @@ def test_aiokafka_consumer_joins_a_group_and_commits(start_broker: StartBroker) 
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not on PATH")
 def test_kcat_balanced_consumer_joins_gets_every_partition_and_leaves(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start(start_broker, "logs")
+    broker = start(nullbroker_factory, "logs")
     # -G: a balanced (group) consumer; -e: exit once every assigned partition is at its end.
     done = subprocess.run(
         [

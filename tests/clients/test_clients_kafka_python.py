@@ -14,13 +14,13 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka import KafkaProducer
 
-from tests.broker_process import (
+from nullbroker.app.pytest_plugin import StartBroker
+from tests.support.broker_counts import (
     VALUE_SIZE,
     assert_contiguous_from_zero,
     assert_produced_exactly,
     random_values,
 )
-from tests.conftest import StartBroker
 
 pytestmark = pytest.mark.clients
 
@@ -39,9 +39,9 @@ TIMEOUT = 30.0
     ],
 )
 def test_producer_sends_are_acknowledged_with_contiguous_offsets_and_counted_exactly(
-    start_broker: StartBroker, settings: dict[str, Any]
+    nullbroker_factory: StartBroker, settings: dict[str, Any]
 ) -> None:
-    broker = start_broker("--partitions", str(PARTITIONS))
+    broker = nullbroker_factory("--partitions", str(PARTITIONS))
     producer = KafkaProducer(
         bootstrap_servers=broker.bootstrap,
         linger_ms=5,

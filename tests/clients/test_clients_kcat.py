@@ -11,12 +11,12 @@ from collections import defaultdict
 
 import pytest
 
-from tests.broker_process import (
+from nullbroker.app.pytest_plugin import StartBroker
+from tests.support.broker_counts import (
     VALUE_SIZE,
     assert_contiguous_from_zero,
     assert_produced_exactly,
 )
-from tests.conftest import StartBroker
 
 pytestmark = [
     pytest.mark.clients,
@@ -47,9 +47,9 @@ def kcat(
 
 
 def test_kcat_produces_keyed_records_with_headers_with_contiguous_offsets_and_exact_counts(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", str(PARTITIONS))
+    broker = nullbroker_factory("--partitions", str(PARTITIONS))
     generator = random.Random(11)
     offsets: dict[int, list[int]] = defaultdict(list)
     for partition in range(PARTITIONS):
@@ -105,8 +105,8 @@ def test_kcat_produces_keyed_records_with_headers_with_contiguous_offsets_and_ex
     assert summary["connections_closed_on_error"] == {}
 
 
-def test_kcat_metadata_lists_the_topics_and_this_broker(start_broker: StartBroker) -> None:
-    broker = start_broker("--partitions", str(PARTITIONS))
+def test_kcat_metadata_lists_the_topics_and_this_broker(nullbroker_factory: StartBroker) -> None:
+    broker = nullbroker_factory("--partitions", str(PARTITIONS))
     for topic in ("alpha", "beta"):
         result = kcat(broker.bootstrap, "-P", "-t", topic, stdin="one record\n")
         assert result.returncode == 0, result.stderr

@@ -22,6 +22,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.state.groups.consumer import (
     STATIC_LEAVE_EPOCH,
     ConsumerGroups,
@@ -31,9 +33,7 @@ from nullbroker.state.groups.consumer import (
 )
 from perf.java_perf import BIN
 from perf.kafka_broker import KafkaBroker
-from tests.broker_process import BrokerProcess
-from tests.conftest import StartBroker
-from tests.kafka_tools import requires_kafka_tools, run_tool
+from tests.support.kafka_tools import requires_kafka_tools, run_tool
 
 PARTITIONS = 4
 RECORDS = 1500  # a partition
@@ -45,7 +45,7 @@ still grows when they read it, so partitions move between members mid-way."""
 FAST_HEARTBEATS = ("--group-consumer-heartbeat-interval-ms", "1000")
 
 
-def member(broker: BrokerProcess, group: str, **settings: str) -> Consumer:
+def member(broker: RunningBroker, group: str, **settings: str) -> Consumer:
     consumer = Consumer({
         "bootstrap.servers": broker.bootstrap, "group.id": group, "group.protocol": "consumer",
         "auto.offset.reset": "earliest", **settings,
@@ -55,8 +55,10 @@ def member(broker: BrokerProcess, group: str, **settings: str) -> Consumer:
 
 
 @pytest.mark.clients
-def test_members_joining_and_leaving_read_every_offset_once(start_broker: StartBroker) -> None:
-    broker = start_broker("--source", GROWING, *FAST_HEARTBEATS)
+def test_members_joining_and_leaving_read_every_offset_once(
+    nullbroker_factory: StartBroker,
+) -> None:
+    broker = nullbroker_factory("--source", GROWING, *FAST_HEARTBEATS)
     seen: dict[tuple[int, int], int] = {}
     lock = threading.Lock()
     errors: list[object] = []
@@ -99,8 +101,8 @@ def unread(reads: Container[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 @pytest.mark.clients
-def test_a_new_member_resumes_from_the_groups_commits(start_broker: StartBroker) -> None:
-    broker = start_broker("--source", f"fixed:partitions={PARTITIONS},records=1000,size=10")
+def test_a_new_member_resumes_from_the_groups_commits(nullbroker_factory: StartBroker) -> None:
+    broker = nullbroker_factory("--source", f"fixed:partitions={PARTITIONS},records=1000,size=10")
     first = Consumer({
         "bootstrap.servers": broker.bootstrap, "group.id": "resuming",
         "group.protocol": "consumer", "auto.offset.reset": "earliest",
@@ -139,8 +141,10 @@ def test_a_new_member_resumes_from_the_groups_commits(start_broker: StartBroker)
 
 @pytest.mark.clients
 @requires_kafka_tools
-def test_kafka_tools_read_list_and_describe_consumer_groups(start_broker: StartBroker) -> None:
-    broker = start_broker("--source", f"fixed:partitions={PARTITIONS},records=500,size=10")
+def test_kafka_tools_read_list_and_describe_consumer_groups(
+    nullbroker_factory: StartBroker,
+) -> None:
+    broker = nullbroker_factory("--source", f"fixed:partitions={PARTITIONS},records=500,size=10")
     # Kafka's own consumer, with the new protocol, reads the whole topic.
     output = run_tool(
         "kafka-console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", "fixed",
@@ -195,13 +199,13 @@ def test_kafka_tools_read_list_and_describe_consumer_groups(start_broker: StartB
 @pytest.mark.clients
 @requires_kafka_tools
 def test_kafka_tools_delete_a_consumer_groups_offsets_and_then_the_group(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
     """`kafka-consumer-groups --delete` and `--delete-offsets` on a group of the new
     protocol print what they print against Kafka 4.1.1: refused while a member subscribes,
     done once the group is empty (they once said the group did not exist, and its offsets
     stayed). The tool exits 0 either way: its output tells."""
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--source", f"fixed:partitions={PARTITIONS},records=100,size=10", *FAST_HEARTBEATS
     )  # fmt: skip
 
@@ -326,9 +330,9 @@ def test_a_regex_subscription_takes_in_topics_created_later() -> None:
 
 @pytest.mark.clients
 def test_an_empty_classic_group_becomes_a_consumer_group_with_its_offsets(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--source", f"fixed:partitions={PARTITIONS},records=100,size=10")
+    broker = nullbroker_factory("--source", f"fixed:partitions={PARTITIONS},records=100,size=10")
     classic = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "moving"})
     committed = [TopicPartition("fixed", partition, 10 * (partition + 1)) for partition in range(4)]
     classic.commit(offsets=committed, asynchronous=False)
@@ -377,9 +381,9 @@ def growing_topic(request: pytest.FixtureRequest) -> Iterator[GrowingTopic]:
     5 s heartbeats: it allows no less) that a producer fills at the same pace."""
     group = f"java-joining-{uuid.uuid4().hex[:8]}"
     if request.param == "nullbroker":
-        start_broker: StartBroker = request.getfixturevalue("start_broker")
+        nullbroker_factory: StartBroker = request.getfixturevalue("nullbroker_factory")
         yield GrowingTopic(
-            start_broker(
+            nullbroker_factory(
                 "--source", GROWING.replace("rate=300", f"rate={JAVA_RATE}"), *FAST_HEARTBEATS
             ).bootstrap,
             "growing",

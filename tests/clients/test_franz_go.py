@@ -9,10 +9,10 @@ import subprocess
 
 import pytest
 
-from tests.broker_process import requests_from_metrics
+from nullbroker.app.pytest_plugin import StartBroker
 from tests.clients.test_franz_go_suite import BINARY, PACKAGE_DIR
 from tests.clients.test_franz_go_suite import pytestmark as suite_marks
-from tests.conftest import StartBroker
+from tests.support.broker_counts import requests_from_metrics
 
 RUN_TIMEOUT_S = 120
 
@@ -32,13 +32,13 @@ def run_kgo_test(bootstrap: str, name: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_issue_434_a_deleted_topics_partition_does_not_end_the_fetch_wait(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
     # TestIssue434 keeps fetching a deleted topic's partition (UNKNOWN_TOPIC_ID, kept as a
     # retryable error) beside a live one at its log end for 15 s, with FetchMaxWait 100 ms.
     # Kafka sets the unknown partition aside and waits: about 150 Fetch requests. Answered
     # at once, the client sent 101,721.
-    broker = start_broker()
+    broker = nullbroker_factory()
     result = run_kgo_test(broker.bootstrap, "TestIssue434")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert "--- PASS: TestIssue434" in result.stdout
@@ -48,11 +48,11 @@ def test_issue_434_a_deleted_topics_partition_does_not_end_the_fetch_wait(
 
 @pytest.mark.parametrize("name", ["TestConsumeRegex", "Test848RegexBrokerResolves"])
 def test_regex_subscriptions_see_consumer_offsets_as_kafkas_internal_topic(
-    start_broker: StartBroker, name: str
+    nullbroker_factory: StartBroker, name: str
 ) -> None:
     # Both ask FindCoordinator, then wait for __consumer_offsets in Metadata with
     # is_internal: franz-go's own regex skips it; Kafka's (KIP-848) matches and assigns it.
-    broker = start_broker("--group-initial-rebalance-delay-ms", "0")
+    broker = nullbroker_factory("--group-initial-rebalance-delay-ms", "0")
     result = run_kgo_test(broker.bootstrap, name)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert f"--- PASS: {name}" in result.stdout

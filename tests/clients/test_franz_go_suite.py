@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import StartBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from tests.net.test_sasl import LISTENED
 
 REPO = Path(__file__).resolve().parents[2]
@@ -154,10 +154,12 @@ def run_suite(env: dict[str, str]) -> SuiteRun:
 
 
 @pytest.mark.parametrize("nodes", [3, 1], ids=["three-nodes", "one-node"])
-def test_franz_gos_kgo_suite_passes(start_broker: StartBroker, tmp_path: Path, nodes: int) -> None:
+def test_franz_gos_kgo_suite_passes(
+    nullbroker_factory: StartBroker, tmp_path: Path, nodes: int
+) -> None:
     users = tmp_path / "users.toml"
     users.write_text(f'[users]\n{SCRAM_USER} = "{SCRAM_PASSWORD}"\n')
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
         "--users", str(users), "--sasl-mechanisms", "SCRAM-SHA-256,OAUTHBEARER",
         "--brokers", str(nodes), *BROKER_FLAGS,

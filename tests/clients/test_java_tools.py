@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 
-from tests.broker_process import (
-    BrokerProcess,
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
+from tests.support.broker_counts import (
     fetch_kinds,
     fetched_from_metrics,
     produced_from_metrics,
     samples,
 )
-from tests.conftest import StartBroker
-from tests.kafka_tools import requires_kafka_tools, run_tool
+from tests.support.kafka_tools import requires_kafka_tools, run_tool
 
 pytestmark = [pytest.mark.clients, requires_kafka_tools]
 
@@ -49,9 +49,9 @@ def consumer_perf_rows(output: str) -> dict[str, str]:
 
 
 def test_kafka_topics_creates_describes_lists_alters_and_deletes(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker()
+    broker = nullbroker_factory()
     server = ("--bootstrap-server", broker.bootstrap)
     run_tool("kafka-topics", *server, "--create", "--topic", "orders", "--partitions", "3")
     assert "orders" in run_tool("kafka-topics", *server, "--list").split()
@@ -65,8 +65,8 @@ def test_kafka_topics_creates_describes_lists_alters_and_deletes(
     assert "orders" not in run_tool("kafka-topics", *server, "--list").split()
 
 
-def test_kafka_get_offsets_reports_each_partitions_log_end(start_broker: StartBroker) -> None:
-    broker = start_broker("--source", source("clicks", partitions=3))
+def test_kafka_get_offsets_reports_each_partitions_log_end(nullbroker_factory: StartBroker) -> None:
+    broker = nullbroker_factory("--source", source("clicks", partitions=3))
     output = run_tool(
         "kafka-get-offsets", "--bootstrap-server", broker.bootstrap, "--topic", "clicks"
     )
@@ -74,9 +74,9 @@ def test_kafka_get_offsets_reports_each_partitions_log_end(start_broker: StartBr
 
 
 def test_kafka_configs_alters_a_topic_and_describes_it_and_the_broker(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", "2")
+    broker = nullbroker_factory("--partitions", "2")
     server = ("--bootstrap-server", broker.bootstrap)
     run_tool("kafka-topics", *server, "--create", "--topic", "cfg")
     topic = ("--entity-type", "topics", "--entity-name", "cfg")
@@ -90,9 +90,9 @@ def test_kafka_configs_alters_a_topic_and_describes_it_and_the_broker(
 
 @pytest.mark.parametrize("compression", ["none", "lz4", "zstd", "snappy", "gzip"])
 def test_kafka_consumer_perf_test_reads_a_source_topic_to_its_end_exactly(
-    start_broker: StartBroker, compression: str
+    nullbroker_factory: StartBroker, compression: str
 ) -> None:
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--source",
         source("src", compression=compression),
         "--group-initial-rebalance-delay-ms",
@@ -104,12 +104,12 @@ def test_kafka_consumer_perf_test_reads_a_source_topic_to_its_end_exactly(
 
 
 def test_a_java_consumer_reads_exactly_every_record_through_an_incremental_fetch_session(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
     # 4 MB a partition: several fetches of max.partition.fetch.bytes (1 MiB) each, all but
     # the first incremental, naming only the partitions whose offsets moved.
     records = 20 * RECORDS
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--source", f"src:partitions=2,records={records},size=200",
         "--group-initial-rebalance-delay-ms", "0",
     )  # fmt: skip
@@ -138,9 +138,11 @@ def consumer_perf_reads(bootstrap: str, messages: int) -> None:
 
 
 def test_kafka_consumer_groups_resets_committed_offsets_to_earliest(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--source", source("src"), "--group-initial-rebalance-delay-ms", "0")
+    broker = nullbroker_factory(
+        "--source", source("src"), "--group-initial-rebalance-delay-ms", "0"
+    )
     server = ("--bootstrap-server", broker.bootstrap)
     run_tool(
         "kafka-consumer-perf-test", *server, "--topic", "src", "--group", "readers",
@@ -176,12 +178,12 @@ def committed(described: str) -> dict[int, int]:
 
 
 def test_a_java_consumer_closes_without_waiting_out_fetch_max_wait(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
     # Reading to the log end leaves a Fetch held there; closing, the consumer sends a Fetch
     # for no partition to end its session. Were that held too, close() would take the whole
     # fetch.max.wait.ms (it took 31 s before the broker answered it at once).
-    broker = start_broker("--source", source("src"))
+    broker = nullbroker_factory("--source", source("src"))
     started = time.monotonic()
     run_tool(
         "kafka-console-consumer",
@@ -198,9 +200,9 @@ def test_a_java_consumer_closes_without_waiting_out_fetch_max_wait(
 
 
 def test_kafka_producer_perf_test_with_its_defaults_is_counted_exactly(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", "3")
+    broker = nullbroker_factory("--partitions", "3")
     output = run_tool(
         "kafka-producer-perf-test",
         "--topic", "perf", "--num-records", "20000", "--record-size", "100",
@@ -217,9 +219,9 @@ def test_kafka_producer_perf_test_with_its_defaults_is_counted_exactly(
 
 
 def test_kafka_producer_perf_test_with_a_transactional_id_is_counted_exactly(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker: BrokerProcess = start_broker("--partitions", "4")
+    broker: RunningBroker = nullbroker_factory("--partitions", "4")
     output = run_tool(
         "kafka-producer-perf-test", "--topic", "txn", "--num-records", "20000",
         "--record-size", "100", "--throughput", "-1", "--transactional-id", "perf-txn",
@@ -263,9 +265,9 @@ def json_events(output: str) -> list[dict[str, Any]]:
 
 
 def test_kafka_verifiable_producer_gets_every_record_acked_at_a_distinct_offset(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", "3")
+    broker = nullbroker_factory("--partitions", "3")
     events = json_events(
         run_tool(
             "kafka-verifiable-producer",
@@ -289,9 +291,11 @@ def test_kafka_verifiable_producer_gets_every_record_acked_at_a_distinct_offset(
 
 
 def test_kafka_verifiable_consumer_in_a_group_consumes_and_commits(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--source", source("src"), "--group-initial-rebalance-delay-ms", "0")
+    broker = nullbroker_factory(
+        "--source", source("src"), "--group-initial-rebalance-delay-ms", "0"
+    )
     events = json_events(
         run_tool(
             "kafka-verifiable-consumer",
@@ -316,9 +320,9 @@ def test_kafka_verifiable_consumer_in_a_group_consumes_and_commits(
 
 
 def test_kafka_delete_records_moves_the_log_start(
-    start_broker: StartBroker, tmp_path: Path
+    nullbroker_factory: StartBroker, tmp_path: Path
 ) -> None:
-    broker = start_broker("--source", source("src"))
+    broker = nullbroker_factory("--source", source("src"))
     plan = tmp_path / "delete.json"
     plan.write_text(
         json.dumps({"version": 1, "partitions": [{"topic": "src", "partition": 0, "offset": 100}]})

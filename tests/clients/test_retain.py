@@ -13,18 +13,19 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from kio.schema.errors import ErrorCode
 
 from codec.batch_template import TemplateRecord, build_template
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.broker import Broker
 from nullbroker.settings import Config
 from nullbroker.sources.synthetic import compressor
 from nullbroker.state.retained import RetainedBatches
 from nullbroker.stats import PartitionCounters
 from perf import java_perf
-from tests.broker.test_fetch import fetch_one, offsets_of
-from tests.broker.test_handlers import list_offsets
-from tests.broker.test_handlers import produce as produce_request
-from tests.broker_process import BrokerProcess, metric_total
-from tests.conftest import StartBroker
-from tests.kio_calls import call, record_batch, types
+from tests.handlers.test_fetch import fetch_one, offsets_of
+from tests.handlers.test_handlers import list_offsets
+from tests.handlers.test_handlers import produce as produce_request
+from tests.support.broker_counts import metric_total
+from tests.support.kio_calls import call, record_batch, types
 
 
 def test_batches_are_kept_with_their_offsets_and_the_oldest_dropped_past_the_capacity() -> None:
@@ -55,7 +56,7 @@ def test_the_newest_batch_is_kept_even_when_larger_than_the_capacity() -> None:
     assert counters.retained_bytes == len(batch)
 
 
-def produce(broker: BrokerProcess, topic: str, values: list[bytes]) -> None:
+def produce(broker: RunningBroker, topic: str, values: list[bytes]) -> None:
     # Batches of 16 KiB, as the Java client makes them: many, so the ring drops some.
     producer = Producer(
         {"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "batch.size": 16384}
@@ -65,7 +66,7 @@ def produce(broker: BrokerProcess, topic: str, values: list[bytes]) -> None:
     assert producer.flush(30) == 0
 
 
-def read_all(broker: BrokerProcess, topic: str, expected: int) -> dict[int, bytes]:
+def read_all(broker: RunningBroker, topic: str, expected: int) -> dict[int, bytes]:
     consumer = Consumer(
         {"bootstrap.servers": broker.bootstrap, "group.id": "retain", "enable.auto.commit": False}
     )
@@ -86,9 +87,9 @@ def read_all(broker: BrokerProcess, topic: str, expected: int) -> dict[int, byte
 
 @pytest.mark.clients
 def test_a_consumer_reads_exactly_what_was_produced_and_the_log_start_follows_the_ring(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--retain", str(256 * 1024), "--partitions", "1")
+    broker = nullbroker_factory("--retain", str(256 * 1024), "--partitions", "1")
     values = [f"value {index} ".encode() * 20 for index in range(3000)]  # ~0.5 MB in all
     produce(broker, "kept", values)
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "offsets"})
@@ -102,7 +103,7 @@ def test_a_consumer_reads_exactly_what_was_produced_and_the_log_start_follows_th
     assert 0 < retained <= 256 * 1024
 
 
-def kafka_e2e_latency(broker: BrokerProcess, messages: int) -> subprocess.CompletedProcess[str]:
+def kafka_e2e_latency(broker: RunningBroker, messages: int) -> subprocess.CompletedProcess[str]:
     """Kafka's kafka-e2e-latency: messages of 200 bytes, acks=all, one at a time; it fails on
     any message read back unlike the one it sent."""
     missing = java_perf.missing()
@@ -113,8 +114,10 @@ def kafka_e2e_latency(broker: BrokerProcess, messages: int) -> subprocess.Comple
 
 
 @pytest.mark.clients
-def test_kafka_e2e_latency_reads_back_every_message_it_sends(start_broker: StartBroker) -> None:
-    result = kafka_e2e_latency(start_broker("--retain", str(1024 * 1024)), 300)
+def test_kafka_e2e_latency_reads_back_every_message_it_sends(
+    nullbroker_factory: StartBroker,
+) -> None:
+    result = kafka_e2e_latency(nullbroker_factory("--retain", str(1024 * 1024)), 300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Avg latency:" in result.stdout
     assert re.search(r"Percentiles: 50th = \d+, 99th = \d+, 99.9th = \d+", result.stdout)
@@ -122,9 +125,9 @@ def test_kafka_e2e_latency_reads_back_every_message_it_sends(start_broker: Start
 
 @pytest.mark.clients
 def test_without_retain_kafka_e2e_latency_sees_synthetic_values_and_fails(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    assert kafka_e2e_latency(start_broker(), 5).returncode != 0
+    assert kafka_e2e_latency(nullbroker_factory(), 5).returncode != 0
 
 
 def test_a_batch_read_back_carries_the_leader_s_epoch_as_kafka_stamps_it() -> None:

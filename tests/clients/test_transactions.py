@@ -22,13 +22,14 @@ from codec import crc_matches
 from codec.control_batch import as_transactional, control_batch
 from codec.crc import crc32c
 from codec.record_batch import read_batch_header
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.state.transactions import Marker, PartitionTransactions, Segment
-from tests.broker_process import BrokerProcess, samples
-from tests.conftest import StartBroker
-from tests.kafka_tools import requires_kafka_tools, run_tool
+from tests.support.broker_counts import samples
+from tests.support.kafka_tools import requires_kafka_tools, run_tool
 
 
-def transactional(broker: BrokerProcess, transactional_id: str, **settings: Any) -> Producer:
+def transactional(broker: RunningBroker, transactional_id: str, **settings: Any) -> Producer:
     producer = Producer({
         "bootstrap.servers": broker.bootstrap, "transactional.id": transactional_id,
         "linger.ms": 5, **settings,
@@ -50,7 +51,7 @@ def produce_in_transaction(producer: Producer, topic: str, records: int, commit:
 
 
 def read_records(
-    broker: BrokerProcess, topic: str, isolation: str, partitions: int = 2
+    broker: RunningBroker, topic: str, isolation: str, partitions: int = 2
 ) -> list[tuple[int, bytes]]:
     """Every record's (offset, value) a consumer with `isolation` reads from the topic's
     start, until nothing more comes."""
@@ -73,16 +74,16 @@ def read_records(
     return records
 
 
-def read_all(broker: BrokerProcess, topic: str, isolation: str) -> list[int]:
+def read_all(broker: RunningBroker, topic: str, isolation: str) -> list[int]:
     """The offsets of every record read (see read_records)."""
     return [offset for offset, _ in read_records(broker, topic, isolation)]
 
 
 @pytest.mark.clients
 def test_read_committed_reads_exactly_the_committed_records_and_read_uncommitted_all(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", "2")
+    broker = nullbroker_factory("--partitions", "2")
     producer = transactional(broker, "orders")
     produce_in_transaction(producer, "orders", 100, commit=True)
     produce_in_transaction(producer, "orders", 50, commit=False)
@@ -106,9 +107,9 @@ def test_read_committed_reads_exactly_the_committed_records_and_read_uncommitted
 
 @pytest.mark.clients
 def test_with_retain_read_committed_reads_exactly_the_committed_values(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", "2", "--retain", "1000000")
+    broker = nullbroker_factory("--partitions", "2", "--retain", "1000000")
     producer = transactional(broker, "kept")
     for round_, commit in enumerate((True, False, True)):
         producer.begin_transaction()
@@ -132,9 +133,9 @@ def test_with_retain_read_committed_reads_exactly_the_committed_values(
 
 @pytest.mark.clients
 def test_an_open_transaction_holds_read_committed_consumers_at_its_first_offset(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", "2")
+    broker = nullbroker_factory("--partitions", "2")
     producer = transactional(broker, "open")
     produce_in_transaction(producer, "open", 20, commit=True)
     producer.begin_transaction()
@@ -149,8 +150,8 @@ def test_an_open_transaction_holds_read_committed_consumers_at_its_first_offset(
 
 
 @pytest.mark.clients
-def test_a_newer_producer_of_the_same_id_fences_the_older(start_broker: StartBroker) -> None:
-    broker = start_broker("--partitions", "2")
+def test_a_newer_producer_of_the_same_id_fences_the_older(nullbroker_factory: StartBroker) -> None:
+    broker = nullbroker_factory("--partitions", "2")
     older = transactional(broker, "fence-me")
     produce_in_transaction(older, "fenced", 10, commit=True)
     transactional(broker, "fence-me")  # the same id, again: the next epoch
@@ -165,11 +166,11 @@ def test_a_newer_producer_of_the_same_id_fences_the_older(start_broker: StartBro
 @pytest.mark.clients
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_consume_transform_produce_commits_exactly_its_input(
-    start_broker: StartBroker, protocol: str
+    nullbroker_factory: StartBroker, protocol: str
 ) -> None:
     """With either group protocol: a KIP-848 group's transactional offsets were once
     dropped when the transaction committed, and the pipeline read its input again."""
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--partitions", "2", "--source", "input:partitions=2,records=300,size=20",
         "--group-consumer-heartbeat-interval-ms", "1000",
     )  # fmt: skip
@@ -204,9 +205,9 @@ def test_consume_transform_produce_commits_exactly_its_input(
 
 @pytest.mark.clients
 def test_a_transaction_past_its_timeout_is_aborted_by_the_broker(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", "2")
+    broker = nullbroker_factory("--partitions", "2")
     producer = transactional(broker, "slow", **{"transaction.timeout.ms": 1000})
     producer.begin_transaction()
     for index in range(10):
@@ -273,9 +274,9 @@ def test_a_marker_is_a_transactional_control_batch_of_one_record() -> None:
 @pytest.mark.clients
 @requires_kafka_tools
 def test_kafka_transactions_lists_and_describes_an_open_transaction_and_its_producers(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", "2")
+    broker = nullbroker_factory("--partitions", "2")
     producer = transactional(broker, "open-txn")
     producer.begin_transaction()
     for index in range(10):
@@ -303,11 +304,11 @@ def test_kafka_transactions_lists_and_describes_an_open_transaction_and_its_prod
 @pytest.mark.clients
 @requires_kafka_tools
 def test_kafkas_console_consumer_reads_only_the_committed_records_when_read_committed(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
     """The Java consumer checks each batch's CRC (check.crcs) and drops an aborted
     transaction's batches by the Fetch response's list, as it does with Kafka."""
-    broker = start_broker("--partitions", "2")
+    broker = nullbroker_factory("--partitions", "2")
     producer = transactional(broker, "java-read")
     produce_in_transaction(producer, "java-read", 100, commit=True)
     produce_in_transaction(producer, "java-read", 50, commit=False)

@@ -22,8 +22,8 @@ from kio.serial.readers import Reader
 import codec
 from codec import apis
 from codec.errors import ResponseSchemaError
-from tests.produce_views import as_kio_body
-from tests.vectors import (
+from tests.support.produce_views import as_kio_body
+from tests.support.vectors import (
     FRAMES_DIR,
     Entry,
     by_file,

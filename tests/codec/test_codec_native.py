@@ -24,14 +24,14 @@ from codec.produce import (
     python_produce_request_decoder,
 )
 from codec.record_batch import HEADER_BYTES, MAGIC_OFFSET, read_batch_header_python
-from tests import vectors
 from tests.codec.test_codec_produce import produce_responses
 from tests.codec.test_codec_produce_request import MALFORMED, PRODUCE_FRAMES, produce_requests
+from tests.support import vectors
 
 _native = native.load()
 
 # Off on purpose (the pure-Python pass), or not built: a skip a strict run refuses
-# (tests/allowed_skips.py), since setup.py requires the C modules there.
+# (tests/support/allowed_skips.py), since setup.py requires the C modules there.
 pytestmark = pytest.mark.skipif(_native is None, reason=f"codec/_native.c: {native.status()}")
 
 

@@ -24,10 +24,16 @@ from codec.messages import request_check
 from codec.produce import ProduceRequestView, decode_produce_request
 from nullbroker.broker import Broker
 from nullbroker.settings import Config
-from tests import vectors
-from tests.kafka_wire import request_header, unsigned_varint
-from tests.kio_calls import SESSION, decode_response, dispatch_of, record_batch, request_frame
-from tests.produce_views import ONE_MS, ZERO_UUID, as_kio_request
+from tests.support import vectors
+from tests.support.kafka_wire import request_header, unsigned_varint
+from tests.support.kio_calls import (
+    SESSION,
+    decode_response,
+    dispatch_of,
+    record_batch,
+    request_frame,
+)
+from tests.support.produce_views import ONE_MS, ZERO_UUID, as_kio_request
 
 VERSIONS = range(3, 14)
 # A hostile length must not cost memory: far below what any count in these tests implies.

@@ -14,7 +14,7 @@ import codec
 from codec import apis
 from codec.crc import crc32c_before
 from codec.record_batch import ATTRIBUTES_OFFSET, COMPRESSION_NAMES, CRC_OFFSET, HEADER_BYTES
-from tests.vectors import Entry, by_file, entry_id, frame_bytes, requests, responses
+from tests.support.vectors import Entry, by_file, entry_id, frame_bytes, requests, responses
 
 PRODUCE_REQUESTS = [entry for entry in requests() if "produce" in entry]
 FETCH_RESPONSES = [entry for entry in responses() if entry["api_key"] == 1]

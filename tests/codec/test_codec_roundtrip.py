@@ -31,7 +31,7 @@ from kio.static.primitive import i32, i64Timedelta
 
 import codec
 from codec import apis
-from tests.produce_views import as_kio_body
+from tests.support.produce_views import as_kio_body
 
 EVERY_SERVED_VERSION = [
     pytest.param(key, version, id=f"{served.name}-v{version}")

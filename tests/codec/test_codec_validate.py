@@ -46,7 +46,7 @@ from codec import UndecodableRequest, apis
 from codec.framing import Buffer
 from codec.validate import entity_check, needs_check, safety_check
 from tests.codec.test_codec_roundtrip import EVERY_SERVED_VERSION, entities
-from tests.kafka_wire import unsigned_varint
+from tests.support.kafka_wire import unsigned_varint
 
 Step = Callable[[Buffer, int, int], int]
 

@@ -40,7 +40,7 @@ from codec import KAFKA_4_RANGES
 from nullbroker.settings import Config
 from nullbroker.stats import BrokerStats, PartitionCounters
 from nullbroker.workers.server import BrokerServer
-from tests.kafka_wire import (
+from tests.support.kafka_wire import (
     BATCH_LENGTH_OFFSET,
     FRAMES,
     MAGIC_OFFSET,

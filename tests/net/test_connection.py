@@ -22,7 +22,7 @@ from nullbroker.net.connection import Drain, serve_connection
 from nullbroker.net.shared import Shared
 from nullbroker.sessions import Endpoint, Session
 from nullbroker.settings import Config
-from tests.kafka_wire import (
+from tests.support.kafka_wire import (
     WAIT_SECONDS,
     FrameStream,
     decode_response,
@@ -32,7 +32,7 @@ from tests.kafka_wire import (
     with_correlation_id,
     with_version,
 )
-from tests.kio_calls import dispatch_of
+from tests.support.kio_calls import dispatch_of
 
 SESSION = Session(peer="memory:1", advertised=Endpoint("127.0.0.1", 9092))
 

@@ -19,10 +19,11 @@ from contextlib import ExitStack
 import pytest
 from confluent_kafka import Producer
 
-from tests.broker_process import BrokerProcess, metric_total, random_values, samples
-from tests.conftest import StartBroker
-from tests.kafka_wire import recorded_frame, size_prefix
-from tests.kio_calls import fetch_frame
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
+from tests.support.broker_counts import metric_total, random_values, samples
+from tests.support.kafka_wire import recorded_frame, size_prefix
+from tests.support.kio_calls import fetch_frame
 
 pytestmark = [pytest.mark.clients, pytest.mark.every_connection_loop]
 
@@ -36,12 +37,12 @@ AT_ONCE_SECONDS = HELD_WAIT_MS / 1000 / 3
 CLOSE_WAIT = "08"  # the TCP state in /proc/net/tcp
 
 
-def address(broker: BrokerProcess) -> tuple[str, int]:
+def address(broker: RunningBroker) -> tuple[str, int]:
     host, port = broker.bootstrap.rsplit(":", 1)
     return host, int(port)
 
 
-def connect(broker: BrokerProcess) -> socket.socket:
+def connect(broker: RunningBroker) -> socket.socket:
     return socket.create_connection(address(broker), timeout=TIMEOUT)
 
 
@@ -66,7 +67,7 @@ def receive_exactly(sock: socket.socket, count: int) -> bytes:
     return bytes(data)
 
 
-def api_versions_round_trip(broker: BrokerProcess) -> float:
+def api_versions_round_trip(broker: RunningBroker) -> float:
     """Seconds for a new connection's ApiVersions request to be answered."""
     started = time.monotonic()
     with connect(broker) as sock:
@@ -75,17 +76,17 @@ def api_versions_round_trip(broker: BrokerProcess) -> float:
     return time.monotonic() - started
 
 
-def reset_after_connect(broker: BrokerProcess) -> None:
+def reset_after_connect(broker: RunningBroker) -> None:
     reset(connect(broker))
 
 
-def reset_mid_frame(broker: BrokerProcess) -> None:
+def reset_mid_frame(broker: RunningBroker) -> None:
     sock = connect(broker)
     sock.sendall(METADATA[: len(METADATA) // 2])
     reset(sock)
 
 
-def reset_after_request(broker: BrokerProcess) -> None:
+def reset_after_request(broker: RunningBroker) -> None:
     sock = connect(broker)
     sock.sendall(API_VERSIONS)
     receive_response(sock)
@@ -133,15 +134,15 @@ class BackgroundProducer:
         self.producer.close()
 
 
-def stderr_lines(broker: BrokerProcess) -> list[str]:
+def stderr_lines(broker: RunningBroker) -> list[str]:
     return broker.stderr_text().splitlines()
 
 
 def test_900_resets_leave_the_broker_answering_and_a_producer_beside_them_exact(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", "2")
-    kinds: list[tuple[str, Callable[[BrokerProcess], None]]] = [
+    broker = nullbroker_factory("--partitions", "2")
+    kinds: list[tuple[str, Callable[[RunningBroker], None]]] = [
         ("after connect", reset_after_connect),
         ("mid-frame", reset_mid_frame),
         ("after a request", reset_after_request),
@@ -212,9 +213,9 @@ def held_clients() -> Iterator[list[socket.socket]]:
 
 
 def test_held_fetches_whose_clients_close_free_their_descriptors_at_once(
-    start_broker: StartBroker, held_clients: list[socket.socket]
+    nullbroker_factory: StartBroker, held_clients: list[socket.socket]
 ) -> None:
-    broker = start_broker("--source", "quiet:partitions=1,records=10,size=10")
+    broker = nullbroker_factory("--source", "quiet:partitions=1,records=10,size=10")
     pid = broker.process.pid
     port = address(broker)[1]
     baseline = open_descriptors(pid)
@@ -256,9 +257,9 @@ def test_held_fetches_whose_clients_close_free_their_descriptors_at_once(
 
 
 def test_a_thousand_identical_bad_requests_add_at_most_100_log_lines(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker()
+    broker = nullbroker_factory()
     before = len(stderr_lines(broker))
     for _ in range(1000):
         with connect(broker) as sock:

@@ -9,6 +9,7 @@ in the modules marked every_connection_loop) run it as users do, in `nullbroker 
 from __future__ import annotations
 
 import datetime
+import os
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -21,8 +22,8 @@ from nullbroker.app.configuration import load
 from nullbroker.net import host_loop
 from nullbroker.net.host_loop import HostLoop
 from nullbroker.workers.server import BrokerServer
-from tests.kafka_wire import FrameStream, size_prefix
-from tests.kio_calls import decode_response, fetch_frame, record_batch, request_frame, types
+from tests.support.kafka_wire import FrameStream, size_prefix
+from tests.support.kio_calls import decode_response, fetch_frame, record_batch, request_frame, types
 
 SOURCE = "clicks:partitions=1,records=5000,size=1000"
 FETCHES = 40  # about 40 MB of answers: far more than loopback's socket buffers hold
@@ -113,6 +114,28 @@ def test_timers_worker_threads_and_calls_from_other_threads_reach_the_guest() ->
         return seen
 
     assert HostLoop().run(main) == ["worker thread", "threadsafe call"]
+
+
+def test_a_thread_calling_in_after_the_run_ended_is_dropped_without_touching_the_descriptor() -> None:
+    # A thread of the run may call in after the run's last pass (the threadsafe call of
+    # the test above raced the loop's end on a loaded machine: EBADF on the closed eventfd).
+    loop = HostLoop()
+
+    async def main() -> None:
+        await trio.sleep(0)
+
+    loop.run(main)
+    # The eventfd's number now belongs to the next file opened: the late call must not
+    # write to it.
+    read_end, write_end = os.pipe()
+    try:
+        loop.call_soon_threadsafe(lambda: None)
+        os.set_blocking(read_end, False)
+        with pytest.raises(BlockingIOError):
+            os.read(read_end, 8)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
 
 
 def test_without_a_host_loop_there_is_none() -> None:

@@ -13,17 +13,18 @@ import time
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
-from tests.broker_process import BrokerProcess, metric_total, samples
-from tests.conftest import StartBroker
-from tests.kafka_wire import request_frame, size_prefix
-from tests.kio_calls import fetch_frame
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
+from tests.support.broker_counts import metric_total, samples
+from tests.support.kafka_wire import request_frame, size_prefix
+from tests.support.kio_calls import fetch_frame
 
 API_VERSIONS = size_prefix(
     request_frame(ApiVersionsRequest(client_software_name="limits", client_software_version="1"), 1)
 )
 
 
-def connect(broker: BrokerProcess) -> socket.socket:
+def connect(broker: RunningBroker) -> socket.socket:
     host, port = broker.bootstrap.rsplit(":", 1)
     sock = socket.create_connection((host, int(port)), timeout=10)
     return sock
@@ -44,7 +45,7 @@ def answered(sock: socket.socket, within: float = 10.0) -> bool:
         return False
 
 
-def two_served(broker: BrokerProcess) -> tuple[socket.socket, socket.socket]:
+def two_served(broker: RunningBroker) -> tuple[socket.socket, socket.socket]:
     """Two connections, each answered once."""
     first, second = connect(broker), connect(broker)
     assert answered(first) and answered(second)
@@ -65,9 +66,9 @@ def closed_by_broker(sock: socket.socket, within: float) -> bool:
 @pytest.mark.clients
 @pytest.mark.every_connection_loop
 def test_a_silent_connection_is_closed_and_a_talking_one_is_not(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--idle-timeout-ms", "400")
+    broker = nullbroker_factory("--idle-timeout-ms", "400")
     silent, talking = two_served(broker)
     started = time.monotonic()
     while time.monotonic() - started < 1.5:  # nearly four timeouts of talking
@@ -82,9 +83,9 @@ def test_a_silent_connection_is_closed_and_a_talking_one_is_not(
 
 @pytest.mark.clients
 def test_one_address_gets_its_quota_and_the_next_connection_is_closed(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--max-connections-per-ip", "2")
+    broker = nullbroker_factory("--max-connections-per-ip", "2")
     _, second = two_served(broker)
     third = connect(broker)
     assert closed_by_broker(third, within=5)
@@ -104,9 +105,9 @@ def test_one_address_gets_its_quota_and_the_next_connection_is_closed(
 @pytest.mark.clients
 @pytest.mark.every_connection_loop
 def test_beyond_max_connections_a_client_waits_until_one_closes(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--max-connections", "2", metrics=False)
+    broker = nullbroker_factory("--max-connections", "2", metrics=False)
     first, second = two_served(broker)
     waiting = connect(broker)  # the kernel accepts; the broker does not serve it yet
     assert not answered(waiting, within=1)
@@ -119,9 +120,9 @@ def test_beyond_max_connections_a_client_waits_until_one_closes(
 
 @pytest.mark.clients
 @pytest.mark.every_connection_loop
-def test_a_held_request_is_waiting_not_idle(start_broker: StartBroker) -> None:
+def test_a_held_request_is_waiting_not_idle(nullbroker_factory: StartBroker) -> None:
     # A source topic that grows by nothing: a Fetch at its end is held for its max wait.
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--idle-timeout-ms", "300", "--source", "still:partitions=1,records=0,size=10"
     )  # fmt: skip
     sock = connect(broker)
@@ -143,9 +144,9 @@ def rss_kib(pid: int) -> int:
 @pytest.mark.clients
 @pytest.mark.every_connection_loop
 def test_a_client_that_stops_reading_is_not_answered_faster_than_it_reads(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--source", "big:partitions=1,records=100000,size=1024")
+    broker = nullbroker_factory("--source", "big:partitions=1,records=100000,size=1024")
     before = rss_kib(broker.process.pid)
     sock = connect(broker)
     sock.settimeout(0.5)

@@ -19,6 +19,8 @@ from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from nullbroker.app.configuration import checked
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.sessions.oauthbearer import (
     ClosedUnanswered,
     InvalidToken,
@@ -29,11 +31,10 @@ from nullbroker.sessions.oauthbearer import (
 )
 from nullbroker.sessions.sasl import SaslSession, ToldClient, Users
 from nullbroker.settings import Config, ConfigError
-from tests.broker_process import BrokerProcess, samples
-from tests.conftest import StartBroker
-from tests.kafka_wire import decode_response
 from tests.net.test_sasl import LISTENED, METADATA, Inconclusive, answered_within, call
 from tests.net.test_tls import counted, produce
+from tests.support.broker_counts import samples
+from tests.support.kafka_wire import decode_response
 
 NOW_MS = 1_790_000_000_000
 NOW_S = NOW_MS // 1000
@@ -183,9 +184,11 @@ def test_oauthbearer_alone_needs_no_users_but_a_principal_claim() -> None:
         checked(Config(oauthbearer_principal_claim=" "))
 
 
-def start_oauthbearer_broker(start_broker: StartBroker) -> tuple[BrokerProcess, tuple[str, int]]:
+def start_oauthbearer_broker(
+    nullbroker_factory: StartBroker,
+) -> tuple[RunningBroker, tuple[str, int]]:
     """A broker whose SASL_PLAINTEXT listener offers OAUTHBEARER alone; its address."""
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
         "--sasl-mechanisms", "OAUTHBEARER",
     )  # fmt: skip
@@ -196,9 +199,9 @@ def start_oauthbearer_broker(start_broker: StartBroker) -> tuple[BrokerProcess, 
 
 @pytest.mark.clients
 def test_confluent_kafka_produces_over_oauthbearer_with_librdkafkas_unsecured_token(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker, (host, port) = start_oauthbearer_broker(start_broker)
+    broker, (host, port) = start_oauthbearer_broker(nullbroker_factory)
     # librdkafka's builtin unsecured JWT: alg none, sub from principal=, iat and exp.
     config = {"bootstrap.servers": f"{host}:{port}", "security.protocol": "SASL_PLAINTEXT",
               "sasl.mechanisms": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": True,
@@ -238,11 +241,11 @@ def token_life_run(sock: socket.socket) -> None:
 
 
 @pytest.mark.clients
-def test_on_the_wire_as_kafka_answers(start_broker: StartBroker) -> None:
+def test_on_the_wire_as_kafka_answers(nullbroker_factory: StartBroker) -> None:
     """What Kafka 4.1.1 answered the same requests: an empty error message (not null) and
     the token's remaining life as the session's; after it, the next request closes the
     connection; a header without alg closes it unanswered."""
-    broker, address = start_oauthbearer_broker(start_broker)
+    broker, address = start_oauthbearer_broker(nullbroker_factory)
     for runs in range(1, 4):
         with socket.create_connection(address, timeout=30) as sock:
             try:

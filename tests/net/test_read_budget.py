@@ -15,11 +15,11 @@ import trio
 import trio.testing
 from confluent_kafka import Producer
 
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.net.read_budget import SMALL_REQUEST_BYTES, ReadBudget, Reservation
-from tests.broker_process import produced_from_metrics
-from tests.conftest import StartBroker
-from tests.kafka_wire import record_batch, request_frame, size_prefix
 from tests.net.test_bad_input import GOOD_TOPIC, connect, produce_request, running_broker
+from tests.support.broker_counts import produced_from_metrics
+from tests.support.kafka_wire import record_batch, request_frame, size_prefix
 
 MIB = 1024 * 1024
 
@@ -127,9 +127,9 @@ def stalled_upload(
 @pytest.mark.clients
 @pytest.mark.every_connection_loop
 def test_stalled_huge_requests_cannot_take_the_memory_a_producer_needs(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", "4")
+    broker = nullbroker_factory("--partitions", "4")
     pid = broker.process.pid
     host, port = broker.bootstrap.rsplit(":", 1)
     stop = threading.Event()

@@ -28,6 +28,8 @@ from scramp import ScramClient
 
 from codec import ApiKey
 from nullbroker.app.configuration import checked
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.sessions.oauthbearer import ClosedUnanswered
 from nullbroker.sessions.sasl import (
     COMPLETE,
@@ -40,12 +42,11 @@ from nullbroker.sessions.sasl import (
 )
 from nullbroker.sessions.scram import HASHES, AuthorizationIdRefused, ScramServer
 from nullbroker.settings import Config, ConfigError
-from tests.broker_process import BrokerProcess, samples
-from tests.certificates import Certificates
-from tests.conftest import StartBroker
-from tests.kafka_tools import requires_kafka_tools, run_tool
-from tests.kafka_wire import request_frame, size_prefix
 from tests.net.test_tls import counted, produce
+from tests.support.broker_counts import samples
+from tests.support.certificates import Certificates
+from tests.support.kafka_tools import requires_kafka_tools, run_tool
+from tests.support.kafka_wire import request_frame, size_prefix
 
 LISTENED = re.compile(r"^listeners: (?P<listed>.*)$")
 USER, PASSWORD = "alice", "alice-secret"
@@ -81,11 +82,11 @@ def test_a_users_file_without_users_is_refused(tmp_path: Path) -> None:
 
 
 def start_sasl_broker(
-    start_broker: StartBroker, users: Path, certs: Certificates, *flags: str
-) -> tuple[BrokerProcess, str, str]:
+    nullbroker_factory: StartBroker, users: Path, certs: Certificates, *flags: str
+) -> tuple[RunningBroker, str, str]:
     """A broker with PLAINTEXT, SASL_PLAINTEXT and SASL_SSL listeners: it, and the two SASL
     bootstrap addresses."""
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
         "--users", str(users), "--tls-cert", str(certs.cert), "--tls-key", str(certs.key),
         *flags,
@@ -111,10 +112,10 @@ def plain_over_tls(bootstrap: str, certs: Certificates) -> dict[str, Any]:
 
 @pytest.mark.clients
 def test_confluent_kafka_over_scram_and_over_plain_with_tls_is_counted_exactly(
-    start_broker: StartBroker, users: Path, certificates: Certificates
+    nullbroker_factory: StartBroker, users: Path, certificates: Certificates
 ) -> None:
     broker, sasl_plaintext, sasl_ssl = start_sasl_broker(
-        start_broker, users, certificates, "--partitions", "4"
+        nullbroker_factory, users, certificates, "--partitions", "4"
     )
     assert produce(scram(sasl_plaintext), "scram", 2000) == []
     assert produce(plain_over_tls(sasl_ssl, certificates), "plain-tls", 2000) == []
@@ -126,9 +127,9 @@ def test_confluent_kafka_over_scram_and_over_plain_with_tls_is_counted_exactly(
 
 @pytest.mark.clients
 def test_a_wrong_password_fails_and_nothing_is_counted(
-    start_broker: StartBroker, users: Path, certificates: Certificates
+    nullbroker_factory: StartBroker, users: Path, certificates: Certificates
 ) -> None:
-    broker, sasl_plaintext, sasl_ssl = start_sasl_broker(start_broker, users, certificates)
+    broker, sasl_plaintext, sasl_ssl = start_sasl_broker(nullbroker_factory, users, certificates)
     wrong_plain = {**plain_over_tls(sasl_ssl, certificates), "sasl.password": "wrong"}
     # Kafka's words to the client: SCRAM's name only the phase and the mechanism.
     for config, topic, told in (
@@ -216,11 +217,11 @@ def session_lifetime_run(sock: socket.socket) -> None:
 
 @pytest.mark.clients
 def test_requests_before_authentication_or_after_the_session_close_the_connection(
-    start_broker: StartBroker, users: Path, certificates: Certificates
+    nullbroker_factory: StartBroker, users: Path, certificates: Certificates
 ) -> None:
     lifetime_ms = str(int(LIFETIME_S * 1000))
     broker, sasl_plaintext, _ = start_sasl_broker(
-        start_broker, users, certificates, "--sasl-session-lifetime-ms", lifetime_ms
+        nullbroker_factory, users, certificates, "--sasl-session-lifetime-ms", lifetime_ms
     )
     host, port = sasl_plaintext.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=30) as early:
@@ -264,9 +265,9 @@ def current_librdkafka(directory: Path) -> dict[str, str]:
 @pytest.mark.clients
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not on PATH")
 def test_kcat_over_scram_and_over_plain_with_tls(
-    start_broker: StartBroker, users: Path, certificates: Certificates, tmp_path: Path
+    nullbroker_factory: StartBroker, users: Path, certificates: Certificates, tmp_path: Path
 ) -> None:
-    broker, sasl_plaintext, sasl_ssl = start_sasl_broker(start_broker, users, certificates)
+    broker, sasl_plaintext, sasl_ssl = start_sasl_broker(nullbroker_factory, users, certificates)
     lines = "".join(f"record {index}\n" for index in range(100))
 
     def kcat(
@@ -304,10 +305,10 @@ def test_kcat_over_scram_and_over_plain_with_tls(
 @pytest.mark.clients
 @requires_kafka_tools
 def test_kafka_producer_perf_test_over_scram_and_over_plain_with_tls(
-    start_broker: StartBroker, users: Path, certificates: Certificates, tmp_path: Path
+    nullbroker_factory: StartBroker, users: Path, certificates: Certificates, tmp_path: Path
 ) -> None:
     broker, sasl_plaintext, sasl_ssl = start_sasl_broker(
-        start_broker, users, certificates, "--partitions", "4"
+        nullbroker_factory, users, certificates, "--partitions", "4"
     )
     jaas = 'org.apache.kafka.common.security.{}.{} required username="{}" password="{}";'
     configs = {

@@ -16,12 +16,12 @@ import pytest
 from confluent_kafka import KafkaError, Producer
 
 from nullbroker.app.configuration import checked
-from nullbroker.app.launcher import nullbroker_program
+from nullbroker.app.launcher import RunningBroker, nullbroker_program
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.settings import Config, ConfigError
-from tests.broker_process import BrokerProcess, produced_from_metrics
-from tests.certificates import Certificates
-from tests.conftest import StartBroker
-from tests.kafka_tools import requires_kafka_tools, run_tool
+from tests.support.broker_counts import produced_from_metrics
+from tests.support.certificates import Certificates
+from tests.support.kafka_tools import requires_kafka_tools, run_tool
 
 LISTENERS = re.compile(r"^listeners: (?P<listed>.*)$")
 
@@ -77,10 +77,10 @@ def test_a_certificate_that_cannot_be_read_stops_the_start(
 
 
 def start_tls_broker(
-    start_broker: StartBroker, certificates: Certificates, *flags: str
-) -> tuple[BrokerProcess, str]:
+    nullbroker_factory: StartBroker, certificates: Certificates, *flags: str
+) -> tuple[RunningBroker, str]:
     """A broker with a PLAINTEXT and an SSL listener; it and the SSL bootstrap address."""
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--listeners", "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
         "--tls-cert", str(certificates.cert), "--tls-key", str(certificates.key), *flags,
     )  # fmt: skip
@@ -103,17 +103,17 @@ def produce(config: dict[str, Any], topic: str, records: int) -> list[Any]:
     return [error for error in errors if error is not None]
 
 
-def counted(broker: BrokerProcess, topic: str) -> int:
+def counted(broker: RunningBroker, topic: str) -> int:
     produced = produced_from_metrics(broker.scrape())
     return sum(c.records for (name, _), c in produced.items() if name == topic)
 
 
 @pytest.mark.clients
 def test_confluent_kafka_produces_over_ssl_and_each_listener_tells_its_own_addresses(
-    start_broker: StartBroker, certificates: Certificates
+    nullbroker_factory: StartBroker, certificates: Certificates
 ) -> None:
     broker, ssl_bootstrap = start_tls_broker(
-        start_broker, certificates, "--brokers", "2", "--partitions", "4"
+        nullbroker_factory, certificates, "--brokers", "2", "--partitions", "4"
     )
     secure = {"bootstrap.servers": ssl_bootstrap, "security.protocol": "SSL",
               "ssl.ca.location": str(certificates.ca)}  # fmt: skip
@@ -132,9 +132,9 @@ def test_confluent_kafka_produces_over_ssl_and_each_listener_tells_its_own_addre
 
 @pytest.mark.clients
 def test_a_client_that_does_not_trust_the_ca_fails_and_nothing_is_counted(
-    start_broker: StartBroker, certificates: Certificates
+    nullbroker_factory: StartBroker, certificates: Certificates
 ) -> None:
-    broker, ssl_bootstrap = start_tls_broker(start_broker, certificates)
+    broker, ssl_bootstrap = start_tls_broker(nullbroker_factory, certificates)
     client_errors: list[KafkaError] = []
     errors = produce(
         {"bootstrap.servers": ssl_bootstrap, "security.protocol": "SSL",
@@ -153,10 +153,10 @@ def test_a_client_that_does_not_trust_the_ca_fails_and_nothing_is_counted(
 
 @pytest.mark.clients
 def test_client_certificates_when_required(
-    start_broker: StartBroker, certificates: Certificates
+    nullbroker_factory: StartBroker, certificates: Certificates
 ) -> None:
     broker, ssl_bootstrap = start_tls_broker(
-        start_broker, certificates,
+        nullbroker_factory, certificates,
         "--tls-ca", str(certificates.ca), "--tls-client-auth", "required",
     )  # fmt: skip
     base = {"bootstrap.servers": ssl_bootstrap, "security.protocol": "SSL",
@@ -170,8 +170,10 @@ def test_client_certificates_when_required(
 
 @pytest.mark.clients
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not on PATH")
-def test_kcat_produces_over_ssl(start_broker: StartBroker, certificates: Certificates) -> None:
-    broker, ssl_bootstrap = start_tls_broker(start_broker, certificates)
+def test_kcat_produces_over_ssl(
+    nullbroker_factory: StartBroker, certificates: Certificates
+) -> None:
+    broker, ssl_bootstrap = start_tls_broker(nullbroker_factory, certificates)
     lines = "".join(f"record {index}\n" for index in range(200))
     subprocess.run(
         ["kcat", "-b", ssl_bootstrap, "-X", "security.protocol=ssl",
@@ -184,9 +186,9 @@ def test_kcat_produces_over_ssl(start_broker: StartBroker, certificates: Certifi
 @pytest.mark.clients
 @requires_kafka_tools
 def test_kafka_producer_perf_test_produces_over_ssl(
-    start_broker: StartBroker, certificates: Certificates, tmp_path: Path
+    nullbroker_factory: StartBroker, certificates: Certificates, tmp_path: Path
 ) -> None:
-    broker, ssl_bootstrap = start_tls_broker(start_broker, certificates, "--partitions", "4")
+    broker, ssl_bootstrap = start_tls_broker(nullbroker_factory, certificates, "--partitions", "4")
     config = tmp_path / "ssl.properties"
     config.write_text(
         f"bootstrap.servers={ssl_bootstrap}\nsecurity.protocol=SSL\n"

@@ -23,9 +23,9 @@ from typing import Any
 import trio
 
 from perf.kafka_broker import KafkaBroker
-from tests.broker.test_config_documentation import SET_BY_THE_FIXTURE
-from tests.differential import request
-from tests.kafka_wire import FrameStream
+from tests.handlers.test_config_documentation import SET_BY_THE_FIXTURE
+from tests.support.differential import request
+from tests.support.kafka_wire import FrameStream
 
 TABLE = Path(__file__).resolve().parents[2] / "nullbroker" / "kafka_reference" / "broker_configs.py"
 METADATA, DESCRIBE_CONFIGS = 3, 32

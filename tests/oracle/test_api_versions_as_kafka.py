@@ -14,9 +14,9 @@ import trio
 from kio.index import load_request_schema
 
 from codec import NOT_SERVED, ApiKey
+from nullbroker.app.pytest_plugin import StartBroker
 from perf.kafka_broker import KafkaBroker
-from tests.conftest import StartBroker
-from tests.kafka_wire import FrameStream, size_prefix
+from tests.support.kafka_wire import FrameStream, size_prefix
 
 
 async def connect(bootstrap: str) -> FrameStream:
@@ -61,9 +61,9 @@ def differences(kafka: dict[int, tuple[int, int]], ours: dict[int, tuple[int, in
 
 @pytest.mark.parametrize("version", range(5))
 async def test_every_api_kafka_lists_is_served_at_kafkas_range_or_named_not_served(
-    kafka: KafkaBroker, start_broker: StartBroker, version: int
+    kafka: KafkaBroker, nullbroker_factory: StartBroker, version: int
 ) -> None:
-    ours = await api_versions(start_broker().bootstrap, version)
+    ours = await api_versions(nullbroker_factory().bootstrap, version)
     theirs = await api_versions(kafka.bootstrap, version)
     assert ours.error_code == theirs.error_code
     assert differences(ranges(theirs), ranges(ours)) == []
@@ -71,9 +71,9 @@ async def test_every_api_kafka_lists_is_served_at_kafkas_range_or_named_not_serv
 
 @pytest.mark.parametrize("version", [3, 4])
 async def test_the_features_are_kafkas(
-    kafka: KafkaBroker, start_broker: StartBroker, version: int
+    kafka: KafkaBroker, nullbroker_factory: StartBroker, version: int
 ) -> None:
-    ours = await api_versions(start_broker().bootstrap, version)
+    ours = await api_versions(nullbroker_factory().bootstrap, version)
     theirs = await api_versions(kafka.bootstrap, version)
     assert set(ours.supported_features) == set(theirs.supported_features)
     assert set(ours.finalized_features) == set(theirs.finalized_features)
@@ -86,13 +86,13 @@ async def test_the_features_are_kafkas(
 
 @pytest.mark.parametrize("version", [5, 127])
 async def test_an_unknown_api_versions_version_gets_kafkas_v0_fallback_byte_for_byte(
-    kafka: KafkaBroker, start_broker: StartBroker, version: int
+    kafka: KafkaBroker, nullbroker_factory: StartBroker, version: int
 ) -> None:
     # A v4 body behind a request header v2 naming `version`: KIP-511's client probe.
     frame = struct.pack(">hhih", ApiKey.API_VERSIONS, version, 9, 5) + b"tests" + b"\x00"
     frame += b"\x06tests\x021\x00"
     answers = []
-    for bootstrap in (start_broker().bootstrap, kafka.bootstrap):
+    for bootstrap in (nullbroker_factory().bootstrap, kafka.bootstrap):
         stream = await connect(bootstrap)
         await stream.send(size_prefix(frame))
         answers.append(await stream.receive_frame())
@@ -103,14 +103,14 @@ async def test_an_unknown_api_versions_version_gets_kafkas_v0_fallback_byte_for_
 
 @pytest.mark.parametrize("version", [0, 2])
 async def test_a_produce_below_v3_closes_the_connection_though_v0_is_advertised(
-    kafka: KafkaBroker, start_broker: StartBroker, version: int
+    kafka: KafkaBroker, nullbroker_factory: StartBroker, version: int
 ) -> None:
     """Kafka lists Produce from v0 (KAFKA-18659) and closes a connection that sends one."""
     topic = b"api-versions-produce"
     body = struct.pack(">hii", 1, 1000, 1) + struct.pack(">h", len(topic)) + topic
     body += struct.pack(">iii", 1, 0, 0)  # one partition, an empty message set
     frame = struct.pack(">hhih", 0, version, 3, 5) + b"tests" + body
-    for bootstrap in (start_broker().bootstrap, kafka.bootstrap):
+    for bootstrap in (nullbroker_factory().bootstrap, kafka.bootstrap):
         stream = await connect(bootstrap)
         await stream.send(size_prefix(frame))
         assert await stream.is_closed_by_peer(), bootstrap

@@ -1,5 +1,5 @@
 """Every API key nullbroker serves, at every version both brokers serve, asked of Kafka 4.1.1
-and of nullbroker alike (tests/differential.py), error paths included: the answers must be
+and of nullbroker alike (tests/support/differential.py), error paths included: the answers must be
 equal but for data. Each sequence returns the KNOWN differences it meets."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from tests.differential import (
+from tests.support.differential import (
     Listed,
     Pair,
     Side,
@@ -38,7 +38,7 @@ from tests.differential import (
     uncompared_versions,
     unique,
 )
-from tests.kafka_wire import request_frame, size_prefix
+from tests.support.kafka_wire import request_frame, size_prefix
 
 pytestmark = pytest.mark.differential
 __all__ = ["pair"]
@@ -1248,7 +1248,7 @@ async def txn_offset_commit(pair: Pair) -> tuple[str, ...]:
 
 
 def error_codes_of(answer: object) -> set[int]:
-    from tests.differential import error_codes
+    from tests.support.differential import error_codes
 
     return set(error_codes(answer))
 

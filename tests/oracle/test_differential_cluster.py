@@ -1,7 +1,7 @@
 """A cluster compared with a Kafka cluster: nullbroker `--brokers 3`, in one process and in
 two (`--processes 2`), against Kafka 4.1.1 as three KRaft nodes (perf.kafka_broker's
 KafkaCluster, started once for the module), both with the harness's flags
-(tests/differential.py) and three partitions for each internal topic.
+(tests/support/differential.py) and three partitions for each internal topic.
 
 Node ids differ (Kafka's 1 to 3, nullbroker's 0 to 2) and so may the placement of leaders:
 nodes are matched by role. Each broker's own Metadata says which of its nodes leads each
@@ -30,12 +30,12 @@ from typing import Any
 import pytest
 import trio
 
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.cluster.nodes import internal_partition_for
 from nullbroker.workers.cluster_changes import SINGLE_PROCESS_KEYS
 from perf.kafka_broker import KafkaCluster
 from perf.kafka_broker import missing as kafka_missing
-from tests.conftest import StartBroker
-from tests.differential import (
+from tests.support.differential import (
     KAFKA,
     NULLBROKER,
     NULLBROKER_FLAGS,
@@ -59,8 +59,8 @@ from tests.differential import (
     subscription,
     unique,
 )
-from tests.differential_allowed import CLUSTER_CONTROLLER
-from tests.kafka_wire import FrameStream, decode_response, request_frame, size_prefix
+from tests.support.differential_allowed import CLUSTER_CONTROLLER
+from tests.support.kafka_wire import FrameStream, decode_response, request_frame, size_prefix
 
 pytestmark = [pytest.mark.differential, pytest.mark.kafka_cluster, pytest.mark.java]
 
@@ -305,11 +305,11 @@ def as_kafka(
 
 @pytest.fixture(params=list(LAYOUTS))
 async def clusters(
-    request: pytest.FixtureRequest, kafka_cluster: KafkaCluster, start_broker: StartBroker
+    request: pytest.FixtureRequest, kafka_cluster: KafkaCluster, nullbroker_factory: StartBroker
 ) -> AsyncIterator[Clusters]:
     """Kafka's three nodes and a fresh nullbroker's, in one process and in two."""
     layout = LAYOUTS[request.param]
-    broker = start_broker(*CLUSTER_FLAGS, *layout)
+    broker = nullbroker_factory(*CLUSTER_FLAGS, *layout)
     opened = await Clusters.open(kafka_cluster, broker.bootstrap, processes=bool(layout))
     try:
         yield opened

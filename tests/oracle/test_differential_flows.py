@@ -1,8 +1,8 @@
-"""Sequences end to end, asked of Kafka 4.1.1 and of nullbroker alike (tests/differential.py):
-produced batches read back with --retain (offsets, timestamps, keys, headers, transaction
-markers) in both isolation levels, ListOffsets while a transaction is open, transactions
-with their offsets and fencing, and classic and KIP-848 consumer groups from join to
-deletion."""
+"""Sequences end to end, asked of Kafka 4.1.1 and of nullbroker alike
+(tests/support/differential.py): produced batches read back with --retain (offsets,
+timestamps, keys, headers, transaction markers) in both isolation levels, ListOffsets while
+a transaction is open, transactions with their offsets and fencing, and classic and KIP-848
+consumer groups from join to deletion."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 import trio
 from kio.records.schema import RecordHeader
 
-from tests.differential import (
+from tests.support.differential import (
     Answers,
     Pair,
     Side,

@@ -1,5 +1,5 @@
 """Each client's recorded session (tests/vectors/frames, copied from ../shared/frames) replayed
-to Kafka 4.1.1 and to nullbroker alike (tests/differential.py), with its names and ids
+to Kafka 4.1.1 and to nullbroker alike (tests/support/differential.py), with its names and ids
 rewritten per broker: topics, groups and transactional ids renamed for this test, topic ids,
 producer ids and epochs, member ids and generations, and fetch session ids taken from each
 broker's own answers."""
@@ -21,8 +21,8 @@ from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader
 
-from tests.differential import Pair, Side, create_topic, error_codes, pair, request, unique
-from tests.kafka_wire import FRAMES
+from tests.support.differential import Pair, Side, create_topic, error_codes, pair, request, unique
+from tests.support.kafka_wire import FRAMES
 
 pytestmark = pytest.mark.differential
 __all__ = ["pair"]
@@ -290,7 +290,7 @@ KNOWN_BY_CLIENT: dict[str, tuple[str, ...]] = {
     "kcat-1.7": (),
     "librdkafka-2.16": (),
 }
-"""The known differences each recorded session meets (tests/differential_allowed.py)."""
+"""The known differences each recorded session meets (tests/support/differential_allowed.py)."""
 
 
 @pytest.mark.parametrize("client", CLIENTS)

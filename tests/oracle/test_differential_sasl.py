@@ -1,6 +1,6 @@
 """Whole SASL conversations asked of Kafka 4.1.1's SASL_PLAINTEXT listener (the `kafka`
 fixture's, tests/conftest.py KAFKA_SASL) and of a nullbroker given the same users and
-mechanisms, every answer compared field by field (tests/differential.py): the handshake's
+mechanisms, every answer compared field by field (tests/support/differential.py): the handshake's
 mechanism list, PLAIN, SCRAM-SHA-256 and -512 (client-first to server-final) and unsecured
 OAUTHBEARER, their refusals and Kafka's words for them, what each broker does with requests
 out of turn (answered with an error and closed, or closed unanswered: compared too), a
@@ -28,9 +28,11 @@ import trio
 from scramp import ScramClient
 
 from codec.apis import api_name
+from nullbroker.app.pytest_plugin import StartBroker
 from perf.kafka_broker import KafkaBroker
-from tests.conftest import KAFKA_SASL, StartBroker
-from tests.differential import (
+from tests.conftest import KAFKA_SASL
+from tests.net.test_sasl import LISTENED
+from tests.support.differential import (
     KAFKA,
     NULLBROKER,
     NULLBROKER_FLAGS,
@@ -40,9 +42,8 @@ from tests.differential import (
     Side,
     request,
 )
-from tests.differential_allowed import SCRAM_MESSAGE, TOKEN_LIFETIME
-from tests.kafka_wire import FrameStream, decode_response, request_frame, size_prefix
-from tests.net.test_sasl import LISTENED
+from tests.support.differential_allowed import SCRAM_MESSAGE, TOKEN_LIFETIME
+from tests.support.kafka_wire import FrameStream, decode_response, request_frame, size_prefix
 
 pytestmark = pytest.mark.differential
 
@@ -56,14 +57,14 @@ BASE36 = re.compile(r"[0-9a-z]{1,26}")
 
 
 @pytest.fixture
-def sasl_nullbroker(start_broker: StartBroker, tmp_path: Path) -> str:
+def sasl_nullbroker(nullbroker_factory: StartBroker, tmp_path: Path) -> str:
     """A nullbroker with KAFKA_SASL's listener (the harness's flags, PLAINTEXT beside it):
     the SASL_PLAINTEXT address."""
     users = tmp_path / "users.toml"
     users.write_text(
         "[users]\n" + "".join(f'{name} = "{word}"\n' for name, word in KAFKA_SASL.users.items())
     )
-    broker = start_broker(
+    broker = nullbroker_factory(
         *NULLBROKER_FLAGS,
         "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
         "--users", str(users),

@@ -18,7 +18,8 @@ from kio.schema.metadata.v12.response import (
 )
 
 from nullbroker.handlers import SERVED_KEYS
-from tests.differential import (
+from tests.oracle.test_differential_apis import SWEEP
+from tests.support.differential import (
     Difference,
     Listed,
     Seen,
@@ -27,8 +28,7 @@ from tests.differential import (
     matching,
     uncompared_versions,
 )
-from tests.differential_allowed import ALLOWED, KNOWN
-from tests.oracle.test_differential_apis import SWEEP
+from tests.support.differential_allowed import ALLOWED, KNOWN
 
 COMPARED_ELSEWHERE = {18: "tests/oracle/test_api_versions_as_kafka.py compares ApiVersions"}
 SEQUENCES = sorted(Path(__file__).parent.glob("test_differential_*.py"))

@@ -14,6 +14,8 @@ from prometheus_client.metrics_core import Metric
 
 from nullbroker.app.accounts import Accounts, Group, PartitionLag
 from nullbroker.app.accounts import GroupMember as Member
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.broker import Broker
 from nullbroker.ops.http_endpoint import HttpRequest, accounts_handler, metrics_handler
 from nullbroker.ops.report import ConsoleReporter, summary
@@ -25,17 +27,15 @@ from nullbroker.stats import (
     GroupSnapshot,
     PartitionCounters,
 )
-from tests.broker_process import (
+from tests.support.broker_counts import (
     PROCESSES,
-    BrokerProcess,
     fetched_from_metrics,
     metric_total,
     produced_from_metrics,
     requests_from_metrics,
     samples,
 )
-from tests.conftest import StartBroker
-from tests.kio_calls import SESSION, answered, dispatch_of, fetch_frame
+from tests.support.kio_calls import SESSION, answered, dispatch_of, fetch_frame
 
 RECORDS = 1000
 PARTITIONS = 2
@@ -221,7 +221,7 @@ def produce_and_consume(bootstrap: str, group: str, records: int) -> list[int]:
     return delivered
 
 
-def quiet_accounts(broker: BrokerProcess) -> Accounts:
+def quiet_accounts(broker: RunningBroker) -> Accounts:
     """The accounts once every client connection has closed, so that nothing changes between
     this read and the next."""
     deadline = time.monotonic() + TIMEOUT
@@ -308,9 +308,9 @@ def from_metrics(families: list[Metric]) -> dict[str, Any]:
 @pytest.mark.clients
 @PROCESSES
 def test_the_accounts_are_the_metrics_numbers_and_a_reset_zeroes_both(
-    start_broker: StartBroker, processes: str
+    nullbroker_factory: StartBroker, processes: str
 ) -> None:
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--brokers", processes, "--processes", processes, "--partitions", str(PARTITIONS),
         "--group-initial-rebalance-delay-ms", "0",
     )  # fmt: skip

@@ -16,8 +16,8 @@ from confluent_kafka import Producer
 
 from codec import native
 from nullbroker.app.launcher import nullbroker_program
-from tests.broker_process import metric_total, random_values, samples
-from tests.conftest import StartBroker
+from nullbroker.app.pytest_plugin import StartBroker
+from tests.support.broker_counts import metric_total, random_values, samples
 
 pytestmark = pytest.mark.every_connection_loop
 
@@ -97,9 +97,9 @@ def test_bad_flag_value_exits_2_with_a_one_line_error_naming_it(
 
 
 def test_console_line_reports_rates_latency_connections_and_rss_while_traffic_flows(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", "2", "--report-interval", "0.5")
+    broker = nullbroker_factory("--partitions", "2", "--report-interval", "0.5")
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
     values = random_values(200)
     # A line reporting records, not one from an interval that saw only Metadata.
@@ -130,9 +130,9 @@ def test_console_line_reports_rates_latency_connections_and_rss_while_traffic_fl
 
 
 def test_metrics_endpoint_serves_process_metrics_and_the_open_connection_count(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker()
+    broker = nullbroker_factory()
     families = broker.scrape()
     assert metric_total(families, "process_resident_memory_bytes") > 0
     assert metric_total(families, "nullbroker_connections") == 0
@@ -149,9 +149,9 @@ def test_metrics_endpoint_serves_process_metrics_and_the_open_connection_count(
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_signal_with_connected_clients_exits_0_and_writes_the_summary(
-    start_broker: StartBroker, signum: signal.Signals
+    nullbroker_factory: StartBroker, signum: signal.Signals
 ) -> None:
-    broker = start_broker("--partitions", "2")
+    broker = nullbroker_factory("--partitions", "2")
     producer = Producer(
         {"bootstrap.servers": broker.bootstrap, "enable.idempotence": True, "acks": "all"}
     )
@@ -246,9 +246,9 @@ def test_an_unwritable_summary_json_is_refused_at_start_not_after_the_run(
 
 
 def test_the_summary_is_readable_by_others_as_the_umask_allows(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker()
+    broker = nullbroker_factory()
     broker.stop()
     mode = broker.summary_path.stat().st_mode & 0o777
     umask = os.umask(0)
@@ -261,12 +261,12 @@ def test_the_summary_is_readable_by_others_as_the_umask_allows(
     ]
 
 
-def test_the_start_log_names_the_code_that_serves_produce(start_broker: StartBroker) -> None:
+def test_the_start_log_names_the_code_that_serves_produce(nullbroker_factory: StartBroker) -> None:
     # In CI the C modules must be built (setup.py makes them required there) and be what the
     # broker serves with: a build that quietly fell back to Python would be measured as ours.
     from nullbroker.workers.run import hot_path
 
-    broker = start_broker()
+    broker = nullbroker_factory()
     deadline = time.monotonic() + TIMEOUT
     while "Produce is served by" not in broker.stderr_text() and time.monotonic() < deadline:
         time.sleep(0.05)

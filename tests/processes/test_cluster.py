@@ -17,20 +17,20 @@ from kio.schema.errors import ErrorCode
 from codec import ApiKey
 from codec.apis import kafka_name
 from nullbroker.app.configuration import checked
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.broker import Broker
 from nullbroker.cluster.nodes import Cluster
 from nullbroker.sessions import Endpoint, Session
 from nullbroker.settings import Config, ConfigError
-from tests.broker_process import (
+from tests.support.broker_counts import (
     PROCESSES,
-    BrokerProcess,
     metric_total,
     produced_from_metrics,
     samples,
 )
-from tests.conftest import StartBroker
-from tests.kafka_tools import requires_kafka_tools, run_tool
-from tests.kio_calls import (
+from tests.support.kafka_tools import requires_kafka_tools, run_tool
+from tests.support.kio_calls import (
     answered,
     decode_response,
     dispatch_of,
@@ -172,7 +172,7 @@ def test_one_node_answers_as_before_clusters() -> None:
     assert [(b.node_id, b.port) for b in body.brokers] == [(0, 9092)]
 
 
-def node_ports(broker: BrokerProcess) -> list[int]:
+def node_ports(broker: RunningBroker) -> list[int]:
     """The ports of the broker's nodes, by node id."""
     return [int(address.rsplit(":", 1)[1]) for address in broker.nodes]
 
@@ -180,10 +180,10 @@ def node_ports(broker: BrokerProcess) -> list[int]:
 @pytest.mark.clients
 @PROCESSES
 def test_an_idempotent_producer_reaches_every_node_and_is_counted_exactly(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
     processes: str,
 ) -> None:
-    broker = start_broker("--brokers", "3", "--processes", processes, "--partitions", "6")
+    broker = nullbroker_factory("--brokers", "3", "--processes", processes, "--partitions", "6")
     ports = node_ports(broker)
     assert ports[0] == int(broker.bootstrap.rsplit(":", 1)[1]) and len(set(ports)) == 3
     producer = Producer({
@@ -206,7 +206,7 @@ def test_an_idempotent_producer_reaches_every_node_and_is_counted_exactly(
     assert metric_total(families, "nullbroker_errors_total") == 0
 
 
-def group_consumer(broker: BrokerProcess, group: str, topic: str) -> Consumer:
+def group_consumer(broker: RunningBroker, group: str, topic: str) -> Consumer:
     """A consumer in `group`, subscribed to `topic`, reading from the start, committing
     only when told."""
     consumer = Consumer({
@@ -231,10 +231,10 @@ def read_until(consumer: Consumer, count: int, seen: set[tuple[int, int]]) -> No
 @pytest.mark.clients
 @PROCESSES
 def test_a_group_consumer_reads_every_partition_through_its_leader(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
     processes: str,
 ) -> None:
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--brokers", "3", "--processes", processes, "--group-initial-rebalance-delay-ms", "0",
         "--source", "clicks:partitions=6,records=500,size=20",
     )  # fmt: skip
@@ -254,10 +254,10 @@ def test_a_group_consumer_reads_every_partition_through_its_leader(
 @requires_kafka_tools
 @PROCESSES
 def test_kafka_producer_perf_test_against_three_nodes_is_counted_exactly(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
     processes: str,
 ) -> None:
-    broker = start_broker("--brokers", "3", "--processes", processes, "--partitions", "6")
+    broker = nullbroker_factory("--brokers", "3", "--processes", processes, "--partitions", "6")
     output = run_tool(
         "kafka-producer-perf-test",
         "--topic", "perf", "--num-records", "20000", "--record-size", "100",
@@ -294,10 +294,10 @@ def test_group_requests_to_a_node_that_does_not_coordinate_get_not_coordinator()
 @requires_kafka_tools
 @PROCESSES
 def test_kafka_consumer_groups_lists_and_describes_a_group_once_on_three_nodes(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
     processes: str,
 ) -> None:
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--brokers", "3", "--processes", processes, "--group-initial-rebalance-delay-ms", "0",
         "--source", "clicks:partitions=6,records=100,size=20",
     )  # fmt: skip

@@ -24,23 +24,30 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kio.schema.errors import ErrorCode
 
 from nullbroker.app.configuration import checked
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.broker import Broker
 from nullbroker.cluster.fault_specs import Fault, FaultSpecError
 from nullbroker.cluster.faults import Faults
 from nullbroker.cluster.nodes import Cluster
 from nullbroker.settings import Config, ConfigError
-from tests.broker.test_handlers import produce
-from tests.broker_process import (
+from tests.handlers.test_handlers import produce
+from tests.processes.test_cluster import group_consumer, read_until
+from tests.support.broker_counts import (
     PROCESSES,
-    BrokerProcess,
     metric_total,
     produced_from_metrics,
     samples,
 )
-from tests.conftest import StartBroker
-from tests.kio_calls import SESSION, dispatch_of, fetch_frame, record_batch, request_frame, types
-from tests.module_command import run_module
-from tests.processes.test_cluster import group_consumer, read_until
+from tests.support.kio_calls import (
+    SESSION,
+    dispatch_of,
+    fetch_frame,
+    record_batch,
+    request_frame,
+    types,
+)
+from tests.support.module_command import run_module
 
 
 @pytest.mark.parametrize(
@@ -162,7 +169,7 @@ def test_an_error_fault_answers_its_share_of_requests() -> None:
 # Through a broker process.
 
 
-def faults_url(broker: BrokerProcess) -> str:
+def faults_url(broker: RunningBroker) -> str:
     assert broker.metrics_url is not None
     return broker.metrics_url.rsplit("/", 1)[0] + "/faults"
 
@@ -184,10 +191,10 @@ def fault_command(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.clients
 @PROCESSES
 def test_faults_come_and_go_over_http_and_through_the_fault_command(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
     processes: str,
 ) -> None:
-    broker = start_broker("--brokers", "3", "--processes", processes)
+    broker = nullbroker_factory("--brokers", "3", "--processes", processes)
     url = faults_url(broker)
     status, reason = http("POST", url, "down:node=7")
     assert status == 400 and "node=7, but the nodes are 0 to 2" in reason
@@ -212,9 +219,9 @@ def test_faults_come_and_go_over_http_and_through_the_fault_command(
 @pytest.mark.clients
 @PROCESSES
 def test_injected_produce_latency_shows_in_the_producers_percentiles(
-    start_broker: StartBroker, tmp_path: Path, processes: str
+    nullbroker_factory: StartBroker, tmp_path: Path, processes: str
 ) -> None:
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--brokers", "2", "--processes", processes, "--fault", "latency:api=Produce,ms=40"
     )  # fmt: skip
     report = tmp_path / "perf.json"
@@ -232,7 +239,7 @@ def test_injected_produce_latency_shows_in_the_producers_percentiles(
 
 
 def produce_through(
-    broker: BrokerProcess, topic: str, records: int, during: Any
+    broker: RunningBroker, topic: str, records: int, during: Any
 ) -> tuple[int, dict[int, list[int]]]:
     """Send `records` with an idempotent producer, calling `during()` halfway; the records
     acked, and each partition's acked offsets."""
@@ -261,10 +268,10 @@ def produce_through(
 @pytest.mark.clients
 @PROCESSES
 def test_an_idempotent_producer_counts_every_record_once_across_down_and_move(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
     processes: str,
 ) -> None:
-    broker = start_broker("--brokers", "3", "--processes", processes, "--partitions", "6")
+    broker = nullbroker_factory("--brokers", "3", "--processes", processes, "--partitions", "6")
     url = faults_url(broker)
     records = 6000
 
@@ -289,10 +296,10 @@ def test_an_idempotent_producer_counts_every_record_once_across_down_and_move(
 @pytest.mark.clients
 @PROCESSES
 def test_a_group_consumer_resumes_from_its_commits_after_its_coordinator_goes_down(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
     processes: str,
 ) -> None:
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--brokers", "3", "--processes", processes, "--group-initial-rebalance-delay-ms", "0",
         "--source", "clicks:partitions=6,records=400,size=20",
     )  # fmt: skip
@@ -329,14 +336,14 @@ def test_a_group_consumer_resumes_from_its_commits_after_its_coordinator_goes_do
 
 @pytest.mark.clients
 def test_clients_retry_injected_errors_and_still_count_and_read_exactly(
-    start_broker: StartBroker, tmp_path: Path
+    nullbroker_factory: StartBroker, tmp_path: Path
 ) -> None:
     config = tmp_path / "faults.toml"
     config.write_text(
         '[[fault]]\nkind = "error"\napi = "Produce"\ncode = "NOT_LEADER_OR_FOLLOWER"\n'
         'rate = 0.2\n\n[[fault]]\nspec = "error:api=Fetch,code=NOT_LEADER_OR_FOLLOWER,rate=0.2"\n'
     )
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--config", str(config), "--partitions", "3",
         "--source", "clicks:partitions=3,records=2000,size=20",
     )  # fmt: skip
@@ -379,9 +386,9 @@ def test_a_throttle_owes_time_for_the_bytes_over_its_quota() -> None:
 
 @pytest.mark.clients
 def test_a_producer_over_its_quota_is_throttled_and_still_counted_exactly(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--fault", "throttle:produce-mbps=1")
+    broker = nullbroker_factory("--fault", "throttle:produce-mbps=1")
     throttled: list[int] = []
 
     def statistics_of(text: str) -> None:
@@ -408,9 +415,9 @@ def test_a_producer_over_its_quota_is_throttled_and_still_counted_exactly(
 
 @pytest.mark.clients
 def test_a_consumer_over_its_fetch_quota_is_throttled_and_reads_exactly(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--fault", "throttle:fetch-mbps=1", "--source", "big:partitions=1,records=3000,size=1000"
     )
     throttled: list[int] = []
@@ -470,13 +477,13 @@ def test_a_client_leaving_during_a_latency_fault_leaves_no_coroutine_unawaited(a
 
 @pytest.mark.clients
 def test_a_consumer_across_a_leader_move_validates_its_position_and_reads_exactly(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
     """A leader moved by a fault bumps the leader epoch: librdkafka's consumer, fetching
     with the epoch it knew, is fenced (FENCED_LEADER_EPOCH), refreshes its metadata and
     validates its position with OffsetForLeaderEpoch (KIP-320) before it reads on from
     the new leader, as against Kafka; every record is read once."""
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--brokers", "3", "--source", "clicks:partitions=6,records=400,size=20",
     )  # fmt: skip
     # Small fetches and a short queue: the consumer has more to fetch after the moves.

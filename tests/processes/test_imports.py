@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from nullbroker.app.launcher import start_broker
+from nullbroker.app.launcher import start
 from nullbroker.handlers import IMPORTED_ON_FIRST_USE, api_module
 from tests.tools.test_adding_an_api import declared_in_family
 
@@ -26,7 +26,7 @@ def modules_imported_by_serve(*flags: str) -> set[str]:
     listens, as `python -X importtime` lists them. Started without --summary-json, which
     imports json at start."""
     importtime = [sys.executable, "-X", "importtime", "-m", "nullbroker"]
-    with start_broker(*flags, summary=False, program=importtime) as broker:
+    with start(*flags, summary=False, program=importtime, metrics=False) as broker:
         assert broker.end(signal.SIGINT, TIMEOUT) == 0, broker.stderr_tail()
         stderr = broker.stderr_text()
     return {

@@ -20,16 +20,17 @@ from kio.schema.errors import ErrorCode
 
 from codec import ApiKey
 from nullbroker.app.configuration import checked
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.cluster.nodes import Cluster
 from nullbroker.settings import Config, ConfigError
 from nullbroker.state.producers import FIRST_PRODUCER_ID, ProducerRegistry
 from nullbroker.stats import BrokerStats
-from tests.broker_process import BrokerProcess, produced_from_metrics, samples
-from tests.conftest import StartBroker
-from tests.kafka_wire import FrameStream, decode_response
-from tests.kio_calls import types
 from tests.processes.test_cluster import node_ports
 from tests.processes.test_faults import faults_url, http
+from tests.support.broker_counts import produced_from_metrics, samples
+from tests.support.kafka_wire import FrameStream, decode_response
+from tests.support.kio_calls import types
 
 WORKERS = re.compile(r"^processes: (?P<count>\d+) workers, (?P<rest>.*)$")
 
@@ -89,7 +90,7 @@ def running(pid: int) -> bool:
         return False
 
 
-def worker_pids(broker: BrokerProcess) -> list[int]:
+def worker_pids(broker: RunningBroker) -> list[int]:
     line = broker.wait_for_line(WORKERS, 10)
     return [int(pid) for pid in re.findall(r"\(pid (\d+)\)", line)]
 
@@ -118,9 +119,9 @@ async def topic_ids_at(port: int, topics: list[str]) -> dict[str, tuple[Any, int
 
 @pytest.mark.clients
 async def test_topic_changes_reach_every_process_before_they_are_answered(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--brokers", "3", "--processes", "2", "--partitions", "4")
+    broker = nullbroker_factory("--brokers", "3", "--processes", "2", "--partitions", "4")
     ports = node_ports(broker)
     assert len(worker_pids(broker)) == 2
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -139,9 +140,9 @@ async def test_topic_changes_reach_every_process_before_they_are_answered(
 
 @pytest.mark.clients
 def test_two_processes_count_exactly_and_report_once_for_the_cluster(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--brokers", "3", "--processes", "2", "--partitions", "6", "--report-interval", "0.5"
     )  # fmt: skip
     pids = worker_pids(broker)
@@ -183,8 +184,8 @@ def test_two_processes_count_exactly_and_report_once_for_the_cluster(
 
 
 @pytest.mark.clients
-def test_a_worker_that_dies_stops_the_cluster(start_broker: StartBroker) -> None:
-    broker = start_broker("--brokers", "2", "--processes", "2")
+def test_a_worker_that_dies_stops_the_cluster(nullbroker_factory: StartBroker) -> None:
+    broker = nullbroker_factory("--brokers", "2", "--processes", "2")
     pids = worker_pids(broker)
     os.kill(pids[1], signal.SIGKILL)
     assert broker.process.wait(timeout=30) == 1
@@ -193,8 +194,8 @@ def test_a_worker_that_dies_stops_the_cluster(start_broker: StartBroker) -> None
 
 
 @pytest.mark.clients
-def test_a_killed_supervisor_takes_its_workers_with_it(start_broker: StartBroker) -> None:
-    broker = start_broker("--brokers", "2", "--processes", "2")
+def test_a_killed_supervisor_takes_its_workers_with_it(nullbroker_factory: StartBroker) -> None:
+    broker = nullbroker_factory("--brokers", "2", "--processes", "2")
     pids = worker_pids(broker)
     broker.process.send_signal(signal.SIGKILL)
     broker.process.wait(timeout=10)
@@ -206,9 +207,9 @@ def test_a_killed_supervisor_takes_its_workers_with_it(start_broker: StartBroker
 
 @pytest.mark.clients
 def test_retained_batches_move_with_their_partition_to_the_other_process(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--brokers", "3", "--processes", "2", "--partitions", "1", "--retain", "1000000"
     )  # fmt: skip
     topic = "kept"
@@ -242,9 +243,11 @@ def test_retained_batches_move_with_their_partition_to_the_other_process(
 
 
 async def test_the_first_find_coordinator_makes_consumer_offsets_in_every_process(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--brokers", "3", "--processes", "2", "--offsets-topic-partitions", "5")
+    broker = nullbroker_factory(
+        "--brokers", "3", "--processes", "2", "--offsets-topic-partitions", "5"
+    )
     ports = node_ports(broker)
     request_types = types(ApiKey.FIND_COORDINATOR, 4)
     stream = FrameStream(await trio.open_tcp_stream("127.0.0.1", ports[1]))

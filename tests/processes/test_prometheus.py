@@ -2,8 +2,8 @@
 the queries docs/metrics.md gives (and docs/dashboard.json draws) are asked through its HTTP
 query API and agree with the broker's accounts: counts exactly, once its last scrape is after
 the run; `rate` and `histogram_quantile` exactly as PromQL defines them over the samples
-Prometheus holds (tests/prometheus.py), and the quantile in the bucket where the broker's own
-p99 lies."""
+Prometheus holds (tests/support/prometheus.py), and the quantile in the bucket where the
+broker's own p99 lies."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from confluent_kafka import Consumer, Producer
 
 import nullbroker
 from nullbroker import Accounts, RunningBroker
-from tests.broker_process import read_and_commit
-from tests.prometheus import (
+from tests.support.broker_counts import read_and_commit
+from tests.support.prometheus import (
     Prometheus,
     Samples,
     bucket_quantile,

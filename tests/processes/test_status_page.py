@@ -1,5 +1,5 @@
 """The status page at / of the --metrics listener, in a real browser: headless Chromium
-(tests/chromium.py) loads it while producers and a consumer group run, and every number it
+(tests/support/chromium.py) loads it while producers and a consumer group run, and every number it
 shows is compared with the accounts it polled (the very /accounts responses its script
 received) and with the broker's accounts.
 
@@ -28,8 +28,8 @@ from nullbroker.ops.http_endpoint import (
     metrics_handler,
     status_page_handler,
 )
-from tests.broker_process import read_and_commit
-from tests.chromium import Chromium, Page, find_chromium
+from tests.support.broker_counts import read_and_commit
+from tests.support.chromium import Chromium, Page, find_chromium
 
 POLL_SECONDS = 0.25
 TIMEOUT = 20.0

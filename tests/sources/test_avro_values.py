@@ -13,10 +13,10 @@ import fastavro
 import pytest
 from fastavro.validation import validate
 
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.sources.avro_values import POOL_VALUES, generate, load_schema, pool, pool_from_file
 from nullbroker.sources.synthetic import SourceSpec, SourceSpecError
 from tests.clients.test_clients_consume import read_whole_topic
-from tests.conftest import StartBroker
 
 # Every kind of type: named ones defined inside a union and named again later, logical types.
 ORDER = {
@@ -155,11 +155,11 @@ def test_bad_avro_sources_stop_the_start_naming_the_source_and_the_problem(
 
 @pytest.mark.clients
 def test_a_consumer_reads_the_pools_avro_value_at_every_offset(
-    start_broker: StartBroker, tmp_path: Path
+    nullbroker_factory: StartBroker, tmp_path: Path
 ) -> None:
     path = write_schema(tmp_path, ORDER)
     records = 3_000
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--source",
         f"orders:partitions=2,records={records},format=avro,schema={path},wire=confluent",
     )

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, FormatChecker
 
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.sources.json_values import (
     POOL_VALUES,
     SchemaError,
@@ -25,7 +26,6 @@ from nullbroker.sources.json_values import (
 )
 from nullbroker.sources.synthetic import SourceSpec, SourceSpecError
 from tests.clients.test_clients_consume import read_whole_topic
-from tests.conftest import StartBroker
 
 ORDER = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -146,11 +146,11 @@ def test_a_json_source_needs_its_schema_and_names_both_when_the_schema_is_bad(
 
 @pytest.mark.clients
 def test_a_consumer_reads_valid_json_of_the_schema_at_every_offset(
-    start_broker: StartBroker, tmp_path: Path
+    nullbroker_factory: StartBroker, tmp_path: Path
 ) -> None:
     path = write_schema(tmp_path, ORDER)
     records = 3_000
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--source", f"orders:partitions=2,records={records},format=json,schema={path}"
     )  # fmt: skip
     consumed = read_whole_topic(broker, "orders", 2, records)

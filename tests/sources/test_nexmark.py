@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codec.batch_template import places, write_decimals_python
+from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.sources import nexmark
 from nullbroker.sources.nexmark import BATCH_EVENTS, NexmarkLayout, generate
 from nullbroker.sources.synthetic import RecordShape, SourceSpec, SourceSpecError
-from tests.broker.test_fetch import records_of
 from tests.clients.test_clients_consume import read_whole_topic
-from tests.conftest import StartBroker
+from tests.handlers.test_fetch import records_of
 
 START_MS = 1_764_000_000_000
 
@@ -189,9 +189,13 @@ def test_event_time_follows_the_topic_rate_unless_nexmark_rate_says() -> None:
 
 
 @pytest.mark.clients
-def test_a_consumer_parses_the_reference_event_at_every_offset(start_broker: StartBroker) -> None:
+def test_a_consumer_parses_the_reference_event_at_every_offset(
+    nullbroker_factory: StartBroker,
+) -> None:
     records = 2_500
-    broker = start_broker("--source", f"auctions:partitions=3,records={records},format=nexmark")
+    broker = nullbroker_factory(
+        "--source", f"auctions:partitions=3,records={records},format=nexmark"
+    )
     consumed = read_whole_topic(broker, "auctions", 3, records)
 
     layout = NexmarkLayout(3)

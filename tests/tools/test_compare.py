@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from perf.kafka_broker import missing as kafka_missing
-from tests.kafka_tools import requires_kafka_tools
+from tests.support.kafka_tools import requires_kafka_tools
 
 REPO = Path(__file__).resolve().parents[2]
 NAME = "tiny"

@@ -2,7 +2,7 @@
 resolves to a file and, where it names an #anchor, to a heading of that file.
 
 The examples the pages show are run by tests/tools/test_readme_examples.py (shell) and
-spark_tests/test_readme_pyspark.py (PySpark)."""
+spark_tests/baseline/test_readme_pyspark.py (PySpark)."""
 
 from __future__ import annotations
 

@@ -20,10 +20,10 @@ from codec.apis import KAFKA_4_RANGES
 from codec.messages import decode_request
 from perf import java_perf
 from perf.compare_brokers import FLOOR_SERVED, FRAMES_DIR, Floor, build_floor
-from tests.kafka_tools import requires_kafka_tools
-from tests.kafka_wire import decode_response, frame_header, recorded_frame, size_prefix
-from tests.orphans import assert_exits_once_orphaned
-from tests.vectors import frame_bytes
+from tests.support.kafka_tools import requires_kafka_tools
+from tests.support.kafka_wire import decode_response, frame_header, recorded_frame, size_prefix
+from tests.support.orphans import assert_exits_once_orphaned
+from tests.support.vectors import frame_bytes
 
 RECORDS = 2_000
 RECORD_SIZE = 1024

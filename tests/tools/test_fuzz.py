@@ -1,4 +1,4 @@
-"""The fuzz target (tests/fuzz_requests.py, atheris) run for a bounded time, and every input
+"""The fuzz target (tests/support/fuzz_requests.py, atheris) run for a bounded time, and every input
 that once broke it (tests/vectors/fuzz/) replayed. `make fuzz` runs it for longer."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fuzz_target import FRAMES, answer_stream
+from tests.support.fuzz_target import FRAMES, answer_stream
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +39,7 @@ def test_a_seed_or_an_input_that_once_broke_the_broker_is_refused_or_answered(
 def test_the_fuzzer_finds_nothing_in_its_time(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, "-m", "tests.fuzz_requests", f"-max_total_time={FUZZ_SECONDS}",
+        [sys.executable, "-m", "tests.support.fuzz_requests", f"-max_total_time={FUZZ_SECONDS}",
          f"-artifact_prefix={tmp_path}/", "-rss_limit_mb=4096"],
         cwd=root, capture_output=True, text=True, timeout=FUZZ_SECONDS + 900, check=False,
     )  # fmt: skip

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from tests.orphans import assert_exits_once_orphaned
+from tests.support.orphans import assert_exits_once_orphaned
 
 REPO = Path(__file__).resolve().parents[2]
 READY = re.compile(r"^kfake listening on 127\.0\.0\.1:(\d+) \(kfake (\S+), 3 partitions per ")

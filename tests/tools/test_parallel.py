@@ -1,5 +1,5 @@
-"""How the suite is spread over processes (tests/parallel.py): the tests of a shared session
-fixture are in its group, and a group's scope is one unit of work."""
+"""How the suite is spread over processes (tests/support/parallel.py): the tests of a shared
+session fixture are in its group, and a group's scope is one unit of work."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.parallel import GROUPS, SHARED, scope_of
+from tests.support.parallel import GROUPS, SHARED, scope_of
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -20,13 +20,14 @@ import pytest
 from kio.serial import entity_reader
 
 from codec.apis import request_schema
+from nullbroker.app.launcher import RunningBroker
+from nullbroker.app.pytest_plugin import StartBroker
 from perf import cluster_scaling, codec_bench, consumer_perf, producer_perf
 from perf.frames import fixed_set
 from perf.kafka_tools import ToolError, load_properties, parse_key_values
-from tests.broker_process import BrokerProcess, metric_total, per_partition, samples
-from tests.conftest import StartBroker
-from tests.module_command import run_module
-from tests.vectors import by_file, frame_bytes
+from tests.support.broker_counts import metric_total, per_partition, samples
+from tests.support.module_command import run_module
+from tests.support.vectors import by_file, frame_bytes
 
 TOOL_TIMEOUT = 60
 
@@ -266,14 +267,14 @@ def test_codec_bench_lists_the_set(capsys: pytest.CaptureFixture[str]) -> None:
 # -- producer_perf ----------------------------------------------------------------------------
 
 
-def produced_records(broker: BrokerProcess) -> int:
+def produced_records(broker: RunningBroker) -> int:
     return int(metric_total(broker.scrape(), "nullbroker_produced_records_total"))
 
 
 def test_producer_perf_prints_kafkas_lines_and_every_record_reaches_the_broker(
-    start_broker: StartBroker, tmp_path: Path
+    nullbroker_factory: StartBroker, tmp_path: Path
 ) -> None:
-    broker = start_broker()
+    broker = nullbroker_factory()
     out = tmp_path / "producer.json"
     result = run_tool(
         "producer_perf",
@@ -324,9 +325,9 @@ def test_producer_perf_prints_kafkas_lines_and_every_record_reaches_the_broker(
 
 
 def test_producer_perf_reads_payload_files_and_prints_metrics(
-    start_broker: StartBroker, tmp_path: Path
+    nullbroker_factory: StartBroker, tmp_path: Path
 ) -> None:
-    broker = start_broker()
+    broker = nullbroker_factory()
     payloads = tmp_path / "payloads.txt"
     payloads.write_text("alpha|beta|gamma\n")
     config = tmp_path / "producer.properties"
@@ -477,7 +478,7 @@ def test_the_throttler_paces_like_kafkas() -> None:
 # -- consumer_perf ----------------------------------------------------------------------------
 
 
-def consume(broker: BrokerProcess, tmp_path: Path, *args: str) -> tuple[list[str], dict[str, Any]]:
+def consume(broker: RunningBroker, tmp_path: Path, *args: str) -> tuple[list[str], dict[str, Any]]:
     out = tmp_path / "consumer.json"
     result = run_tool(
         "consumer_perf", "--bootstrap-server", broker.bootstrap, "--json", str(out), *args
@@ -487,9 +488,9 @@ def consume(broker: BrokerProcess, tmp_path: Path, *args: str) -> tuple[list[str
 
 
 def test_consumer_perf_reads_every_record_of_a_source_topic(
-    start_broker: StartBroker, tmp_path: Path
+    nullbroker_factory: StartBroker, tmp_path: Path
 ) -> None:
-    broker = start_broker(
+    broker = nullbroker_factory(
         "--source", "bounded:partitions=2,records=500,size=100,key-size=4",
         "--source", "live:partitions=1,rate=2000,size=10",
     )  # fmt: skip
@@ -544,9 +545,9 @@ def test_consumer_perf_reads_every_record_of_a_source_topic(
 
 
 def test_consumer_perf_subscribe_joins_a_group_and_reads_every_record(
-    start_broker: StartBroker, tmp_path: Path
+    nullbroker_factory: StartBroker, tmp_path: Path
 ) -> None:
-    broker = start_broker("--source", "bounded:partitions=2,records=500,size=100")
+    broker = nullbroker_factory("--source", "bounded:partitions=2,records=500,size=100")
     lines, document = consume(
         broker, tmp_path, "--topic", "bounded", "--num-records", "1000", "--group", "perf-g"
     )
@@ -589,9 +590,9 @@ def test_consumer_perf_flag_errors(
 
 
 def test_replay_produce_counts_every_request_and_reports_the_brokers_cpu(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--partitions", "2")
+    broker = nullbroker_factory("--partitions", "2")
     result = run_tool(
         "replay", "produce",
         "--bootstrap-server", broker.bootstrap,
@@ -620,9 +621,9 @@ def test_replay_produce_counts_every_request_and_reports_the_brokers_cpu(
 
 
 def test_replay_produce_from_several_processes_writes_through_every_leader_of_a_cluster(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--brokers", "3", "--partitions", "5", "--processes", "2")
+    broker = nullbroker_factory("--brokers", "3", "--partitions", "5", "--processes", "2")
     result = run_tool(
         "replay", "produce",
         "--bootstrap-server", broker.bootstrap,
@@ -666,9 +667,9 @@ def test_replay_produce_from_several_processes_writes_through_every_leader_of_a_
 
 
 def test_replay_fetch_reads_every_partition_to_the_requested_offset(
-    start_broker: StartBroker,
+    nullbroker_factory: StartBroker,
 ) -> None:
-    broker = start_broker("--source", "words:partitions=3,records=5000,size=200")
+    broker = nullbroker_factory("--source", "words:partitions=3,records=5000,size=200")
     result = run_tool(
         "replay", "fetch",
         "--bootstrap-server", broker.bootstrap,

@@ -63,9 +63,9 @@ from pathlib import Path
 
 import pytest
 
+from nullbroker.app.launcher import start
 from perf.java_perf import missing as kafka_tools_missing
-from tests.broker_process import BrokerProcess
-from tests.module_command import run_checked
+from tests.support.module_command import run_checked
 
 pytestmark = pytest.mark.slow
 
@@ -268,7 +268,7 @@ def assert_serves_with_flags(command: str, workdir: Path) -> None:
     """A foreground `nullbroker serve …` example starts with its flags and stops cleanly."""
     words = shlex.split(command.split(" #", 1)[0])
     flags = words[words.index("serve") + 1 :]
-    with BrokerProcess(workdir, *flags) as broker:
+    with start(*flags, workdir=workdir) as broker:
         broker.stop()
 
 
@@ -366,7 +366,7 @@ def test_shell_example_runs_as_written(block: Block, tmp_path: Path, checkout: P
         sent_per_topic(commands, outputs)
         consumed_per_topic(commands, outputs)
     else:
-        with BrokerProcess(tmp_path, *broker_flags(block)) as broker:
+        with start(*broker_flags(block), workdir=tmp_path) as broker:
             outputs = run_script(commands, broker.bootstrap, checkout)
             summary = broker.stop()
         for topic, records in sent_per_topic(commands, outputs).items():

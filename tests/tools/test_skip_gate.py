@@ -1,4 +1,4 @@
-"""The skip gate (tests/skip_gate.py): every skip printed with its reason at the end of the
+"""The skip gate (tests/support/skip_gate.py): every skip printed with its reason at the end of the
 run; in a strict run a skip the allowed table does not name fails the run, and one it names
 does not."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests import allowed_skips
-from tests.allowed_skips import AllowedSkip
+from tests.support import allowed_skips
+from tests.support.allowed_skips import AllowedSkip
 
 pytest_plugins = ["pytester"]
 
@@ -48,7 +48,7 @@ def allow(monkeypatch: pytest.MonkeyPatch, *entries: AllowedSkip) -> None:
 
 def run(pytester: pytest.Pytester) -> pytest.RunResult:
     pytester.makepyfile(test_parts=SKIPPING)
-    return pytester.runpytest_inprocess("-p", "tests.skip_gate")
+    return pytester.runpytest_inprocess("-p", "tests.support.skip_gate")
 
 
 @pytest.mark.usefixtures("strict")
@@ -61,13 +61,13 @@ def test_a_strict_run_fails_on_a_skip_the_table_does_not_name(
     result.assert_outcomes(passed=1, skipped=2, xfailed=1)
     result.stdout.fnmatch_lines(
         [
-            "*= skips: 2 (a strict run: a skip outside tests/allowed_skips.py fails it) =*",
+            "*= skips: 2 (a strict run: a skip outside tests/support/allowed_skips.py fails it) =*",
             "[[]NOT ALLOWED] 1 skipped: a condition of the machine",
             "    test_parts.py::test_needs_the_machine",
             "[[]NOT ALLOWED] 1 skipped: the tool is not provisioned",
             "    test_parts.py::test_needs_a_tool",
-            "2 skipped for reasons the allowed table (tests/allowed_skips.py) does not name: "
-            "the run FAILS",
+            "2 skipped for reasons the allowed table (tests/support/allowed_skips.py) "
+            "does not name: the run FAILS",
         ]
     )
 
