@@ -1,6 +1,8 @@
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from nullbroker.stats import BrokerStats
+
 c_api: object
 """The lane's C interface (produce_lane.h), a capsule: the C reader's way to the lane."""
 
@@ -11,9 +13,7 @@ class Lane:
         topics_by_id: dict[bytes, Any],
         sequences: dict[tuple[int, str, int], Any],
         recent_type: type,
-        node_requests: dict[int, int],
-        apis: dict[str, Any],
-        api_stats: Callable[[str], Any],
+        stats: BrokerStats,
         faults: Any,
         log_growth: Any,
         crc32c: Callable[[Any], int] | None,

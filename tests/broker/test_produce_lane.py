@@ -27,6 +27,7 @@ from codec.crc import crc32c
 from nullbroker.broker import Broker, Session
 from nullbroker.settings import Config
 from nullbroker.sources.synthetic import SourceSpec
+from tests.broker.test_lane_contract import accounts
 from tests.broker_process import metric_total
 from tests.kafka_wire import record_batch
 from tests.kio_calls import SESSION, call, decode_response, dispatch_of, request_frame, types
@@ -128,9 +129,9 @@ def produce_frame(
 
 
 def state(broker: Broker) -> dict[str, Any]:
-    """Everything a Produce request may change, the latencies' values aside (the two paths
-    take different times; their counts must agree)."""
-    produce = broker.stats.api("Produce")
+    """Everything a Produce request may change: the partitions, the producers' sequences and
+    every field of the accounts, the latencies' values aside (the two paths take different
+    times; their counts must agree)."""
     return {
         "partitions": {
             (topic.name, partition.index): (
@@ -147,10 +148,7 @@ def state(broker: Broker) -> dict[str, Any]:
             key: (value.epoch, value.last_sequence, value.last_timestamp, list(value.recent))
             for key, value in broker.producers.sequences_table().items()
         },
-        "node_requests": dict(broker.stats.node_requests),
-        "produce_requests": produce.requests,
-        "produce_latencies": sum(produce.latency.counts),
-        "errors": dict(broker.stats.errors),
+        "accounts": accounts(broker),
     }
 
 
@@ -405,7 +403,7 @@ def test_a_batch_over_max_message_bytes_is_left_to_the_python_path_which_refuses
     refused = answer(lane, over)
     assert refused == answer(python, over)
     assert state(lane) == state(python)
-    assert state(lane)["errors"] == {"message_too_large": 1}
+    assert state(lane)["accounts"][("errors",)] == {"message_too_large": 1}
     assert lane.topics.get(OTHER).partitions[1].log_end_offset == 0
 
 
