@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import pytest
 import trio.testing
 
+import nullbroker
 from codec import ApiKey, api_name
 from nullbroker.broker import Broker
 from nullbroker.net.connection import Wire
@@ -38,12 +39,10 @@ from nullbroker.stats import BrokerStats, LatencyHistogram
 from tests.kafka_wire import record_batch
 from tests.kio_calls import call, dispatch_of, types
 
-ROOT = Path(__file__).resolve().parents[2]
-HEADER = ROOT / "nullbroker" / "handlers" / "produce_lane.h"
-C_SOURCES = (
-    ROOT / "nullbroker" / "handlers" / "_produce_lane.c",
-    ROOT / "nullbroker" / "net" / "_lane_reader.c",
-)
+PACKAGE = Path(nullbroker.__file__).parent
+"""Found from the package, not from this file: the test may move."""
+HEADER = PACKAGE / "handlers" / "produce_lane.h"
+C_SOURCES = (PACKAGE / "handlers" / "_produce_lane.c", PACKAGE / "net" / "_lane_reader.c")
 TOPIC = "contract"
 PRODUCER_ID = 0
 """The first producer id InitProducerId gives."""
