@@ -31,7 +31,6 @@ from .sessions import Session
 
 if TYPE_CHECKING:
     from .handlers.produce_lane import Lane
-    from .stats import ApiStats
 
 _KEY_VERSION = struct.Struct(">hh")
 PRODUCE = int(ApiKey.PRODUCE)
@@ -84,7 +83,7 @@ class Dispatch:
             peeked = peek_header(frame)
             broker.stats.error("unsupported_version")
             response = encode_api_versions_fallback(peeked.correlation_id, self._api_versions)
-            self._account(peeked.api_name, started)
+            broker.stats.served(peeked.api_name, time.perf_counter_ns() - started)
             return response
         request = decode_request(frame, broker.served)
         header = request.header
@@ -95,7 +94,7 @@ class Dispatch:
                 return self._answer_after(delay, request, body, started)
         if type(body) is CoroutineType:  # every handler that waits is an async def
             return self.answer_later(request, body, started)
-        self._account(header.api_name, started)
+        broker.stats.served(header.api_name, time.perf_counter_ns() - started)
         return None if body is None else _frame(header, body)
 
     async def _answer_after(
@@ -127,15 +126,12 @@ class Dispatch:
         body = await pending
         held_until = time.perf_counter_ns()
         frame = None if body is None else _frame(request.header, body)
-        api = self._account(request.header.api_name, started, held_until - held_from)
-        api.held.observe(held_until - held_from)
+        held = held_until - held_from
+        api = self.broker.stats.served(
+            request.header.api_name, time.perf_counter_ns() - started - held
+        )
+        api.held.observe(held)
         return frame
-
-    def _account(self, api_name: str, started: int, held_ns: int = 0) -> ApiStats:
-        api = self.broker.stats.api(api_name)
-        api.requests += 1
-        api.latency.observe(time.perf_counter_ns() - started - held_ns)
-        return api
 
 
 async def _ready(body: Any) -> Any:

@@ -14,9 +14,11 @@
  *
  * The state it changes is the broker's own, read and written through the attributes the
  * Python code uses (the partitions' offsets and counters, the producers' sequences, the
- * Produce request count and latency histogram): one broker state, never a copy. The lane
- * only ever runs in the broker's one thread. tests/broker/test_produce_lane.py proves that both
- * paths give the same answers and leave the same state.
+ * Produce request count and latency histogram): one broker state, never a copy. Those
+ * attributes are named once, in produce_lane.h's table, and tests/handlers/test_lane_contract.py
+ * checks the table against the Python objects. The lane only ever runs in the broker's one
+ * thread. tests/handlers/test_produce_lane.py proves that both paths give the same answers and
+ * leave the same state, accounts included.
  */
 #include "produce_lane.h"
 #include <structmember.h>
@@ -36,14 +38,8 @@
 #define MAX_PARTITIONS 64            /* a request with more goes the Python way */
 #define MAX_TOPICS MAX_PARTITIONS
 #define MAX_BOUNDS 128
-#define RECENT_BATCH_FIELDS 4 /* producers.RecentBatch's */
 
-/* Attribute names, interned once. */
-static PyObject *s_source, *s_partitions, *s_retained, *s_log_end_offset, *s_log_start_offset,
-    *s_produced, *s_records, *s_bytes, *s_batches, *s_epoch, *s_last_sequence, *s_recent,
-    *s_last_timestamp,
-    *s_append, *s_active, *s_latency, *s_counts, *s_sum_ns, *s_requests, *s_waiting, *s_notify,
-    *s_Produce, *s_followed, *s_name, *s_internal, *s_max_message_bytes;
+static PyObject *s_produce_api; /* PRODUCE_API_NAME, interned */
 static PyObject *one; /* the int 1 */
 
 typedef struct {
@@ -52,9 +48,10 @@ typedef struct {
     PyObject *topics_by_id;  /* dict: the id's 16 bytes -> topics.Topic (the registry's own) */
     PyObject *sequences;     /* dict: (producer id, topic, partition) -> PartitionSequences */
     PyObject *recent_type;   /* producers.RecentBatch, a NamedTuple */
-    PyObject *node_requests; /* Counter: node id -> requests */
-    PyObject *apis;          /* stats.BrokerStats.apis: API name -> ApiStats */
-    PyObject *api_stats;     /* stats.BrokerStats.api: makes an API's ApiStats on its first request */
+    /* The accounts (stats.BrokerStats'), read once: reset_counts zeroes them in place. */
+    PyObject *node_requests; /* BrokerStats.node_requests: node id -> requests */
+    PyObject *apis;          /* BrokerStats.apis: API name -> ApiStats */
+    PyObject *api_stats;     /* BrokerStats.api: makes an API's ApiStats on its first request */
     PyObject *faults;        /* faults.Faults: the lane steps aside while `active` is not empty */
     PyObject *log_growth;    /* broker.LogGrowth: where Fetch requests wait for a log to grow */
     PyObject *crc32c;        /* the CRC-32C function, or None when CRCs are not verified */
@@ -160,10 +157,11 @@ static int next_in_sequence(Lane *lane, PyObject *name, PlannedBatch *batch, int
     if (found == NULL) return PyErr_Occurred() ? -1 : 0;
     Py_INCREF(found);
     int64_t state_epoch, last_sequence;
-    int read = int_attribute(found, s_epoch, &state_epoch);
-    if (read == 1) read = int_attribute(found, s_last_sequence, &last_sequence);
+    int read = int_attribute(found, ATTRIBUTE(PartitionSequences, epoch), &state_epoch);
+    if (read == 1)
+        read = int_attribute(found, ATTRIBUTE(PartitionSequences, last_sequence), &last_sequence);
     if (read != 1 || state_epoch != epoch) goto other;
-    PyObject *recent = PyObject_GetAttr(found, s_recent);
+    PyObject *recent = PyObject_GetAttr(found, ATTRIBUTE(PartitionSequences, recent));
     if (recent == NULL) goto failed;
     PyObject *iterator = PyObject_GetIter(recent);
     Py_DECREF(recent);
@@ -171,12 +169,11 @@ static int next_in_sequence(Lane *lane, PyObject *name, PlannedBatch *batch, int
     int duplicate = 0;
     PyObject *item;
     while (!duplicate && (item = PyIter_Next(iterator)) != NULL) {
-        /* RecentBatch(first_sequence, last_sequence, base_offset, timestamp) */
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != RECENT_BATCH_FIELDS) {
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != RECENT_BATCH_FIELD_COUNT) {
             duplicate = 1; /* not what the lane knows: the Python way */
         } else {
-            long first = PyLong_AsLong(PyTuple_GET_ITEM(item, 0));
-            long last = PyLong_AsLong(PyTuple_GET_ITEM(item, 1));
+            long first = PyLong_AsLong(PyTuple_GET_ITEM(item, RECENT_BATCH_first_sequence));
+            long last = PyLong_AsLong(PyTuple_GET_ITEM(item, RECENT_BATCH_last_sequence));
             duplicate = first == batch->first_sequence && last == batch->last_sequence;
         }
         Py_DECREF(item);
@@ -244,12 +241,15 @@ static int plan_batch(Lane *lane, Cursor *c, int flexible, PlannedTopic *topic,
     batch->state = NULL;
     batch->partition = Py_NewRef(partition);
     plan->batch_count++; /* released with the plan from here on */
-    PyObject *retained = PyObject_GetAttr(batch->partition, s_retained);
+    PyObject *retained = PyObject_GetAttr(batch->partition, ATTRIBUTE(Partition, retained));
     if (retained == NULL) return -1;
     Py_DECREF(retained);
     if (retained != Py_None) return 0; /* --retain keeps the batch: the Python way */
-    int read = int_attribute(batch->partition, s_log_end_offset, &batch->base_offset);
-    if (read == 1) read = int_attribute(batch->partition, s_log_start_offset, &batch->log_start);
+    int read = int_attribute(batch->partition, ATTRIBUTE(Partition, log_end_offset),
+                             &batch->base_offset);
+    if (read == 1)
+        read = int_attribute(batch->partition, ATTRIBUTE(Partition, log_start_offset),
+                             &batch->log_start);
     if (read != 1) return read;
     if (batch->base_offset > INT64_MAX - record_count) return 0;
     int64_t producer_id = (int64_t)be64(records + 43);
@@ -284,7 +284,7 @@ static int plan_topic(Lane *lane, Cursor *c, int flexible, PlannedRequest *plan)
         found = PyDict_GetItemWithError(lane->topics_by_id, id);
         Py_DECREF(id);
         if (found == NULL) return PyErr_Occurred() ? -1 : 0; /* unknown: the Python way */
-        topic->name = PyObject_GetAttr(found, s_name);
+        topic->name = PyObject_GetAttr(found, ATTRIBUTE(Topic, name));
         if (topic->name == NULL) return -1;
         plan->topic_count++;
         return plan_partitions(lane, c, flexible, topic, found, plan);
@@ -317,25 +317,26 @@ static int plan_topic(Lane *lane, Cursor *c, int flexible, PlannedRequest *plan)
 /* The partitions of a known topic at the cursor, and their batches. */
 static int plan_partitions(Lane *lane, Cursor *c, int flexible, PlannedTopic *topic,
                            PyObject *found, PlannedRequest *plan) {
-    PyObject *source = PyObject_GetAttr(found, s_source);
+    PyObject *source = PyObject_GetAttr(found, ATTRIBUTE(Topic, source));
     if (source == NULL) return -1;
     Py_DECREF(source);
     if (source != Py_None) return 0; /* read-only: refused the Python way */
-    PyObject *internal = PyObject_GetAttr(found, s_internal);
+    PyObject *internal = PyObject_GetAttr(found, ATTRIBUTE(Topic, internal));
     if (internal == NULL) return -1;
     Py_DECREF(internal);
     if (internal != Py_False) return 0; /* Kafka's own topic: refused the Python way */
     int64_t max_bytes; /* Topic.max_message_bytes, kept in step with the configs */
-    int read = int_attribute(found, s_max_message_bytes, &max_bytes);
+    int read = int_attribute(found, ATTRIBUTE(Topic, max_message_bytes), &max_bytes);
     if (read != 1) return read;
-    PyObject *partitions = PyObject_GetAttr(found, s_partitions);
+    PyObject *partitions = PyObject_GetAttr(found, ATTRIBUTE(Topic, partitions));
     if (partitions == NULL) return -1;
     int result = PyList_CheckExact(partitions);
     PyObject *followed = NULL; /* the partitions this node does not lead, on a cluster */
     if (result && lane->cluster != Py_None) {
         PyObject *count = PyLong_FromSsize_t(PyList_GET_SIZE(partitions));
         followed = count == NULL ? NULL
-                                 : PyObject_CallMethodObjArgs(lane->cluster, s_followed,
+                                 : PyObject_CallMethodObjArgs(lane->cluster,
+                                                              ATTRIBUTE(Cluster, followed),
                                                               plan->node, topic->name, count,
                                                               NULL);
         Py_XDECREF(count);
@@ -411,31 +412,36 @@ static int plan_request(Lane *lane, const uint8_t *data, Py_ssize_t size, Planne
 static int append_planned(Lane *lane, PlannedRequest *plan) {
     for (Py_ssize_t i = 0; i < plan->batch_count; i++) {
         PlannedBatch *batch = &plan->batches[i];
-        if (set_int_attribute(batch->partition, s_log_end_offset,
+        if (set_int_attribute(batch->partition, ATTRIBUTE(Partition, log_end_offset),
                               batch->base_offset + batch->record_count) < 0)
             return -1;
-        PyObject *produced = PyObject_GetAttr(batch->partition, s_produced);
+        PyObject *produced = PyObject_GetAttr(batch->partition, ATTRIBUTE(Partition, produced));
         if (produced == NULL) return -1;
-        int failed = add_to_attribute(produced, s_records, batch->record_count) < 0 ||
-                     add_to_attribute(produced, s_bytes, batch->length) < 0 ||
-                     add_to_attribute(produced, s_batches, 1) < 0;
+        int failed =
+            add_to_attribute(produced, ATTRIBUTE(PartitionCounters, records),
+                             batch->record_count) < 0 ||
+            add_to_attribute(produced, ATTRIBUTE(PartitionCounters, bytes), batch->length) < 0 ||
+            add_to_attribute(produced, ATTRIBUTE(PartitionCounters, batches), 1) < 0;
         Py_DECREF(produced);
         if (failed) return -1;
         if (batch->state == NULL) continue;
-        if (set_int_attribute(batch->state, s_last_sequence, batch->last_sequence) < 0 ||
-            set_int_attribute(batch->state, s_last_timestamp, batch->max_timestamp) < 0)
+        if (set_int_attribute(batch->state, ATTRIBUTE(PartitionSequences, last_sequence),
+                              batch->last_sequence) < 0 ||
+            set_int_attribute(batch->state, ATTRIBUTE(PartitionSequences, last_timestamp),
+                              batch->max_timestamp) < 0)
             return -1;
-        /* RecentBatch(first_sequence, last_sequence, base_offset, timestamp), made as
-         * tuple.__new__ makes a tuple subclass's instance. */
+        /* A RecentBatch, made as tuple.__new__ makes a tuple subclass's instance. */
         PyObject *recent_batch = ((PyTypeObject *)lane->recent_type)->tp_alloc(
-            (PyTypeObject *)lane->recent_type, RECENT_BATCH_FIELDS);
+            (PyTypeObject *)lane->recent_type, RECENT_BATCH_FIELD_COUNT);
         if (recent_batch == NULL) return -1;
-        PyObject *fields[RECENT_BATCH_FIELDS] = {PyLong_FromLong(batch->first_sequence),
-                                                 PyLong_FromLong(batch->last_sequence),
-                                                 PyLong_FromLongLong(batch->base_offset),
-                                                 PyLong_FromLongLong(batch->max_timestamp)};
+        PyObject *fields[RECENT_BATCH_FIELD_COUNT] = {
+            [RECENT_BATCH_first_sequence] = PyLong_FromLong(batch->first_sequence),
+            [RECENT_BATCH_last_sequence] = PyLong_FromLong(batch->last_sequence),
+            [RECENT_BATCH_base_offset] = PyLong_FromLongLong(batch->base_offset),
+            [RECENT_BATCH_timestamp] = PyLong_FromLongLong(batch->max_timestamp),
+        };
         int made = 1;
-        for (int f = 0; f < RECENT_BATCH_FIELDS; f++) {
+        for (int f = 0; f < RECENT_BATCH_FIELD_COUNT; f++) {
             PyTuple_SET_ITEM(recent_batch, f, fields[f]);
             made = made && fields[f] != NULL;
         }
@@ -443,9 +449,11 @@ static int append_planned(Lane *lane, PlannedRequest *plan) {
             Py_DECREF(recent_batch);
             return -1;
         }
-        PyObject *recent = PyObject_GetAttr(batch->state, s_recent);
+        PyObject *recent = PyObject_GetAttr(batch->state, ATTRIBUTE(PartitionSequences, recent));
         PyObject *appended =
-            recent == NULL ? NULL : PyObject_CallMethodOneArg(recent, s_append, recent_batch);
+            recent == NULL ? NULL
+                           : PyObject_CallMethodOneArg(recent, ATTRIBUTE(deque, append),
+                                                       recent_batch);
         Py_XDECREF(recent);
         Py_DECREF(recent_batch);
         if (appended == NULL) return -1;
@@ -504,8 +512,11 @@ static int64_t now_ns(void) {
     return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 }
 
-/* The request accounted as Broker.answer accounts it: its node's count, Produce's count and
- * its latency in the histogram (bisect_left over the bounds). */
+/* The request accounted as dispatch accounts a request it serves: its node's count, then
+ * stats.BrokerStats.served's (Produce's count, and its latency in the histogram, as
+ * LatencyHistogram.observe puts it: bisect_left over the bounds). The fields it moves are
+ * the `moved` entries of produce_lane.h's accounts, which tests/handlers/test_lane_contract.py
+ * holds equal to those the Python path moves. */
 static int account(Lane *lane, PyObject *node, int64_t started) {
     int64_t elapsed = now_ns() - started;
     PyObject *requests = PyDict_GetItemWithError(lane->node_requests, node);
@@ -517,15 +528,15 @@ static int account(Lane *lane, PyObject *node, int64_t started) {
     if (failed) return -1;
     /* Produce's ApiStats, made by the broker's accounts on the first Produce request, as
      * the Python path makes it (until then no Produce shows in the summary). */
-    PyObject *api = PyDict_GetItemWithError(lane->apis, s_Produce);
+    PyObject *api = PyDict_GetItemWithError(lane->apis, s_produce_api);
     if (api != NULL) Py_INCREF(api);
-    else if (!PyErr_Occurred()) api = PyObject_CallOneArg(lane->api_stats, s_Produce);
+    else if (!PyErr_Occurred()) api = PyObject_CallOneArg(lane->api_stats, s_produce_api);
     if (api == NULL) return -1;
-    failed = add_to_attribute(api, s_requests, 1) < 0;
-    PyObject *latency = failed ? NULL : PyObject_GetAttr(api, s_latency);
+    failed = add_to_attribute(api, ATTRIBUTE(ApiStats, requests), 1) < 0;
+    PyObject *latency = failed ? NULL : PyObject_GetAttr(api, ATTRIBUTE(ApiStats, latency));
     Py_DECREF(api);
     if (latency == NULL) return -1;
-    PyObject *counts = PyObject_GetAttr(latency, s_counts);
+    PyObject *counts = PyObject_GetAttr(latency, ATTRIBUTE(LatencyHistogram, counts));
     Py_ssize_t low = 0, high = lane->bound_count;
     while (low < high) {
         Py_ssize_t middle = (low + high) / 2;
@@ -537,7 +548,8 @@ static int account(Lane *lane, PyObject *node, int64_t started) {
         PyObject *count = PyNumber_Add(PyList_GET_ITEM(counts, low), one);
         failed = count == NULL || PyList_SetItem(counts, low, count) < 0;
     }
-    if (!failed) failed = add_to_attribute(latency, s_sum_ns, elapsed) < 0;
+    if (!failed)
+        failed = add_to_attribute(latency, ATTRIBUTE(LatencyHistogram, sum_ns), elapsed) < 0;
     Py_XDECREF(counts);
     Py_DECREF(latency);
     if (failed && !PyErr_Occurred())
@@ -554,7 +566,7 @@ static int answer_frame(Lane *lane, const uint8_t *data, Py_ssize_t size, PyObje
     plan.node = node;
     int planned = plan_request(lane, data, size, &plan);
     if (planned == 1) {
-        PyObject *active = PyObject_GetAttr(lane->faults, s_active);
+        PyObject *active = PyObject_GetAttr(lane->faults, ATTRIBUTE(Faults, active));
         if (active == NULL) planned = -1;
         else {
             int faulty = PyObject_IsTrue(active);
@@ -569,10 +581,10 @@ static int answer_frame(Lane *lane, const uint8_t *data, Py_ssize_t size, PyObje
     release_plan(&plan);
     if (planned != 1) return planned;
     int64_t waiting; /* read here: a call of `notify` with no one waiting costs a frame */
-    int read = int_attribute(lane->log_growth, s_waiting, &waiting);
+    int read = int_attribute(lane->log_growth, ATTRIBUTE(LogGrowth, waiting), &waiting);
     if (read < 0) return -1;
     if (read == 0 || waiting) {
-        PyObject *woken = PyObject_CallMethodNoArgs(lane->log_growth, s_notify);
+        PyObject *woken = PyObject_CallMethodNoArgs(lane->log_growth, ATTRIBUTE(LogGrowth, notify));
         if (woken == NULL) return -1;
         Py_DECREF(woken);
     }
@@ -645,18 +657,29 @@ static PyObject *answer(Lane *lane, PyObject *const *args, Py_ssize_t nargs) {
     return result;
 }
 
-/* Lane(topics, topics_by_id, sequences, recent_type, node_requests, apis, api_stats, faults, log_growth,
- *      crc32c, cluster, min_version, max_version, max_frame_bytes, latency_bounds) */
+/* The accounts' tables of a stats.BrokerStats, read into the lane, or -1 with an exception. */
+static int read_accounts(Lane *lane, PyObject *stats) {
+    lane->node_requests = PyObject_GetAttr(stats, ATTRIBUTE(BrokerStats, node_requests));
+    lane->apis = PyObject_GetAttr(stats, ATTRIBUTE(BrokerStats, apis));
+    lane->api_stats = PyObject_GetAttr(stats, ATTRIBUTE(BrokerStats, api));
+    if (lane->node_requests == NULL || lane->apis == NULL || lane->api_stats == NULL) return -1;
+    if (!PyDict_Check(lane->node_requests) || !PyDict_Check(lane->apis)) {
+        PyErr_SetString(PyExc_TypeError, "stats.node_requests and stats.apis must be dicts");
+        return -1;
+    }
+    return 0;
+}
+
+/* Lane(topics, topics_by_id, sequences, recent_type, stats, faults, log_growth, crc32c,
+ *      cluster, min_version, max_version, max_frame_bytes, latency_bounds) */
 static PyObject *lane_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *topics, *topics_by_id, *sequences, *recent_type, *node_requests, *apis, *api_stats, *faults,
-        *log_growth, *crc32c, *cluster, *bounds;
+    PyObject *topics, *topics_by_id, *sequences, *recent_type, *stats, *faults, *log_growth,
+        *crc32c, *cluster, *bounds;
     int min_version, max_version;
     Py_ssize_t max_frame_bytes;
-    if (!PyArg_ParseTuple(args, "O!O!O!OO!O!OOOOOiinO:Lane", &PyDict_Type, &topics,
-                          &PyDict_Type, &topics_by_id, &PyDict_Type,
-                          &sequences, &recent_type, &PyDict_Type, &node_requests, &PyDict_Type,
-                          &apis, &api_stats, &faults,
-                          &log_growth, &crc32c, &cluster, &min_version, &max_version,
+    if (!PyArg_ParseTuple(args, "O!O!O!OOOOOOiinO:Lane", &PyDict_Type, &topics, &PyDict_Type,
+                          &topics_by_id, &PyDict_Type, &sequences, &recent_type, &stats,
+                          &faults, &log_growth, &crc32c, &cluster, &min_version, &max_version,
                           &max_frame_bytes, &bounds))
         return NULL;
     if (!PyType_Check(recent_type) ||
@@ -677,6 +700,11 @@ static PyObject *lane_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
         Py_DECREF(sequence);
         return NULL;
     }
+    if (read_accounts(lane, stats) < 0) {
+        Py_DECREF(sequence);
+        Py_DECREF(lane);
+        return NULL;
+    }
     for (Py_ssize_t i = 0; i < bound_count; i++) {
         lane->bounds[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(sequence, i));
         if (lane->bounds[i] == -1 && PyErr_Occurred()) {
@@ -691,9 +719,6 @@ static PyObject *lane_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     lane->topics_by_id = Py_NewRef(topics_by_id);
     lane->sequences = Py_NewRef(sequences);
     lane->recent_type = Py_NewRef(recent_type);
-    lane->node_requests = Py_NewRef(node_requests);
-    lane->apis = Py_NewRef(apis);
-    lane->api_stats = Py_NewRef(api_stats);
     lane->faults = Py_NewRef(faults);
     lane->log_growth = Py_NewRef(log_growth);
     lane->crc32c = Py_NewRef(crc32c);
@@ -774,29 +799,9 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit__produce_lane(void) {
-    struct {
-        PyObject **name;
-        const char *text;
-    } names[] = {
-        {&s_source, "source"},           {&s_partitions, "partitions"},
-        {&s_retained, "retained"},       {&s_log_end_offset, "log_end_offset"},
-        {&s_log_start_offset, "log_start_offset"},
-        {&s_produced, "produced"},       {&s_records, "records"},
-        {&s_bytes, "bytes"},             {&s_batches, "batches"},
-        {&s_epoch, "epoch"},             {&s_last_sequence, "last_sequence"},
-        {&s_last_timestamp, "last_timestamp"},
-        {&s_recent, "recent"},           {&s_append, "append"},
-        {&s_active, "active"},           {&s_latency, "latency"},
-        {&s_counts, "counts"},           {&s_sum_ns, "sum_ns"},
-        {&s_requests, "requests"},       {&s_waiting, "waiting"},
-        {&s_notify, "notify"},          {&s_Produce, "Produce"},
-        {&s_followed, "followed"},       {&s_name, "name"},
-        {&s_internal, "internal"},       {&s_max_message_bytes, "max_message_bytes"},
-    };
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        if (*names[i].name == NULL) *names[i].name = PyUnicode_InternFromString(names[i].text);
-        if (*names[i].name == NULL) return NULL;
-    }
+    if (intern_lane_attributes() < 0) return NULL;
+    if (s_produce_api == NULL) s_produce_api = PyUnicode_InternFromString(PRODUCE_API_NAME);
+    if (s_produce_api == NULL) return NULL;
     if (one == NULL) one = PyLong_FromLong(1);
     if (one == NULL || PyType_Ready(&LaneType) < 0) return NULL;
     PyObject *module = PyModule_Create(&module_def);

@@ -15,6 +15,12 @@ hosted_connection.py, whose C reader, nullbroker/net/lane_reader.py, hands it ea
 through `c_interface()`) and dispatch.py, on one node or several (it asks the cluster which
 partitions a node leads, as the handler does), without SASL (whose checks are Python's);
 NULLBROKER_NATIVE=off or a build without a compiler leaves it out, as the C decoders.
+
+What the C reads and writes of the broker's objects (topics, partitions, producers'
+sequences, faults, the accounts) and what the reader calls in the lane are named once, in
+handlers/produce_lane.h; tests/handlers/test_lane_contract.py checks that table against the
+Python objects, and that the lane accounts a request as dispatch does
+(stats.BrokerStats.served).
 """
 
 from __future__ import annotations
@@ -70,9 +76,7 @@ def for_broker(broker: Broker, served: ApiRange) -> Lane | None:
         broker.topics.id_table(),
         broker.producers.sequences_table(),
         RecentBatch,
-        broker.stats.node_requests,
-        broker.stats.apis,
-        broker.stats.api,
+        broker.stats,
         broker.faults,
         broker.log_growth,
         crc32c if broker.config.verify_crc else None,

@@ -3,7 +3,9 @@
  * the Produce lane (nullbroker/handlers/_produce_lane.c) through the lane's C interface
  * (nullbroker/handlers/produce_lane.h), a function pointer, no Python call, and writes the
  * answers. The lane answers; the reader owns the socket: the read size, the reads counted for
- * the idle sweep, the write, and the way back to the connection's Python.
+ * the idle sweep, the write, and the way back to the connection's Python. The attributes it
+ * reads (the buffer's view, the wire's reads) are entries of that header's table, as the
+ * lane's are.
  */
 #include "../handlers/produce_lane.h"
 #include <errno.h>
@@ -18,8 +20,6 @@
  * false (a frame is unfinished, or budget held: the Python side keeps it), and
  * `after_read(size, consumed, answers, error)` takes a read on from its first byte the lane
  * did not answer (size 0: the client closed; below 0: minus the errno of a failed read). */
-
-static PyObject *s_view, *s_reads;
 
 typedef struct {
     PyObject_HEAD
@@ -88,7 +88,7 @@ static PyObject *reader_call(Reader *reader, PyObject *const *args, size_t nargs
                              PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (!reader->ready) return go_python(reader->on_readable, args, nargs);
-    PyObject *view = PyObject_GetAttr(reader->receive_buffer, s_view);
+    PyObject *view = PyObject_GetAttr(reader->receive_buffer, ATTRIBUTE(ReceiveBuffer, view));
     Py_buffer buffer;
     if (view == NULL || PyObject_GetBuffer(view, &buffer, PyBUF_WRITABLE) < 0) {
         Py_XDECREF(view);
@@ -106,7 +106,8 @@ static PyObject *reader_call(Reader *reader, PyObject *const *args, size_t nargs
         if (size < 0 && (error == EAGAIN || error == EWOULDBLOCK)) Py_RETURN_NONE;
         return after_read(reader, size < 0 ? -error : 0, 0, NULL, 0, NULL);
     }
-    if (add_to_attribute(reader->wire, s_reads, 1) < 0) PyErr_WriteUnraisable(reader->wire);
+    if (add_to_attribute(reader->wire, ATTRIBUTE(Wire, reads), 1) < 0)
+        PyErr_WriteUnraisable(reader->wire);
     next_read_size(reader, size);
     Output out = {NULL, 0, 0, 0};
     int failed;
@@ -233,9 +234,7 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit__lane_reader(void) {
-    if (s_view == NULL) s_view = PyUnicode_InternFromString("view");
-    if (s_reads == NULL) s_reads = PyUnicode_InternFromString("reads");
-    if (s_view == NULL || s_reads == NULL || PyType_Ready(&ReaderType) < 0) return NULL;
+    if (intern_lane_attributes() < 0 || PyType_Ready(&ReaderType) < 0) return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;
     if (PyModule_AddObjectRef(module, "Reader", (PyObject *)&ReaderType) < 0) {

@@ -28,16 +28,10 @@ from nullbroker.broker import Broker
 from nullbroker.sessions import Session
 from nullbroker.settings import Config
 from nullbroker.sources.synthetic import SourceSpec
+from tests.handlers.test_lane_contract import accounts
 from tests.support.broker_counts import metric_total
 from tests.support.kafka_wire import record_batch
-from tests.support.kio_calls import (
-    SESSION,
-    call,
-    decode_response,
-    dispatch_of,
-    request_frame,
-    types,
-)
+from tests.support.kio_calls import SESSION, call, decode_response, dispatch_of, request_frame, types
 
 TOPIC, OTHER, SOURCE = "lane", "other", "src"
 OTHER_MAX_BYTES = len(record_batch(3))
@@ -136,9 +130,9 @@ def produce_frame(
 
 
 def state(broker: Broker) -> dict[str, Any]:
-    """Everything a Produce request may change, the latencies' values aside (the two paths
-    take different times; their counts must agree)."""
-    produce = broker.stats.api("Produce")
+    """Everything a Produce request may change: the partitions, the producers' sequences and
+    every field of the accounts, the latencies' values aside (the two paths take different
+    times; their counts must agree)."""
     return {
         "partitions": {
             (topic.name, partition.index): (
@@ -155,10 +149,7 @@ def state(broker: Broker) -> dict[str, Any]:
             key: (value.epoch, value.last_sequence, value.last_timestamp, list(value.recent))
             for key, value in broker.producers.sequences_table().items()
         },
-        "node_requests": dict(broker.stats.node_requests),
-        "produce_requests": produce.requests,
-        "produce_latencies": sum(produce.latency.counts),
-        "errors": dict(broker.stats.errors),
+        "accounts": accounts(broker),
     }
 
 
@@ -413,7 +404,7 @@ def test_a_batch_over_max_message_bytes_is_left_to_the_python_path_which_refuses
     refused = answer(lane, over)
     assert refused == answer(python, over)
     assert state(lane) == state(python)
-    assert state(lane)["errors"] == {"message_too_large": 1}
+    assert state(lane)["accounts"][("errors",)] == {"message_too_large": 1}
     assert lane.topics.get(OTHER).partitions[1].log_end_offset == 0
 
 
