@@ -65,7 +65,8 @@ LOOPBACK_ANY_PORT = "127.0.0.1:0"
 # Settings that say where the broker listens: the launcher's own --listen would clash with them.
 _WHERE_SETTINGS = ("listen", "listeners", "node_map")
 SETTINGS_PREFIX = "NULLBROKER_"
-"""Settings given as keywords reach the broker as these variables (nullbroker.settings)."""
+"""Settings given as keywords reach the broker as these variables (read by
+nullbroker.app.configuration)."""
 EXPECT_TIMEOUT_S = 5.0
 """How long `assert_produced` and `assert_fetched` wait for the counts by default: a client
 that has its acks is counted already, but what acks=0 producers and consumers do arrives
@@ -631,7 +632,7 @@ def _described(mismatches: list[Mismatch], timeout: float) -> str:
 
 
 def setting_name(name: str) -> str:
-    """A setting's name as nullbroker.settings normalises it: `group-initial-…` or
+    """A setting's name as nullbroker.app.configuration normalises it: `group-initial-…` or
     `GROUP_INITIAL_…` is `group_initial_…`."""
     return name.strip().lower().replace("-", "_")
 

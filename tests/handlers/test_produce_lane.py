@@ -31,7 +31,14 @@ from nullbroker.sources.synthetic import SourceSpec
 from tests.handlers.test_lane_contract import accounts
 from tests.support.broker_counts import metric_total
 from tests.support.kafka_wire import record_batch
-from tests.support.kio_calls import SESSION, call, decode_response, dispatch_of, request_frame, types
+from tests.support.kio_calls import (
+    SESSION,
+    call,
+    decode_response,
+    dispatch_of,
+    request_frame,
+    types,
+)
 
 TOPIC, OTHER, SOURCE = "lane", "other", "src"
 OTHER_MAX_BYTES = len(record_batch(3))

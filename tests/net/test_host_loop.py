@@ -116,7 +116,7 @@ def test_timers_worker_threads_and_calls_from_other_threads_reach_the_guest() ->
     assert HostLoop().run(main) == ["worker thread", "threadsafe call"]
 
 
-def test_a_thread_calling_in_after_the_run_ended_is_dropped_without_touching_the_descriptor() -> None:
+def test_a_late_call_from_a_thread_is_dropped_without_touching_the_descriptor() -> None:
     # A thread of the run may call in after the run's last pass (the threadsafe call of
     # the test above raced the loop's end on a loaded machine: EBADF on the closed eventfd).
     loop = HostLoop()

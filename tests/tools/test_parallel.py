@@ -16,9 +16,9 @@ def test_every_user_of_a_shared_fixture_is_in_its_group() -> None:
     # Collecting in one process runs the check (a test file using the SparkSession or the
     # standalone cluster that GROUPS does not name is refused, by name). Only spark_tests/
     # can use them: their fixtures are spark_tests/conftest.py's.
+    collect = ("--collect-only", "-q", "-p", "no:cacheprovider", "spark_tests")
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "spark_tests"],  # fmt: skip
+        [sys.executable, "-m", "pytest", *collect],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -111,8 +111,9 @@ def _own_node(name: str, node_id: int, resource_type: int) -> None:
 
 
 def _documentation(resource_type: int, entry: ConfigEntry) -> str | None:
-    """Kafka's own text for a config (the table nullbroker.kafka_reference.config_documentation, made from
-    Kafka's answer, imported at the first request that asks); None where it has none."""
+    """Kafka's own text for a config (the table nullbroker.kafka_reference.config_documentation,
+    made from Kafka's answer, imported at the first request that asks); None where it has
+    none."""
     if entry.documentation is not None:
         return entry.documentation
     from ...kafka_reference import config_documentation
