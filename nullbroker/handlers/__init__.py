@@ -40,7 +40,8 @@ from .topics import create_partitions, create_topics, delete_topics
 if TYPE_CHECKING:
     from codec import Request
 
-    from ..broker import Broker, Handler, Session
+    from ..broker import Broker, Handler
+    from ..sessions import Session
 
 LOADED_AT_START: tuple[ModuleType, ...] = (
     api_versions,

@@ -10,7 +10,8 @@ from kio.schema.errors import ErrorCode
 from ..cluster.nodes import NO_LEADER_EPOCH, OFFSETS_TOPIC
 
 if TYPE_CHECKING:
-    from ..broker import Broker, Session
+    from ..broker import Broker
+    from ..sessions import Session
     from ..state.topics import Topic
 
 NO_THROTTLE = datetime.timedelta(0)

@@ -17,6 +17,7 @@ from tests.support.differential import (
     Pair,
     Side,
     commit_classic,
+    consumer_group_join,
     create_topic,
     fetch_request,
     find_coordinator,
@@ -1432,19 +1433,7 @@ async def consumer_group_heartbeat(pair: Pair) -> tuple[str, ...]:
         group = unique(f"cgh-v{version}")
         member_id = str(uuid.uuid4())
         await find_coordinator(pair, group)
-        answers = await pair.step(
-            request(
-                68,
-                version,
-                group_id=group,
-                member_id=member_id,
-                member_epoch=0,
-                rebalance_timeout=datetime.timedelta(seconds=30),
-                subscribed_topic_names=[topic],
-                server_assignor="uniform",
-                topic_partitions=[],
-            )
-        )
+        answers = await pair.step(consumer_group_join(version, group, member_id, topic))
         for side in pair.sides:
             side.learned["epoch", group] = answers[side].member_epoch
         await pair.step(

@@ -769,6 +769,22 @@ async def create_topic(
     await until_assignable(pair, topic, partitions)
 
 
+def consumer_group_join(version: int, group: str, member_id: str, topic: str) -> object:
+    """A KIP-848 member's first ConsumerGroupHeartbeat (epoch 0), subscribed to `topic`,
+    asking for the uniform assignor, with a 30 s rebalance timeout."""
+    return request(
+        68,
+        version,
+        group_id=group,
+        member_id=member_id,
+        member_epoch=0,
+        rebalance_timeout=datetime.timedelta(seconds=30),
+        subscribed_topic_names=[topic],
+        server_assignor="uniform",
+        topic_partitions=[],
+    )
+
+
 async def until_assignable(pair: Pair, topic: str, partitions: int) -> None:
     """A KIP-848 member of a group of its own joins, subscribed to the topic, until each
     broker assigns it every partition, then leaves (none of it compared). Kafka's group
@@ -787,17 +803,7 @@ async def until_assignable(pair: Pair, topic: str, partitions: int) -> None:
         return sum(len(entry.partitions) for entry in given) == partitions
 
     await pair.step(
-        request(
-            68,
-            version,
-            group_id=group,
-            member_id=member_id,
-            member_epoch=0,
-            rebalance_timeout=datetime.timedelta(seconds=30),
-            subscribed_topic_names=[topic],
-            server_assignor="uniform",
-            topic_partitions=[],
-        ),
+        consumer_group_join(version, group, member_id, topic),
         until=assigned,
         compared=False,
     )

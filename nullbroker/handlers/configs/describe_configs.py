@@ -17,7 +17,8 @@ from ..common import NO_THROTTLE, Refusal, counted
 from .resources import BROKER_LOGGER_RESOURCE, BROKER_RESOURCE, TOPIC_RESOURCE, node_layers
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 KEY = ApiKey.DESCRIBE_CONFIGS

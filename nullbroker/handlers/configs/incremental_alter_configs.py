@@ -37,7 +37,8 @@ from .resources import BROKER_RESOURCE, TOPIC_RESOURCE
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3

@@ -14,7 +14,8 @@ from codec.entities import make, response_module
 from ..common import NO_THROTTLE
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 SUPPORTED_FEATURES: tuple[tuple[str, int, int], ...] = (
     ("group.version", 0, 1),

@@ -13,7 +13,8 @@ from codec.entities import make, response_module
 from ..common import CLUSTER_OPERATIONS, NO_THROTTLE, authorized_operations, counted
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 BROKERS_ENDPOINT = 1

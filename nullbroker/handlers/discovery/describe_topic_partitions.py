@@ -14,7 +14,8 @@ from codec.entities import make, response_module
 from ..common import NO_THROTTLE, TOPIC_OPERATIONS, counted
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 KEY = ApiKey.DESCRIBE_TOPIC_PARTITIONS

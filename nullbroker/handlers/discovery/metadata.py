@@ -23,7 +23,8 @@ from ..common import (
 )
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 KEY = ApiKey.METADATA

@@ -21,7 +21,8 @@ from ..common import (
 from .consumer_assignment import listed_by_topic_id
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 KEY = ApiKey.CONSUMER_GROUP_DESCRIBE

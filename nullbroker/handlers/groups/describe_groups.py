@@ -21,7 +21,8 @@ from ..common import (
 )
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 # DescribeGroups v6+ says GROUP_ID_NOT_FOUND for an unknown group, older ones "Dead".

@@ -15,7 +15,8 @@ from ...cluster.nodes import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from ..common import NO_THROTTLE, counted
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 GROUP_KEY = 0
 TRANSACTION_KEY = 1

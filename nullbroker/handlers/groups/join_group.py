@@ -16,7 +16,8 @@ from ...state.groups.replies import Reply
 from ..common import NO_THROTTLE, client_host, coordinated_elsewhere, counted
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 # JoinGroup v4+ requires a known member id (KIP-394); v7+ has nullable protocol names;

@@ -13,7 +13,8 @@ from codec.entities import make, response_module
 from ..common import NO_THROTTLE, coordinated_elsewhere
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 KEY = ApiKey.LIST_GROUPS

@@ -14,7 +14,8 @@ from ..common import NO_THROTTLE, coordinated_elsewhere, counted
 from .offset_commit import has_partition
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 KEY = ApiKey.OFFSET_DELETE

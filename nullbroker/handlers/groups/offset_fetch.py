@@ -17,7 +17,8 @@ from ...state.groups.offsets import CommittedOffset
 from ..common import NO_THROTTLE, coordinated_elsewhere, counted
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 KEY = ApiKey.OFFSET_FETCH

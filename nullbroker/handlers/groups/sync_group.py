@@ -15,7 +15,8 @@ from ...state.groups.replies import Reply
 from ..common import NO_THROTTLE, coordinated_elsewhere, counted
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 # SyncGroup v5+ must name the protocol type and name (KIP-559).

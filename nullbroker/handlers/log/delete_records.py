@@ -15,7 +15,8 @@ from ..common import NO_THROTTLE, counted
 from .asked_partitions import NOT_FOUND, current_topic, partition_at
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 HIGH_WATERMARK = -1

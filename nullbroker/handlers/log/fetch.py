@@ -53,7 +53,8 @@ from ...state.topics import Partition, Topic
 from ..common import counted, epoch_error, led_elsewhere
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
     from ...state.transactions import PartitionTransactions
 
 FIRST_SESSION_VERSION = 7

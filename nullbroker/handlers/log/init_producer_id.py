@@ -14,7 +14,8 @@ from ...cluster.nodes import TRANSACTION_STATE_TOPIC
 from ..common import NO_THROTTLE, counted
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 FIRST_PRODUCER_FENCED_INIT_VERSION = 4

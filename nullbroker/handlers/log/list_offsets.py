@@ -17,7 +17,8 @@ from ..common import NO_THROTTLE, counted, led_elsewhere
 from .asked_partitions import NOT_FOUND, current_topic, leadership_error, partition_at
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 LATEST = -1

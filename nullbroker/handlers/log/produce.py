@@ -31,7 +31,8 @@ from ...topic_names import invalid_name_reason
 from ..common import counted, led_elsewhere
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 FIRST_ADDING_PRODUCE_VERSION = 12

@@ -16,7 +16,8 @@ from ...sessions.sasl import RAW_TOKENS, SaslAuthenticationFailed, UnexpectedReq
 from ..common import NO_THROTTLE, counted
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 def gate(

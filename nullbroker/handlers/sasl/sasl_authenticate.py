@@ -15,7 +15,8 @@ from ...sessions.sasl import AUTHENTICATE, SaslAuthenticationFailed
 from ..common import counted
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 AFTER_AUTHENTICATION = "SaslAuthenticate request received after successful authentication"

@@ -13,7 +13,8 @@ from ...sessions.sasl import SaslAuthenticationFailed
 from ..common import counted
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 KEY = ApiKey.SASL_HANDSHAKE

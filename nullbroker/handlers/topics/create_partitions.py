@@ -13,7 +13,8 @@ from ..common import NO_THROTTLE, Refusal, counted
 from .partition_budget import check_partition_budget
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 KEY = ApiKey.CREATE_PARTITIONS

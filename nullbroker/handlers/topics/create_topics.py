@@ -19,7 +19,8 @@ from ..configs.resources import node_layers
 from .partition_budget import check_partition_budget
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 DEFAULT = -1

@@ -12,7 +12,8 @@ from codec.entities import make, response_module
 from ..common import NO_THROTTLE, counted
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 KEY = ApiKey.DELETE_TOPICS

@@ -12,7 +12,8 @@ from ..common import NO_THROTTLE, counted
 from .coordination import coordinated_change
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 KEY = ApiKey.ADD_OFFSETS_TO_TXN

@@ -14,7 +14,8 @@ from ...state.transactions import TransactionError
 from ..common import coordinated_elsewhere
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 FIRST_PRODUCER_FENCED_VERSION = 2

@@ -14,7 +14,8 @@ from ..common import NO_THROTTLE, counted
 from .coordination import known_to_version, wrong_coordinator
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 FIRST_BUMPING_END_TXN_VERSION = 5

@@ -16,7 +16,8 @@ from ..common import NO_THROTTLE, counted
 from .coordination import wrong_coordinator
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 KAFKA_TXN_STATES = frozenset(

@@ -17,7 +17,8 @@ from ..common import NO_THROTTLE, counted
 from .coordination import coordinated_change
 
 if TYPE_CHECKING:
-    from ...broker import Broker, Session
+    from ...broker import Broker
+    from ...sessions import Session
 
 
 FIRST_ADDING_TXN_OFFSET_COMMIT_VERSION = 5
