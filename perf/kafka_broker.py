@@ -1,6 +1,6 @@
-"""Apache Kafka 4.1.1 itself, started from the jars scripts/ensure-kafka-tools provisions: one
-KRaft node (combined broker and controller) in a fresh log folder, on ports the OS picks, or
-a cluster of such nodes (KafkaCluster).
+"""Apache Kafka itself (4.1.1, or `version="4.4.0"` where share groups are compared), started
+from the jars scripts/ensure-kafka-tools provisions: one KRaft node (combined broker and
+controller) in a fresh log folder, on ports the OS picks, or a cluster of such nodes (KafkaCluster).
 
 The test suite asks it what the right answer is (the differential harness, the ApiVersions
 comparison); perf.compare measures it as a peer, and spark_tests.jobs.overhead --against
@@ -33,7 +33,17 @@ from perf.java_perf import CACHE
 from perf.java_perf import missing as tools_missing
 
 KAFKA_VERSION = "4.1.1"
-LIB = CACHE / KAFKA_VERSION / "lib"
+"""The reference the differential harness asks, and perf.compare's peer."""
+SHARE_GROUPS_VERSION = "4.4.0"
+"""The reference for share groups (KIP-932), which Kafka serves from 4.2 on: 4.4.0 finalizes
+share.version=2 (ShareFetch and ShareAcknowledge v2) by default."""
+
+
+def lib(version: str = KAFKA_VERSION) -> Path:
+    """The folder of `version`'s jars (scripts/ensure-kafka-tools)."""
+    return CACHE / version / "lib"
+
+
 START_TIMEOUT = 120.0
 """Kafka starts in about ten seconds on a quiet machine; a loaded CI machine is slower."""
 STARTED = "Kafka Server started"
@@ -136,11 +146,11 @@ class SaslListener:
         ]
 
 
-def missing() -> str | None:
-    """Why Kafka cannot be started here, or None when it can."""
+def missing(version: str = KAFKA_VERSION) -> str | None:
+    """Why Kafka `version` cannot be started here, or None when it can."""
     why = tools_missing()
-    if why is None and not (LIB / f"kafka_2.13-{KAFKA_VERSION}.jar").exists():
-        why = f"Kafka {KAFKA_VERSION}'s broker jars are missing (scripts/ensure-kafka-tools)"
+    if why is None and not (lib(version) / f"kafka_2.13-{version}.jar").exists():
+        why = f"Kafka {version}'s broker jars are missing (scripts/ensure-kafka-tools)"
     return why
 
 
@@ -164,7 +174,8 @@ def kraft_cluster_id(random_bytes: Callable[[], bytes] = lambda: uuid.uuid4().by
 
 
 class KafkaBroker:
-    """A running Kafka 4.1.1 node, stopped (and its folder removed, unless `keep`) on exit."""
+    """A running Kafka node (4.1.1 unless `version` says), stopped (and its folder removed,
+    unless `keep`) on exit."""
 
     def __init__(
         self,
@@ -176,8 +187,11 @@ class KafkaBroker:
         keep: bool = False,
         sasl: SaslListener | None = None,
         heap: str = HEAP,
+        version: str = KAFKA_VERSION,
     ) -> None:
         self.workdir = workdir
+        self.version = version
+        self.lib = lib(version)
         self.node_id = node_id
         self.offsets_partitions = offsets_partitions
         """Partitions of __consumer_offsets and __transaction_state (Kafka's default, 50,
@@ -283,7 +297,7 @@ class KafkaBroker:
         standalone = ["--standalone"] if self.voters is None else []
         scram = self.sasl.format_arguments() if self.sasl is not None else []
         return [
-            "java", "-cp", f"{LIB}/*", "kafka.tools.StorageTool", "format", *standalone,
+            "java", "-cp", f"{self.lib}/*", "kafka.tools.StorageTool", "format", *standalone,
             "-t", cluster_id, "-c", str(config), *scram,
         ]  # fmt: skip
 
@@ -293,7 +307,7 @@ class KafkaBroker:
         log = open(self.log_path, "wb")  # noqa: SIM115 - the child holds it; closed below
         try:
             self.process = subprocess.Popen(
-                ["java", self.heap, "-cp", f"{LIB}/*", "kafka.Kafka", str(config)],
+                ["java", self.heap, "-cp", f"{self.lib}/*", "kafka.Kafka", str(config)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
