@@ -122,6 +122,57 @@ class GroupSnapshot:
     """The offset committed for each topic and partition."""
 
 
+SHARE_COUNTS = (
+    "acquired",
+    "accepted",
+    "released",
+    "rejected",
+    "renewed",
+    "redelivered",
+    "archived",
+    "lock_timeouts",
+)
+"""ShareCounters' counts, in the order reports show them."""
+
+
+@dataclass(slots=True)
+class ShareCounters:
+    """What one share group (KIP-932) did with one partition's records: each count is of
+    records, never of requests or batches. Kept per (group, topic, partition)."""
+
+    acquired: int = 0
+    """Records handed to a member, locked for it (every delivery, the first and the next)."""
+    accepted: int = 0
+    """Acknowledged ACCEPT: processed; they are done."""
+    released: int = 0
+    """Acknowledged RELEASE: given back, to be delivered again (or archived at the limit)."""
+    rejected: int = 0
+    """Acknowledged REJECT: unprocessable; archived."""
+    renewed: int = 0
+    """Acknowledged RENEW (KIP-1222): their lock extended, still the member's."""
+    redelivered: int = 0
+    """Acquisitions of a record delivered before (delivery count above one)."""
+    archived: int = 0
+    """Records archived without ACCEPT: rejected, or released or timed out at the delivery
+    limit (share.delivery.count.limit)."""
+    lock_timeouts: int = 0
+    """Records whose acquisition lock expired before they were acknowledged."""
+    in_flight: int = 0
+    """Records acquired now, not yet acknowledged (a gauge)."""
+    start_offset: int = 0
+    """The share-partition start offset (SPSO): every record below it is done (a gauge)."""
+
+    def add(self, other: ShareCounters) -> None:
+        for name in SHARE_COUNTS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.in_flight += other.in_flight
+        self.start_offset = max(self.start_offset, other.start_offset)
+
+    def clear_counts(self) -> None:
+        for name in SHARE_COUNTS:
+            setattr(self, name, 0)
+
+
 # BrokerStats' totals besides traffic and APIs, by attribute name: what `add` sums over a
 # cluster's processes, and `reset_counts` zeroes (the counts) or keeps (the gauges).
 COUNTERS = (
@@ -202,6 +253,9 @@ class BrokerStats:
         """Bytes large requests being read hold of --max-buffered-bytes (a gauge)."""
         self.read_budget_waits = 0
         """Times a connection stopped reading for want of room in that budget."""
+        self.share: dict[tuple[str, str, int], ShareCounters] = {}
+        """What each share group (KIP-932) did with each partition's records, by (group,
+        topic, partition); made by the group's first acquisition there."""
         self.group_snapshots: dict[str, GroupSnapshot] = {}
         """Each consumer group's members and committed offsets, by group id, and
         `log_end_offsets` each partition's log end: read from the broker's state when its
@@ -218,6 +272,13 @@ class BrokerStats:
         counters = self.produced.get(key)
         if counters is None:
             counters = self.produced[key] = PartitionCounters()
+        return counters
+
+    def share_counters(self, group: str, topic: str, partition: int) -> ShareCounters:
+        key = (group, topic, partition)
+        counters = self.share.get(key)
+        if counters is None:
+            counters = self.share[key] = ShareCounters()
         return counters
 
     def fetch_counters(self, topic: str, partition: int) -> FetchCounters:
@@ -307,6 +368,8 @@ class BrokerStats:
             served = self.fetch_counters(*key)
             served.records += fetched.records
             served.bytes += fetched.bytes
+        for key, share in other.share.items():
+            self.share_counters(*key).add(share)
         for name, api in other.apis.items():
             mine_api = self.api(name)
             mine_api.requests += api.requests
@@ -329,8 +392,9 @@ class BrokerStats:
         Counts are what only grows: records, bytes and batches produced and fetched,
         requests and their latency and hold histograms, errors, connections accepted and
         closed, faults applied, transactions, rebalances, fetch requests and session
-        events, authentications, refusals, read-budget waits. What describes the broker now
-        stays: open connections, groups by state, their members and offsets, log ends,
+        events, authentications, refusals, read-budget waits, share groups' record counts.
+        What describes the broker now stays: open connections, share records in flight and
+        start offsets, groups by state, their members and offsets, log ends,
         fetch sessions kept, retained bytes, bytes reserved of the read budget, RSS (and
         the peak, which the OS keeps). So do the partitions and APIs already seen, at zero,
         so that a scrape's series carry on.
@@ -344,6 +408,8 @@ class BrokerStats:
             produced.records = produced.bytes = produced.batches = 0
         for fetched in self.fetched.values():
             fetched.records = fetched.bytes = 0
+        for share in self.share.values():
+            share.clear_counts()
         for api in self.apis.values():
             api.requests = 0
             api.latency.clear()
