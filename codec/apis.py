@@ -166,6 +166,13 @@ KAFKA_4_RANGES: dict[int, ApiRange] = _ranges(
     (ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1),
     (ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1),
     (ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0),
+    (ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1),
+    (ApiKey.SHARE_GROUP_DESCRIBE, 1, 1),
+    (ApiKey.SHARE_FETCH, 1, 2),
+    (ApiKey.SHARE_ACKNOWLEDGE, 1, 2),
+    (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1),
+    (ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0),
+    (ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0),
 )
 """Every API nullbroker may serve; the broker advertises the subset it has handlers for."""
 
@@ -174,6 +181,8 @@ ADVERTISED_MIN_VERSIONS: dict[int, int] = {ApiKey.PRODUCE: 0}
 (KAFKA-18659: librdkafka judges from Produce v0 being listed whether a broker takes gzip,
 snappy and lz4 batches, librdkafka#4956), while a Produce below v3 closes the connection,
 in Kafka and here."""
+
+_SHARE_STATE = "broker to share coordinator: share partitions' state is kept in memory"
 
 NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.WRITE_TXN_MARKERS: "broker to broker: nullbroker's coordinator writes its own markers",
@@ -198,20 +207,13 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.UPDATE_FEATURES: "the features are fixed, Kafka 4.1's",
     ApiKey.UNREGISTER_BROKER: "KRaft controller API, no quorum here",
     ApiKey.LIST_CONFIG_RESOURCES: "no client-metrics resources (KIP-714)",
-    ApiKey.SHARE_GROUP_HEARTBEAT: "share groups (KIP-932) not served yet",
-    ApiKey.SHARE_GROUP_DESCRIBE: "share groups (KIP-932) not served yet",
-    ApiKey.SHARE_FETCH: "share groups (KIP-932) not served yet",
-    ApiKey.SHARE_ACKNOWLEDGE: "share groups (KIP-932) not served yet",
     ApiKey.ADD_RAFT_VOTER: "KRaft controller API, no quorum here",
     ApiKey.REMOVE_RAFT_VOTER: "KRaft controller API, no quorum here",
-    ApiKey.INITIALIZE_SHARE_GROUP_STATE: "the share coordinator's, share groups not served yet",
-    ApiKey.READ_SHARE_GROUP_STATE: "the share coordinator's, share groups not served yet",
-    ApiKey.WRITE_SHARE_GROUP_STATE: "the share coordinator's, share groups not served yet",
-    ApiKey.DELETE_SHARE_GROUP_STATE: "the share coordinator's, share groups not served yet",
-    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: "the share coordinator's, share groups not served yet",
-    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: "share groups (KIP-932) not served yet",
-    ApiKey.ALTER_SHARE_GROUP_OFFSETS: "share groups (KIP-932) not served yet",
-    ApiKey.DELETE_SHARE_GROUP_OFFSETS: "share groups (KIP-932) not served yet",
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: _SHARE_STATE,
+    ApiKey.READ_SHARE_GROUP_STATE: _SHARE_STATE,
+    ApiKey.WRITE_SHARE_GROUP_STATE: _SHARE_STATE,
+    ApiKey.DELETE_SHARE_GROUP_STATE: _SHARE_STATE,
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: _SHARE_STATE,
 }
 """The APIs Kafka 4.1.1 lists in ApiVersions that nullbroker does not serve, by key, each with
 why: the one list of differences tests/oracle/test_api_versions_as_kafka.py allows. A key

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from .state.groups.consumer import ConsumerGroups
     from .state.groups.coordinator import GroupCoordinator
     from .state.groups.offsets import CommittedOffset
+    from .state.share.configs import GroupConfigs
+    from .state.share.groups import ShareGroups
     from .state.transactions import Marker, TransactionCoordinator
 
 log = logging.getLogger("nullbroker")
@@ -133,6 +135,8 @@ class Broker:
         groups = GroupCoordinator(self.stats, self.config.group_initial_rebalance_delay_ms)
         if "consumer_groups" in self.__dict__:
             groups.consumer_groups = self.consumer_groups
+        if "share_groups" in self.__dict__:
+            groups.share_groups = self.share_groups
         if self._group_services is not None:
             groups.start_in(self._group_services)
         return groups
@@ -150,6 +154,25 @@ class Broker:
         )
         self.groups.consumer_groups = consumer_groups
         return consumer_groups
+
+    @cached_property
+    def group_configs(self) -> GroupConfigs:
+        """Configs set on groups (the GROUP config resource), kept whether or not the group
+        exists: a queue is configured before its consumers start."""
+        from .state.share.configs import GroupConfigs
+
+        return GroupConfigs(self.config)
+
+    @cached_property
+    def share_groups(self) -> ShareGroups:
+        """Share groups (KIP-932, queues), beside the consumer groups."""
+        from .state.share.groups import ShareGroups
+
+        share_groups = ShareGroups(
+            self._partition_count, self.stats, self.group_configs, trio.current_time
+        )
+        self.groups.share_groups = share_groups
+        return share_groups
 
     @cached_property
     def transactions(self) -> TransactionCoordinator:

@@ -114,6 +114,22 @@ class Config:
     """How often members of the new protocol's groups (KIP-848) heartbeat."""
     group_consumer_session_timeout_ms: int = 45000
     """How long such a member may go without a heartbeat before it is removed."""
+    group_share_heartbeat_interval_ms: int = 5000
+    """How often members of share groups (KIP-932) heartbeat (a group's
+    share.heartbeat.interval.ms overrides it)."""
+    group_share_session_timeout_ms: int = 45000
+    """How long such a member may go without a heartbeat before it is removed and the
+    records it holds released (a group's share.session.timeout.ms overrides it)."""
+    group_share_record_lock_duration_ms: int = 30000
+    """How long a share group member holds a record it acquired before it is delivered to
+    another (a group's share.record.lock.duration.ms overrides it)."""
+    group_share_min_record_lock_duration_ms: int = 15000
+    """The least share.record.lock.duration.ms a group may set (Kafka's bound; lower it to
+    test lock timeouts quickly)."""
+    group_share_delivery_count_limit: int = 5
+    """Deliveries of a record before it is archived instead of delivered again."""
+    group_share_partition_max_record_locks: int = 2000
+    """Records in flight per share partition: the window that bounds its memory."""
     connection_loop: str = "epoll"
     """What serves plain TCP connections: "epoll", a loop hosting trio as its guest, or
     "trio" alone (slower: kept to compare, and as the path every other stream takes)."""

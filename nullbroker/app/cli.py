@@ -331,6 +331,57 @@ def build_parser() -> argparse.ArgumentParser:
         "as Kafka's group.consumer.session.timeout.ms)",
     )
     serve.add_argument(
+        "--group-share-record-lock-duration-ms",
+        type=int,
+        metavar="MS",
+        help="how long a share group's member (KIP-932, a queue's consumer) holds a record "
+        "it acquired before the record goes to another member (default "
+        f"{defaults.group_share_record_lock_duration_ms}, as Kafka's "
+        "group.share.record.lock.duration.ms; a group's share.record.lock.duration.ms "
+        "overrides it)",
+    )
+    serve.add_argument(
+        "--group-share-min-record-lock-duration-ms",
+        type=int,
+        metavar="MS",
+        help="the least share.record.lock.duration.ms a group may set (default "
+        f"{defaults.group_share_min_record_lock_duration_ms}, as Kafka's "
+        "group.share.min.record.lock.duration.ms; lower it to test lock timeouts quickly)",
+    )
+    serve.add_argument(
+        "--group-share-delivery-count-limit",
+        type=int,
+        metavar="N",
+        help="deliveries of a record to a share group before it is archived rather than "
+        f"delivered again (default {defaults.group_share_delivery_count_limit}, as Kafka's "
+        "group.share.delivery.count.limit)",
+    )
+    serve.add_argument(
+        "--group-share-partition-max-record-locks",
+        type=int,
+        metavar="N",
+        help="records a share group may have in flight per partition, which bounds its "
+        f"memory (default {defaults.group_share_partition_max_record_locks}, as Kafka's "
+        "group.share.partition.max.record.locks)",
+    )
+    serve.add_argument(
+        "--group-share-heartbeat-interval-ms",
+        type=int,
+        metavar="MS",
+        help="how often share group members are told to heartbeat (default "
+        f"{defaults.group_share_heartbeat_interval_ms}, as Kafka's "
+        "group.share.heartbeat.interval.ms)",
+    )
+    serve.add_argument(
+        "--group-share-session-timeout-ms",
+        type=int,
+        metavar="MS",
+        help="how long a share group member may go without a heartbeat before it is "
+        "removed and the records it holds released (default "
+        f"{defaults.group_share_session_timeout_ms}, as Kafka's "
+        "group.share.session.timeout.ms)",
+    )
+    serve.add_argument(
         "--connection-loop",
         choices=CONNECTION_LOOPS,
         help="what serves plain TCP connections: epoll (the default), a loop in the main "

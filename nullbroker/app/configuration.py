@@ -136,6 +136,34 @@ def checked(config: Config) -> Config:
             f"({config.group_consumer_session_timeout_ms}), "
             f"got {config.group_consumer_heartbeat_interval_ms}"
         )
+    if not 0 < config.group_share_heartbeat_interval_ms < config.group_share_session_timeout_ms:
+        raise ConfigError(
+            f"{named('group_share_heartbeat_interval_ms')}: must be above 0 and below "
+            f"{named('group_share_session_timeout_ms')} "
+            f"({config.group_share_session_timeout_ms}), "
+            f"got {config.group_share_heartbeat_interval_ms}"
+        )
+    if not (
+        1000
+        <= config.group_share_min_record_lock_duration_ms
+        <= config.group_share_record_lock_duration_ms
+    ):
+        raise ConfigError(
+            f"{named('group_share_record_lock_duration_ms')}: must be at least "
+            f"{named('group_share_min_record_lock_duration_ms')} "
+            f"({config.group_share_min_record_lock_duration_ms}), itself at least 1000, "
+            f"got {config.group_share_record_lock_duration_ms}"
+        )
+    if config.group_share_delivery_count_limit < 2:
+        raise ConfigError(
+            f"{named('group_share_delivery_count_limit')}: must be at least 2, "
+            f"got {config.group_share_delivery_count_limit}"
+        )
+    if config.group_share_partition_max_record_locks < 100:
+        raise ConfigError(
+            f"{named('group_share_partition_max_record_locks')}: must be at least 100, "
+            f"got {config.group_share_partition_max_record_locks}"
+        )
     if config.connection_loop not in CONNECTION_LOOPS:
         raise ConfigError(
             f"{named('connection_loop')}: must be one of {', '.join(CONNECTION_LOOPS)}, "

@@ -89,6 +89,15 @@ IMPORTED_ON_FIRST_USE: dict[str, tuple[ApiKey, ...]] = {
         ApiKey.LIST_TRANSACTIONS,
     ),
     "sasl": (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE),
+    "share": (
+        ApiKey.SHARE_GROUP_HEARTBEAT,
+        ApiKey.SHARE_GROUP_DESCRIBE,
+        ApiKey.SHARE_FETCH,
+        ApiKey.SHARE_ACKNOWLEDGE,
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS,
+    ),
 }
 """The families only some clients use, by package, with the API keys their modules serve
 (listed here, since reading a module's KEY would import it). An API's module, and the state

@@ -314,6 +314,18 @@ def static_broker_configs(config: Config, node_id: int) -> dict[str, str]:
          config.group_consumer_session_timeout_ms),
         ("group_consumer_heartbeat_interval_ms", "group.consumer.heartbeat.interval.ms",
          config.group_consumer_heartbeat_interval_ms),
+        ("group_share_heartbeat_interval_ms", "group.share.heartbeat.interval.ms",
+         config.group_share_heartbeat_interval_ms),
+        ("group_share_session_timeout_ms", "group.share.session.timeout.ms",
+         config.group_share_session_timeout_ms),
+        ("group_share_record_lock_duration_ms", "group.share.record.lock.duration.ms",
+         config.group_share_record_lock_duration_ms),
+        ("group_share_min_record_lock_duration_ms", "group.share.min.record.lock.duration.ms",
+         config.group_share_min_record_lock_duration_ms),
+        ("group_share_delivery_count_limit", "group.share.delivery.count.limit",
+         config.group_share_delivery_count_limit),
+        ("group_share_partition_max_record_locks", "group.share.partition.max.record.locks",
+         config.group_share_partition_max_record_locks),
     ):  # fmt: skip
         if setting in given or str(value) != default_value(name):
             static[name] = str(value)

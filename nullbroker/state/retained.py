@@ -60,6 +60,11 @@ class RetainedBatches:
         self.counters.retained_bytes = held
         return self._bases[0]
 
+    def first_offset(self, otherwise: int) -> int:
+        """The base offset of the oldest batch held (`otherwise` if none is): the records
+        before it are gone from the ring."""
+        return self._bases[0] if self._bases else otherwise
+
     def drop_below(self, log_start: int) -> None:
         """Let go of the batches wholly below a new log start (DeleteRecords): no Fetch can
         read them. The batch holding `log_start` stays, as Kafka serves it."""

@@ -14,7 +14,13 @@ from codec.entities import make, response_module
 from ...state.broker_configs import topic_entries
 from ...state.kafka_configs import ConfigEntry
 from ..common import NO_THROTTLE, Refusal, counted
-from .resources import BROKER_LOGGER_RESOURCE, BROKER_RESOURCE, TOPIC_RESOURCE, node_layers
+from .resources import (
+    BROKER_LOGGER_RESOURCE,
+    BROKER_RESOURCE,
+    GROUP_RESOURCE,
+    TOPIC_RESOURCE,
+    node_layers,
+)
 
 if TYPE_CHECKING:
     from ...broker import Broker
@@ -40,6 +46,8 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
                 error = ErrorCode.unknown_topic_or_partition  # without a word, as Kafka 4.1.1
             else:
                 entries = topic_entries(topic.configs, node_layers(broker, session.node_id))
+        elif resource.resource_type == GROUP_RESOURCE:
+            entries = broker.group_configs.entries(name)
         elif resource.resource_type == BROKER_RESOURCE and not name:
             entries = node_layers(broker, session.node_id).every_broker_entries()
         elif resource.resource_type in (BROKER_RESOURCE, BROKER_LOGGER_RESOURCE):

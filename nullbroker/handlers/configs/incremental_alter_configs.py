@@ -31,8 +31,9 @@ from ...state.kafka_configs import (
     ConfigType,
     invalid_topic_configs_reason,
 )
+from ...state.share.configs import GROUP_CONFIGS, InvalidGroupConfig
 from ..common import NO_THROTTLE, Refusal, counted
-from .resources import BROKER_RESOURCE, TOPIC_RESOURCE
+from .resources import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -123,10 +124,28 @@ def _current(
             BROKER_DEFAULTS,
             _broker_check(every_broker=not name, elr="min.insync.replicas" in asked),
         )
+    if resource.resource_type == GROUP_RESOURCE:
+        return (
+            broker.group_configs.overrides(name),
+            GROUP_TYPES,
+            GROUP_DEFAULTS,
+            _group_check(broker),
+        )
     raise Refusal(
         ErrorCode.invalid_request,
-        f"resource type {resource.resource_type} cannot be altered here (topics: 2, brokers: 4)",
+        f"resource type {resource.resource_type} cannot be altered here (topics: 2, "
+        "brokers: 4, groups: 32)",
     )
+
+
+def _group_check(broker: Broker) -> Check:
+    def check(altered: dict[str, str]) -> None:
+        try:
+            broker.group_configs.check(altered)
+        except InvalidGroupConfig as refused:
+            raise Refusal(ErrorCode.invalid_config, str(refused)) from None
+
+    return check
 
 
 def own_broker(name: str, node_id: int) -> None:
@@ -141,6 +160,8 @@ def own_broker(name: str, node_id: int) -> None:
         )
 
 
+GROUP_TYPES = {name: ConfigType[known.type.upper()] for name, known in GROUP_CONFIGS.items()}
+GROUP_DEFAULTS = {name: known.default for name, known in GROUP_CONFIGS.items() if known.default}
 BROKER_TYPES = {name: ConfigType(kind) for name, (kind, _, _) in BROKER_CONFIGS.items()}
 BROKER_DEFAULTS = {
     name: default for name in BROKER_CONFIGS if (default := default_value(name)) is not None

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 BROKER_LOGGER_RESOURCE = 8
+GROUP_RESOURCE = 32
 
 
 def node_layers(broker: Broker, node_id: int) -> BrokerLayers:

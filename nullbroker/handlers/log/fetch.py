@@ -438,7 +438,7 @@ def _build(body: Any, wanted: list[_WantedTopic], hinted: bool) -> _Answer:
                         # read_committed reads up to the last stable offset, and drops
                         # the aborted transactions' records itself.
                         upper = stable if committed_only else log_end
-                        records, count, size = _transactional_records(
+                        records, count, size = transactional_records(
                             topic, partition.index, asked.fetch_offset, upper, limit, first,
                             transactions,
                         )  # fmt: skip
@@ -481,7 +481,7 @@ def _aside_order(entry: tuple[int, _Run]) -> int:
     return entry[0]
 
 
-def _transactional_records(
+def transactional_records(
     topic: Topic,
     index: int,
     offset: int,

@@ -53,7 +53,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
                 current = getattr(asked, "current_leader_epoch", NO_LEADER_EPOCH)
                 error = leadership_error(partition, followed, current, epoch)
                 if error is ErrorCode.none:
-                    offset, timestamp, epoch = _lookup(
+                    offset, timestamp, epoch = lookup(
                         topic, partition, asked.timestamp, committed_only, epoch
                     )
             partitions.append(
@@ -73,7 +73,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     return make(types.ListOffsetsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-def _lookup(
+def lookup(
     topic: Topic, partition: Partition, timestamp: int, committed_only: bool, epoch: int
 ) -> Found:
     """(offset, timestamp, leader epoch) for a ListOffsets timestamp or sentinel, as Kafka's

@@ -38,6 +38,7 @@ from .offsets import CommittedOffset
 from .replies import Reply
 
 if TYPE_CHECKING:
+    from ..share.groups import ShareGroups
     from .consumer import ConsumerGroup, ConsumerGroups
 
 
@@ -57,6 +58,9 @@ class GroupCoordinator:
         self.consumer_groups: ConsumerGroups | None = None
         """The new protocol's groups (KIP-848): they share the group ids, the offset APIs
         and ListGroups with the classic ones."""
+        self.share_groups: ShareGroups | None = None
+        """Share groups (KIP-932): they share the group ids, ListGroups and DeleteGroups
+        with the others, not the offset APIs (their offsets are share partitions')."""
 
     # Running the classic groups' timers.
 
@@ -255,7 +259,12 @@ class GroupCoordinator:
     # DescribeGroups, ListGroups, DeleteGroups: the coordinator finds, listing.py answers.
 
     def describe(self, group_id: str) -> DescribedGroup:
-        return listing.describe(group_id, self.find(group_id))
+        return listing.describe(group_id, self.find(group_id) or self._share_group(group_id))
+
+    def _share_group(self, group_id: str) -> object | None:
+        """The share group of that id, for the requests that name a group of any kind."""
+        shares = self.share_groups
+        return None if shares is None else shares.get(group_id)
 
     def group_ids(self) -> list[str]:
         return list(self._groups)
@@ -283,7 +292,9 @@ class GroupCoordinator:
     def list_groups(
         self, states: Iterable[str] = (), types: Iterable[str] = ()
     ) -> list[ListedGroup]:
-        return listing.list_groups(self._groups.values(), self.consumer_groups, states, types)
+        return listing.list_groups(
+            self._groups.values(), self.consumer_groups, states, types, self.share_groups
+        )
 
     def delete_groups(self, group_ids: Iterable[str]) -> list[tuple[str, ErrorCode]]:
         """DeleteGroups: a group without members goes, with its offsets."""
@@ -294,6 +305,9 @@ class GroupCoordinator:
             return ErrorCode.invalid_group_id
         group = self.find(group_id)
         if group is None:
+            if self._share_group(group_id) is not None:
+                assert self.share_groups is not None
+                return self.share_groups.delete(group_id)
             return ErrorCode.group_id_not_found
         if not isinstance(group, Group):
             assert self.consumer_groups is not None

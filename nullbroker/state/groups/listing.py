@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 
 from ...stats import GroupMember, GroupSnapshot
-from .model import CLASSIC_GROUP_TYPE, CONSUMER_GROUP_TYPE, Group, GroupState
+from .model import CLASSIC_GROUP_TYPE, CONSUMER_GROUP_TYPE, SHARE_GROUP_TYPE, Group, GroupState
 
 if TYPE_CHECKING:
+    from ..share.groups import ShareGroups
     from .consumer import ConsumerGroup, ConsumerGroups
 
 
@@ -46,7 +47,7 @@ class ListedGroup:
     group_type: str = CLASSIC_GROUP_TYPE
 
 
-def describe(group_id: str, group: Group | ConsumerGroup | None) -> DescribedGroup:
+def describe(group_id: str, group: object | None) -> DescribedGroup:
     """DescribeGroups' answer for `group_id`, found as `group` (None: no such group)."""
     if not group_id:
         return DescribedGroup("", ErrorCode.invalid_group_id, GroupState.DEAD)
@@ -87,6 +88,7 @@ def list_groups(
     consumer_groups: ConsumerGroups | None,
     states: Iterable[str] = (),
     types: Iterable[str] = (),
+    share_groups: ShareGroups | None = None,
 ) -> list[ListedGroup]:
     """Every group, or those in one of `states` and of one of `types` (both compared
     ignoring case, as Kafka does)."""
@@ -103,6 +105,11 @@ def list_groups(
         listed += [
             ListedGroup(group.group_id, CONSUMER_GROUP_TYPE, group.state, CONSUMER_GROUP_TYPE)
             for group in consumer_groups.list(wanted_states)
+        ]
+    if share_groups is not None and (not wanted_types or SHARE_GROUP_TYPE in wanted_types):
+        listed += [
+            ListedGroup(group.group_id, SHARE_GROUP_TYPE, group.state, SHARE_GROUP_TYPE)
+            for group in share_groups.list(wanted_states)
         ]
     return listed
 

@@ -36,6 +36,7 @@ MAX_OFFSET_METADATA_BYTES = 4096
 CONSUMER_PROTOCOL_TYPE = "consumer"
 CLASSIC_GROUP_TYPE = "classic"
 CONSUMER_GROUP_TYPE = "consumer"
+SHARE_GROUP_TYPE = "share"
 """The new protocol's groups (KIP-848): nullbroker.state.groups.consumer."""
 NO_GENERATION = -1
 NO_OFFSET = -1

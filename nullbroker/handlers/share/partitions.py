@@ -1,0 +1,104 @@
+"""What ShareFetch and the offsets' APIs share: a group's share partition of a topic
+partition, started where the group's `share.auto.offset.reset` says when first read, and
+the record batches a ShareFetch hands out from it."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from codec.framing import Buffer
+
+from ...clock import now_ms
+from ...state.share.configs import BY_DURATION, EARLIEST, READ_COMMITTED, by_duration_ms
+from ...state.share.partition import SharePartition
+from ..log.fetch import transactional_records
+from ..log.list_offsets import lookup
+
+if TYPE_CHECKING:
+    from ...broker import Broker
+    from ...state.share.groups import ShareGroup
+    from ...state.topics import Partition, Topic
+
+_BATCH_HEAD = struct.Struct(">qi")
+"""A record batch's base offset and length (of what follows the length)."""
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_LAST_OFFSET_DELTA_AT = 23
+_LOG_OVERHEAD = 12
+
+
+def share_partition(
+    broker: Broker, group: ShareGroup, topic: Topic, partition: Partition
+) -> SharePartition:
+    """The group's share partition of `partition`, made at the start its configs say (or
+    the one AlterShareGroupOffsets set) when the group first reads it."""
+    key = (topic.name, partition.index)
+    found = group.partitions.get(key)
+    if found is None:
+        start = group.starts.pop(key, None)
+        if start is None:
+            start = initial_offset(broker, group.group_id, topic, partition)
+        counters = broker.stats.share_counters(group.group_id, topic.name, partition.index)
+        found = group.partitions[key] = SharePartition(start, counters)
+    return found
+
+
+def initial_offset(broker: Broker, group_id: str, topic: Topic, partition: Partition) -> int:
+    """Where a share partition starts (share.auto.offset.reset): the log end (latest, the
+    default), its start (earliest), or the first record of the last duration
+    (by_duration:PnDTnHnMn.nS; the log end if there is none that recent)."""
+    reset = broker.share_groups.configs.value(group_id, "share.auto.offset.reset") or ""
+    topic.advance(now_ms())
+    if reset == EARLIEST:
+        return partition.log_start_offset
+    end = readable_end(broker, group_id, partition)
+    if reset.startswith(BY_DURATION):
+        since = now_ms() - by_duration_ms(reset)
+        offset = lookup(topic, partition, since, False, 0)[0]
+        return end if offset < 0 else offset
+    return end
+
+
+def readable_end(broker: Broker, group_id: str, partition: Partition) -> int:
+    """The end a share group reads to: the last stable offset with share.isolation.level
+    read_committed, else the log end."""
+    end = partition.log_end_offset
+    level = broker.share_groups.configs.value(group_id, "share.isolation.level")
+    if level == READ_COMMITTED and partition.transactions is not None:
+        return partition.transactions.last_stable_offset(end)
+    return end
+
+
+def read_batches(
+    topic: Topic, partition: Partition, offset: int, end: int, limit: int
+) -> tuple[Sequence[Buffer], int]:
+    """Whole record batches from the one holding `offset`, none from `end` on, within
+    `limit` bytes (the first even if larger, as Fetch sends it), as Fetch reads them; and
+    one past the last offset they hold."""
+    if partition.retained is not None:
+        parts, _, _ = partition.retained.read(offset, limit, True, end)
+    elif partition.transactions is None:
+        parts, _, _ = topic.records.read(
+            offset, end, limit, True, topic.created_ms, partition.index
+        )
+    else:
+        parts, _, _ = transactional_records(
+            topic, partition.index, offset, end, limit, True, partition.transactions
+        )
+    return parts, covered_end(parts, offset)
+
+
+def covered_end(parts: Sequence[Buffer], offset: int) -> int:
+    """One past the last offset of the batches in `parts` (each batch one buffer, or its
+    header and records in two), `offset` if there are none."""
+    end = offset
+    remaining = 0
+    for part in parts:
+        if remaining == 0:  # a batch starts here: its header is in this part
+            base, length = _BATCH_HEAD.unpack_from(part, 0)
+            (delta,) = _LAST_OFFSET_DELTA.unpack_from(part, _LAST_OFFSET_DELTA_AT)
+            end = base + delta + 1
+            remaining = _LOG_OVERHEAD + length
+        remaining -= len(part)
+    return end

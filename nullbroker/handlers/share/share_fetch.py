@@ -1,0 +1,246 @@
+"""ShareFetch: a share group member's fetch, in its share session: the acknowledgements it
+brings applied, then records acquired for it from each partition of the session, with
+the AcquiredRecords that say which offsets of the batches are its own.
+
+At epoch 0 the request opens the member's session; the next requests count the epoch on,
+adding partitions and forgetting others; epoch -1 closes it after its acknowledgements
+and fetches nothing. With nothing to acquire the request is held, as Fetch is at the log
+end, until a log grows, a lock runs out or `max_wait` passes.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from codec import ApiKey, Request
+from codec.entities import make, response_module
+from codec.framing import Buffer
+
+from ...clock import now_ms
+from ...state.share.partition import Acquired
+from ...state.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSession
+from ..common import NO_THROTTLE, counted
+from .acknowledgements import acknowledge, continued_session, member_group
+from .partitions import read_batches, readable_end, share_partition
+
+if TYPE_CHECKING:
+    from ...broker import Broker
+    from ...sessions import Session
+    from ...state.share.groups import ShareGroup
+
+RECORD_LIMIT = 1
+"""ShareAcquireMode record_limit (KIP-1206): never more records than MaxRecords. The
+default, batch_optimized (0), may round up to whole batches; here both stop at MaxRecords."""
+NO_LIMIT = 2**31 - 1
+FIRST_RENEW_VERSION = 2
+
+
+KEY = ApiKey.SHARE_FETCH
+
+
+async def handle(broker: Broker, request: Request, session: Session) -> Any:
+    version = request.header.api_version
+    types = response_module(ApiKey.SHARE_FETCH, version)
+    body = request.body
+    group_id, member_id, epoch = body.group_id or "", body.member_id or "", body.share_session_epoch
+    lock_ms = 0
+
+    def answer(error: ErrorCode, message: str | None = None, topics: tuple[Any, ...] = ()) -> Any:
+        return make(
+            types.ShareFetchResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=counted(broker, error),
+            error_message=message,
+            acquisition_lock_timeout=datetime.timedelta(milliseconds=lock_ms),
+            responses=topics,
+            node_endpoints=(),
+        )
+
+    group = member_group(broker, group_id, member_id)
+    if isinstance(group, ErrorCode):
+        return answer(group, f"Member {member_id} is not a member of share group {group_id}.")
+    lock_ms = broker.share_groups.configs.limits(group_id).lock_ms
+    sessions = broker.share_groups.sessions
+    found = (
+        sessions.open(group_id, member_id)
+        if epoch == INITIAL_EPOCH
+        else continued_session(broker, group_id, member_id, epoch)
+    )
+    if isinstance(found, ErrorCode):
+        return answer(found)
+    share_session = found
+    if epoch == INITIAL_EPOCH and _acknowledges(body):
+        sessions.close(share_session)
+        return answer(
+            ErrorCode.invalid_request, "Acknowledgements sent with share session epoch 0."
+        )
+    acknowledged = _acknowledge_all(broker, group, member_id, body)
+    if epoch == FINAL_EPOCH:
+        sessions.close(share_session)
+        broker.share_groups.release_member(group, member_id)
+        return answer(ErrorCode.none, topics=_told(types, acknowledged, {}, ()))
+    _update(broker, share_session, body)
+    sessions.advance(share_session)
+    renewing = version >= FIRST_RENEW_VERSION and body.is_renew_ack
+    acquired: dict[tuple[Any, int], tuple[Sequence[Buffer], list[Acquired]]] = {}
+    if not renewing:
+        acquired = _acquire(broker, group, member_id, share_session, body)
+        if not acquired and body.max_wait.total_seconds() > 0:
+            acquired = await _held(broker, group, member_id, share_session, body)
+    unknown = [
+        (topic.topic_id, partition.partition_index)
+        for topic in body.topics
+        if broker.topics.by_id(topic.topic_id) is None
+        for partition in topic.partitions
+    ]
+    return answer(ErrorCode.none, topics=_told(types, acknowledged, acquired, unknown))
+
+
+def _acknowledges(body: Any) -> bool:
+    return any(
+        partition.acknowledgement_batches for topic in body.topics for partition in topic.partitions
+    )
+
+
+def _acknowledge_all(
+    broker: Broker, group: ShareGroup, member_id: str, body: Any
+) -> dict[tuple[Any, int], ErrorCode]:
+    """Each partition's acknowledgement error, for the partitions that brought some."""
+    errors = {}
+    for topic in body.topics:
+        for partition in topic.partitions:
+            if partition.acknowledgement_batches:
+                errors[(topic.topic_id, partition.partition_index)] = acknowledge(
+                    broker,
+                    group,
+                    member_id,
+                    topic.topic_id,
+                    partition.partition_index,
+                    partition.acknowledgement_batches,
+                )
+    return errors
+
+
+def _update(broker: Broker, share_session: ShareSession, body: Any) -> None:
+    """The session's partitions after this request: those it names added, its forgotten
+    ones dropped. Unknown topic ids are kept by id, answered UNKNOWN_TOPIC_ID."""
+    partitions = share_session.partitions
+    for topic in body.topics:
+        for partition in topic.partitions:
+            partitions.setdefault((topic.topic_id, partition.partition_index), None)
+    for forgotten in body.forgotten_topics_data:
+        for index in forgotten.partitions:
+            partitions.pop((forgotten.topic_id, index), None)
+
+
+def _acquire(
+    broker: Broker, group: ShareGroup, member_id: str, share_session: ShareSession, body: Any
+) -> dict[tuple[Any, int], tuple[Sequence[Buffer], list[Acquired]]]:
+    """Records acquired for the member from each partition of its session, within the
+    request's MaxRecords and MaxBytes; the partitions with none are left out."""
+    now = trio.current_time()
+    limits = broker.share_groups.configs.limits(group.group_id)
+    left = getattr(body, "max_records", 0) or NO_LIMIT
+    budget = body.max_bytes
+    acquired = {}
+    moment = now_ms()
+    for topic_id, index in share_session.partitions:
+        if left <= 0 or budget <= 0:
+            break
+        topic = broker.topics.by_id(topic_id)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            continue
+        partition = topic.partitions[index]
+        topic.advance(moment)
+        shared = share_partition(broker, group, topic, partition)
+        shared.expire(now, limits)
+        log_start = partition.log_start_offset
+        if partition.retained is not None:
+            log_start = max(log_start, partition.retained.first_offset(log_start))
+        offset = shared.next_offset(log_start)
+        end = readable_end(broker, group.group_id, partition)
+        if offset >= end:
+            continue
+        # Read no further than MaxRecords past the first offset to acquire: the records
+        # beyond could not be acquired by this request.
+        batches, covered = read_batches(topic, partition, offset, min(end, offset + left), budget)
+        runs = shared.acquire(offset, min(covered, end), left, member_id, now, limits)
+        if not runs:
+            continue
+        size = sum(len(part) for part in batches)
+        count = sum(run.last - run.first + 1 for run in runs)
+        acquired[(topic_id, index)] = (batches, runs)
+        partition.fetched.records += count
+        partition.fetched.bytes += size
+        left -= count
+        budget -= size
+    return acquired
+
+
+async def _held(
+    broker: Broker, group: ShareGroup, member_id: str, share_session: ShareSession, body: Any
+) -> dict[tuple[Any, int], tuple[Sequence[Buffer], list[Acquired]]]:
+    """Wait for records to acquire: until a log grows or a lock runs out (then try again),
+    or `max_wait` passes (then answer with none)."""
+    deadline = trio.current_time() + body.max_wait.total_seconds()
+    while True:
+        wake = deadline
+        for shared in group.partitions.values():
+            due = shared.next_deadline()
+            if due is not None:
+                wake = min(wake, due)
+        with trio.move_on_at(wake):
+            await broker.log_growth.wait()
+        if member_id not in group.members:
+            return {}
+        acquired = _acquire(broker, group, member_id, share_session, body)
+        if acquired or trio.current_time() >= deadline:
+            return acquired
+
+
+def _told(
+    types: Any,
+    acknowledged: dict[tuple[Any, int], ErrorCode],
+    acquired: dict[tuple[Any, int], tuple[Sequence[Buffer], list[Acquired]]],
+    unknown: Sequence[tuple[Any, int]],
+) -> tuple[Any, ...]:
+    """The response's topics: each partition acknowledged, with records, or of a topic id
+    no topic has, by topic id in the order first met."""
+    by_topic: dict[Any, list[Any]] = {}
+    missing = set(unknown)
+    for key in dict.fromkeys([*acknowledged, *acquired, *unknown]):
+        topic_id, index = key
+        batches, runs = acquired.get(key, ((), []))
+        error = ErrorCode.unknown_topic_id if key in missing else ErrorCode.none
+        ack_error = acknowledged.get(key, ErrorCode.none)
+        by_topic.setdefault(topic_id, []).append(
+            make(
+                types.PartitionData,
+                partition_index=index,
+                error_code=error,
+                error_message=None,
+                acknowledge_error_code=ack_error,
+                acknowledge_error_message=None,
+                current_leader=make(types.LeaderIdAndEpoch, leader_id=-1, leader_epoch=-1),
+                # Never null: librdkafka rejects a flexible response's null records.
+                records=b"".join(batches),
+                acquired_records=tuple(
+                    make(
+                        types.AcquiredRecords,
+                        first_offset=run.first,
+                        last_offset=run.last,
+                        delivery_count=run.delivery_count,
+                    )
+                    for run in runs
+                ),
+            )
+        )
+    return tuple(
+        make(types.ShareFetchableTopicResponse, topic_id=topic_id, partitions=tuple(partitions))
+        for topic_id, partitions in by_topic.items()
+    )

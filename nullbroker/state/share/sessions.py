@@ -1,0 +1,75 @@
+"""Share sessions (KIP-932): what a broker remembers of a share consumer's partitions between
+ShareFetch requests, as fetch sessions do for consumers (KIP-227).
+
+A ShareFetch at epoch 0 opens a member's session (replacing one it had), holding the
+partitions it names; the next requests count the epoch up by one each, add partitions and
+forget others; epoch -1 closes it, after its acknowledgements, and the records the member
+holds are released. A request at another epoch is refused INVALID_SHARE_SESSION_EPOCH, one
+for a session that does not exist SHARE_SESSION_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kio.schema.errors import ErrorCode
+
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+_MAX_EPOCH = 2**31 - 1
+
+
+def next_epoch(epoch: int) -> int:
+    return 1 if epoch == _MAX_EPOCH else epoch + 1
+
+
+@dataclass(slots=True)
+class ShareSession:
+    group_id: str
+    member_id: str
+    epoch: int = 0
+    """The epoch the next request must carry (advanced as each request is taken)."""
+    partitions: dict[tuple[str, int], None] = field(default_factory=dict)
+    """The partitions fetched, by (topic name, partition), in the order first named."""
+
+
+class ShareSessions:
+    """Every open share session, by (group id, member id)."""
+
+    def __init__(self, slots: int = 2000) -> None:
+        self.slots = slots
+        """Kafka's group.share.max.share.sessions."""
+        self._sessions: dict[tuple[str, str], ShareSession] = {}
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def open(self, group_id: str, member_id: str) -> ShareSession | ErrorCode:
+        """A new session for the member (epoch 0), in place of any it had."""
+        key = (group_id, member_id)
+        if key not in self._sessions and len(self._sessions) >= self.slots:
+            return ErrorCode.share_session_limit_reached
+        session = self._sessions[key] = ShareSession(group_id, member_id)
+        return session
+
+    def find(self, group_id: str, member_id: str, epoch: int) -> ShareSession | ErrorCode:
+        """The member's session at `epoch` (not 0: a request continuing it, or -1 to
+        close it), or the error it is refused with."""
+        session = self._sessions.get((group_id, member_id))
+        if session is None:
+            return ErrorCode.share_session_not_found
+        if epoch != FINAL_EPOCH and epoch != session.epoch:
+            return ErrorCode.invalid_share_session_epoch
+        return session
+
+    def advance(self, session: ShareSession) -> None:
+        session.epoch = next_epoch(session.epoch)
+
+    def close(self, session: ShareSession) -> None:
+        self._sessions.pop((session.group_id, session.member_id), None)
+
+    def close_member(self, group_id: str, member_id: str) -> None:
+        self._sessions.pop((group_id, member_id), None)
+
+    def has(self, group_id: str, member_id: str) -> bool:
+        return (group_id, member_id) in self._sessions
