@@ -48,6 +48,9 @@ MUST_RUN = (
     # other tests have asked first.
     "TestGroupSimple/848",
     "TestSCRAMAuth", "TestSCRAMAuthBadCredentials", "TestOAuthAuth",
+    # Share groups (KIP-932): they skip themselves without ShareFetch v2.
+    "TestShareGroup", "TestShareGroupETL", "TestShareGroupAckOnClose",
+    "TestShareGroupOffsetsAdmin", "TestConsumeRegexShareSkipsInternal",
 )  # fmt: skip
 """Tests that must pass, not skip: the broker's and SASL's settings reached them."""
 

@@ -17,11 +17,30 @@ if TYPE_CHECKING:
 
 
 def continued_session(
-    broker: Broker, group_id: str, member_id: str, epoch: int
+    broker: Broker, node_id: int, group_id: str, member_id: str, epoch: int
 ) -> ShareSession | ErrorCode:
-    """The member's session for a request at `epoch` (not the opening 0), or the error the
-    request is refused with."""
-    return broker.share_groups.sessions.find(group_id, member_id, epoch)
+    """The member's session with the node for a request at `epoch` (not the opening 0), or
+    the error the request is refused with."""
+    return broker.share_groups.sessions.find(node_id, group_id, member_id, epoch)
+
+
+def close_session(broker: Broker, group: ShareGroup, share_session: ShareSession) -> None:
+    """Close a member's session with a node (epoch -1): the records it holds of the
+    session's partitions are released, and all it holds if it has left the group and has
+    no session left with any node."""
+    share_groups = broker.share_groups
+    share_groups.sessions.close(share_session)
+    member_id = share_session.member_id
+    limits = share_groups.configs.limits(group.group_id)
+    for topic_id, index in share_session.partitions:
+        topic = broker.topics.by_id(topic_id)
+        shared = group.partitions.get((topic.name, index)) if topic is not None else None
+        if shared is not None:
+            shared.release_member(member_id, limits)
+    if member_id not in group.members and not share_groups.sessions.of_member(
+        group.group_id, member_id
+    ):
+        share_groups.release_member(group, member_id)
 
 
 def member_group(broker: Broker, group_id: str, member_id: str) -> ShareGroup | ErrorCode:

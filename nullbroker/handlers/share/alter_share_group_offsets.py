@@ -1,6 +1,6 @@
 """AlterShareGroupOffsets: set where a share group without members starts reading each
-partition (`kafka-share-groups --reset-offsets`): a partition it has read starts again
-there, with nothing in flight; one it has not read starts there when it first is."""
+partition (`kafka-share-groups --reset-offsets`): its share partition starts again there,
+with nothing in flight, as Kafka's share coordinator initializes it."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from codec.entities import make, response_module
 
 from ...state.share.groups import ShareGroup
 from ..common import NO_THROTTLE, coordinated_elsewhere, counted
+from .partitions import share_partition
 
 if TYPE_CHECKING:
     from ...broker import Broker
@@ -62,11 +63,9 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
             if topic is None or not 0 <= index < len(topic.partitions):
                 error = ErrorCode.unknown_topic_or_partition
             else:
-                shared = group.partitions.get((topic.name, index))
-                if shared is None:
-                    group.starts[(topic.name, index)] = partition.start_offset
-                else:
-                    shared.reset(partition.start_offset)
+                share_partition(broker, group, topic, topic.partitions[index]).reset(
+                    partition.start_offset
+                )
             partitions.append(
                 make(
                     types.AlterShareGroupOffsetsResponsePartition,

@@ -56,8 +56,6 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
         else:
             for key in [key for key in group.partitions if key[0] == name]:
                 del group.partitions[key]
-            for key in [key for key in group.starts if key[0] == name]:
-                del group.starts[key]
         told.append(
             make(
                 types.DeleteShareGroupOffsetsResponseTopic,

@@ -31,14 +31,12 @@ _LOG_OVERHEAD = 12
 def share_partition(
     broker: Broker, group: ShareGroup, topic: Topic, partition: Partition
 ) -> SharePartition:
-    """The group's share partition of `partition`, made at the start its configs say (or
-    the one AlterShareGroupOffsets set) when the group first reads it."""
+    """The group's share partition of `partition`, made at the start its configs say when
+    the group first reads it (or its offsets are altered)."""
     key = (topic.name, partition.index)
     found = group.partitions.get(key)
     if found is None:
-        start = group.starts.pop(key, None)
-        if start is None:
-            start = initial_offset(broker, group.group_id, topic, partition)
+        start = initial_offset(broker, group.group_id, topic, partition)
         counters = broker.stats.share_counters(group.group_id, topic.name, partition.index)
         found = group.partitions[key] = SharePartition(start, counters)
     return found

@@ -15,7 +15,7 @@ from codec.entities import make, response_module
 
 from ...state.share.sessions import FINAL_EPOCH, INITIAL_EPOCH
 from ..common import NO_THROTTLE, counted
-from .acknowledgements import acknowledge, continued_session, member_group
+from .acknowledgements import acknowledge, close_session, continued_session, member_group
 
 if TYPE_CHECKING:
     from ...broker import Broker
@@ -53,7 +53,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
         lock["acquisition_lock_timeout"] = datetime.timedelta(milliseconds=lock_ms)
     if epoch == INITIAL_EPOCH:
         return answer(ErrorCode.invalid_share_session_epoch)
-    share_session = continued_session(broker, group_id, member_id, epoch)
+    share_session = continued_session(broker, session.node_id, group_id, member_id, epoch)
     if isinstance(share_session, ErrorCode):
         return answer(share_session)
     told = []
@@ -86,8 +86,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
         )
     sessions = broker.share_groups.sessions
     if epoch == FINAL_EPOCH:
-        sessions.close(share_session)
-        broker.share_groups.release_member(group, member_id)
+        close_session(broker, group, share_session)
     else:
         sessions.advance(share_session)
     return answer(ErrorCode.none, topics=tuple(told))

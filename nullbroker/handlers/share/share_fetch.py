@@ -24,8 +24,8 @@ from codec.framing import Buffer
 from ...clock import now_ms
 from ...state.share.partition import Acquired
 from ...state.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSession
-from ..common import NO_THROTTLE, counted
-from .acknowledgements import acknowledge, continued_session, member_group
+from ..common import NO_THROTTLE, counted, led_elsewhere
+from .acknowledgements import acknowledge, close_session, continued_session, member_group
 from .partitions import read_batches, readable_end, share_partition
 
 if TYPE_CHECKING:
@@ -49,6 +49,7 @@ async def handle(broker: Broker, request: Request, session: Session) -> Any:
     body = request.body
     group_id, member_id, epoch = body.group_id or "", body.member_id or "", body.share_session_epoch
     lock_ms = 0
+    endpoints: list[tuple[int, str, int]] = []
 
     def answer(error: ErrorCode, message: str | None = None, topics: tuple[Any, ...] = ()) -> Any:
         return make(
@@ -58,7 +59,10 @@ async def handle(broker: Broker, request: Request, session: Session) -> Any:
             error_message=message,
             acquisition_lock_timeout=datetime.timedelta(milliseconds=lock_ms),
             responses=topics,
-            node_endpoints=(),
+            node_endpoints=tuple(
+                make(types.NodeEndpoint, node_id=node, host=host, port=port, rack=None)
+                for node, host, port in endpoints
+            ),
         )
 
     group = member_group(broker, group_id, member_id)
@@ -67,9 +71,9 @@ async def handle(broker: Broker, request: Request, session: Session) -> Any:
     lock_ms = broker.share_groups.configs.limits(group_id).lock_ms
     sessions = broker.share_groups.sessions
     found = (
-        sessions.open(group_id, member_id)
+        sessions.open(session.node_id, group_id, member_id)
         if epoch == INITIAL_EPOCH
-        else continued_session(broker, group_id, member_id, epoch)
+        else continued_session(broker, session.node_id, group_id, member_id, epoch)
     )
     if isinstance(found, ErrorCode):
         return answer(found)
@@ -81,9 +85,8 @@ async def handle(broker: Broker, request: Request, session: Session) -> Any:
         )
     acknowledged = _acknowledge_all(broker, group, member_id, body)
     if epoch == FINAL_EPOCH:
-        sessions.close(share_session)
-        broker.share_groups.release_member(group, member_id)
-        return answer(ErrorCode.none, topics=_told(types, acknowledged, {}, ()))
+        close_session(broker, group, share_session)
+        return answer(ErrorCode.none, topics=_told(types, acknowledged, {}, {}))
     _update(broker, share_session, body)
     sessions.advance(share_session)
     renewing = version >= FIRST_RENEW_VERSION and body.is_renew_ack
@@ -92,13 +95,46 @@ async def handle(broker: Broker, request: Request, session: Session) -> Any:
         acquired = _acquire(broker, group, member_id, share_session, body)
         if not acquired and body.max_wait.total_seconds() > 0:
             acquired = await _held(broker, group, member_id, share_session, body)
-    unknown = [
-        (topic.topic_id, partition.partition_index)
-        for topic in body.topics
-        if broker.topics.by_id(topic.topic_id) is None
-        for partition in topic.partitions
+    refused = _refused(broker, session.node_id, body)
+    endpoints = _endpoints(broker, session, refused)
+    return answer(ErrorCode.none, topics=_told(types, acknowledged, acquired, refused))
+
+
+Refused = dict[tuple[Any, int], tuple[ErrorCode, tuple[int, int]]]
+"""The partitions a ShareFetch named that this node does not serve, by (topic id,
+partition): the error and the current leader (node, epoch) it tells."""
+NO_LEADER = (-1, -1)
+
+
+def _refused(broker: Broker, node: int, body: Any) -> Refused:
+    """UNKNOWN_TOPIC_ID for a topic id no topic has; NOT_LEADER_OR_FOLLOWER, with the
+    leader, for a partition another node leads (the client asks it instead)."""
+    refused: Refused = {}
+    for asked in body.topics:
+        topic = broker.topics.by_id(asked.topic_id)
+        followed = led_elsewhere(broker, node, topic)
+        for partition in asked.partitions:
+            key = (asked.topic_id, partition.partition_index)
+            if topic is None:
+                refused[key] = (ErrorCode.unknown_topic_id, NO_LEADER)
+            elif partition.partition_index in followed:
+                cluster, index = broker.cluster, partition.partition_index
+                leader = cluster.leader(topic.name, index)
+                epoch = cluster.leader_epoch(topic.name, index)
+                refused[key] = (ErrorCode.not_leader_or_follower, (leader, epoch))
+    return refused
+
+
+def _endpoints(broker: Broker, session: Session, refused: Refused) -> list[tuple[int, str, int]]:
+    """The endpoints of the leaders the refusals name (KIP-951), as Metadata tells them."""
+    cluster = broker.cluster
+    leaders = sorted({leader for _, (leader, _) in refused.values() if leader >= 0})
+    return [
+        (node, endpoint.host, endpoint.port)
+        for node in leaders
+        if not cluster.is_down(node)
+        for endpoint in (session.node(cluster, node),)
     ]
-    return answer(ErrorCode.none, topics=_told(types, acknowledged, acquired, unknown))
 
 
 def _acknowledges(body: Any) -> bool:
@@ -155,6 +191,8 @@ def _acquire(
         topic = broker.topics.by_id(topic_id)
         if topic is None or not 0 <= index < len(topic.partitions):
             continue
+        if index in led_elsewhere(broker, share_session.node_id, topic):
+            continue
         partition = topic.partitions[index]
         topic.advance(moment)
         shared = share_partition(broker, group, topic, partition)
@@ -207,16 +245,15 @@ def _told(
     types: Any,
     acknowledged: dict[tuple[Any, int], ErrorCode],
     acquired: dict[tuple[Any, int], tuple[Sequence[Buffer], list[Acquired]]],
-    unknown: Sequence[tuple[Any, int]],
+    refused: Refused,
 ) -> tuple[Any, ...]:
-    """The response's topics: each partition acknowledged, with records, or of a topic id
-    no topic has, by topic id in the order first met."""
+    """The response's topics: each partition acknowledged, with records, or refused, by
+    topic id in the order first met."""
     by_topic: dict[Any, list[Any]] = {}
-    missing = set(unknown)
-    for key in dict.fromkeys([*acknowledged, *acquired, *unknown]):
+    for key in dict.fromkeys([*acknowledged, *acquired, *refused]):
         topic_id, index = key
         batches, runs = acquired.get(key, ((), []))
-        error = ErrorCode.unknown_topic_id if key in missing else ErrorCode.none
+        error, (leader, leader_epoch) = refused.get(key, (ErrorCode.none, NO_LEADER))
         ack_error = acknowledged.get(key, ErrorCode.none)
         by_topic.setdefault(topic_id, []).append(
             make(
@@ -226,7 +263,9 @@ def _told(
                 error_message=None,
                 acknowledge_error_code=ack_error,
                 acknowledge_error_message=None,
-                current_leader=make(types.LeaderIdAndEpoch, leader_id=-1, leader_epoch=-1),
+                current_leader=make(
+                    types.LeaderIdAndEpoch, leader_id=leader, leader_epoch=leader_epoch
+                ),
                 # Never null: librdkafka rejects a flexible response's null records.
                 records=b"".join(batches),
                 acquired_records=tuple(

@@ -45,6 +45,9 @@ class ShareMember:
     subscribed: tuple[str, ...] = ()
     epoch: int = 0
     assignment: Assignment = field(default_factory=dict)
+    told: Assignment | None = None
+    """The assignment last sent to the member: a change made by another member's heartbeat
+    reaches it with its own next one."""
     last_heartbeat: float = 0.0
 
 
@@ -56,8 +59,6 @@ class ShareGroup:
     members: dict[str, ShareMember] = field(default_factory=dict)
     partitions: dict[tuple[str, int], SharePartition] = field(default_factory=dict)
     """Each share partition the group has read, by (topic name, partition)."""
-    starts: dict[tuple[str, int], int] = field(default_factory=dict)
-    """Start offsets set by AlterShareGroupOffsets for partitions not read yet."""
 
     @property
     def state(self) -> str:
@@ -141,7 +142,7 @@ class ShareGroups:
             member = group.members[beat.member_id] = ShareMember(
                 beat.member_id, beat.rack_id, beat.client_id, beat.client_host
             )
-            group.epoch += 1
+            changed = True  # the group's epoch moves once for all this heartbeat changed
         elif beat.member_epoch not in (0, member.epoch):
             raise HeartbeatError(
                 ErrorCode.fenced_member_epoch,
@@ -153,13 +154,16 @@ class ShareGroups:
                 f" than the one known by the group coordinator ({member.epoch}). The member "
                 "must abandon all its partitions and rejoin.",
             )
+        else:
+            changed = False
         member.last_heartbeat = self._clock()
         if beat.rack_id is not None:
             member.rack_id = beat.rack_id
         if beat.subscribed is not None and tuple(sorted(beat.subscribed)) != member.subscribed:
             member.subscribed = tuple(sorted(beat.subscribed))
+            changed = True
+        if changed:
             group.epoch += 1
-        before = member.assignment
         fresh = beat.member_epoch == 0
         if group.assignment_epoch < group.epoch:
             targets = assign(
@@ -171,7 +175,8 @@ class ShareGroups:
                 group.members[member_id].assignment = assigned
             group.assignment_epoch = group.epoch
         member.epoch = group.epoch
-        if fresh or member.assignment != before:
+        if fresh or member.assignment != member.told:
+            member.told = member.assignment
             return member, member.assignment
         return member, None
 
@@ -181,7 +186,7 @@ class ShareGroups:
         its session); without a session, or when its session timed out, at once."""
         del group.members[member.member_id]
         group.epoch += 1
-        if timed_out or not self.sessions.has(group.group_id, member.member_id):
+        if timed_out or not self.sessions.of_member(group.group_id, member.member_id):
             self.sessions.close_member(group.group_id, member.member_id)
             self.release_member(group, member.member_id)
 

@@ -25,6 +25,7 @@ def next_epoch(epoch: int) -> int:
 
 @dataclass(slots=True)
 class ShareSession:
+    node_id: int
     group_id: str
     member_id: str
     epoch: int = 0
@@ -34,28 +35,31 @@ class ShareSession:
 
 
 class ShareSessions:
-    """Every open share session, by (group id, member id)."""
+    """Every open share session, by (node id, group id, member id): a member keeps one
+    with each broker that leads a partition it reads, as with Kafka's brokers."""
 
     def __init__(self, slots: int = 2000) -> None:
         self.slots = slots
         """Kafka's group.share.max.share.sessions."""
-        self._sessions: dict[tuple[str, str], ShareSession] = {}
+        self._sessions: dict[tuple[int, str, str], ShareSession] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def open(self, group_id: str, member_id: str) -> ShareSession | ErrorCode:
-        """A new session for the member (epoch 0), in place of any it had."""
-        key = (group_id, member_id)
+    def open(self, node_id: int, group_id: str, member_id: str) -> ShareSession | ErrorCode:
+        """A new session for the member with that node (epoch 0), in place of any."""
+        key = (node_id, group_id, member_id)
         if key not in self._sessions and len(self._sessions) >= self.slots:
             return ErrorCode.share_session_limit_reached
-        session = self._sessions[key] = ShareSession(group_id, member_id)
+        session = self._sessions[key] = ShareSession(node_id, group_id, member_id)
         return session
 
-    def find(self, group_id: str, member_id: str, epoch: int) -> ShareSession | ErrorCode:
-        """The member's session at `epoch` (not 0: a request continuing it, or -1 to
-        close it), or the error it is refused with."""
-        session = self._sessions.get((group_id, member_id))
+    def find(
+        self, node_id: int, group_id: str, member_id: str, epoch: int
+    ) -> ShareSession | ErrorCode:
+        """The member's session with that node at `epoch` (not 0: a request continuing
+        it, or -1 to close it), or the error it is refused with."""
+        session = self._sessions.get((node_id, group_id, member_id))
         if session is None:
             return ErrorCode.share_session_not_found
         if epoch != FINAL_EPOCH and epoch != session.epoch:
@@ -66,10 +70,16 @@ class ShareSessions:
         session.epoch = next_epoch(session.epoch)
 
     def close(self, session: ShareSession) -> None:
-        self._sessions.pop((session.group_id, session.member_id), None)
+        self._sessions.pop((session.node_id, session.group_id, session.member_id), None)
+
+    def of_member(self, group_id: str, member_id: str) -> list[ShareSession]:
+        """The member's sessions, with every node."""
+        return [
+            session
+            for (_, group, member), session in self._sessions.items()
+            if group == group_id and member == member_id
+        ]
 
     def close_member(self, group_id: str, member_id: str) -> None:
-        self._sessions.pop((group_id, member_id), None)
-
-    def has(self, group_id: str, member_id: str) -> bool:
-        return (group_id, member_id) in self._sessions
+        for session in self.of_member(group_id, member_id):
+            self.close(session)
