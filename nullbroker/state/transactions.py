@@ -155,6 +155,18 @@ class PartitionTransactions:
             if last >= start and first < end
         ]
 
+    def aborted_spans(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The offsets of aborted transactions' records from `start` to `end`, as (first,
+        one past the last) runs: what a read_committed share group archives unread."""
+        first = max(bisect_right(self.span_starts, start) - 1, 0)
+        runs = []
+        for span in self.spans[first:]:
+            if span.start >= end:
+                break
+            if span.aborted and span.end > start:
+                runs.append((max(span.start, start), min(span.end, end)))
+        return runs
+
     def last_stable_offset(self, log_end: int) -> int:
         """The first offset of the oldest transaction still open, else the log end."""
         if not self.open:

@@ -144,3 +144,14 @@ def test_altering_the_start_drops_what_is_in_flight() -> None:
     shared.acquire(0, 5, 5, "a", 0.0, LIMITS)
     shared.reset(42)
     assert (shared.start, shared.next_offset(0), shared.counters.in_flight) == (42, 42, 0)
+
+
+def test_archived_offsets_are_skipped_and_counted() -> None:
+    shared = partition()
+    shared.acquire(0, 2, 2, "a", 0.0, LIMITS)
+    shared.archive(4, 7)  # an aborted transaction's records, past the end
+    assert shared.end == 7
+    assert shared.acquire(2, 10, 10, "a", 0.0, LIMITS) == [Acquired(2, 3, 1), Acquired(7, 9, 1)]
+    assert shared.counters.archived == 3
+    shared.acknowledge("a", 0, 3, [ACCEPT], 0.0, LIMITS)
+    assert shared.start == 7

@@ -22,6 +22,7 @@ from codec.entities import make, response_module
 from codec.framing import Buffer
 
 from ...clock import now_ms
+from ...state.share.configs import READ_COMMITTED
 from ...state.share.partition import Acquired
 from ...state.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSession
 from ..common import NO_THROTTLE, counted, led_elsewhere
@@ -181,6 +182,8 @@ def _acquire(
     request's MaxRecords and MaxBytes; the partitions with none are left out."""
     now = trio.current_time()
     limits = broker.share_groups.configs.limits(group.group_id)
+    level = broker.share_groups.configs.value(group.group_id, "share.isolation.level")
+    committed_only = level == READ_COMMITTED
     left = getattr(body, "max_records", 0) or NO_LIMIT
     budget = body.max_bytes
     acquired = {}
@@ -207,7 +210,12 @@ def _acquire(
         # Read no further than MaxRecords past the first offset to acquire: the records
         # beyond could not be acquired by this request.
         batches, covered = read_batches(topic, partition, offset, min(end, offset + left), budget)
-        runs = shared.acquire(offset, min(covered, end), left, member_id, now, limits)
+        covered = min(covered, end)
+        if committed_only and partition.transactions is not None:
+            # As Kafka: a read_committed group never gets an aborted transaction's records.
+            for first, stop in partition.transactions.aborted_spans(offset, covered):
+                shared.archive(first, stop)
+        runs = shared.acquire(offset, covered, left, member_id, now, limits)
         if not runs:
             continue
         size = sum(len(part) for part in batches)

@@ -162,6 +162,28 @@ class SharePartition:
             heapq.heappush(self._locks, (deadline, runs[0].first, runs[-1].last, member))
         return runs
 
+    def archive(self, first: int, end: int) -> None:
+        """Archive offsets `first` to `end` (exclusive) unread (a read_committed group's view
+        of an aborted transaction's records); the window grows to hold them if need be, the
+        offsets before them AVAILABLE. Records acquired or done stay as they are."""
+        first = max(first, self.start)
+        if end <= first:
+            return
+        if end > self.end:
+            grown = end - self.end
+            self._states += bytes(grown)
+            self._deliveries += bytes(grown)
+            self._owners += [None] * grown
+            self._deadlines += [0.0] * grown
+            self.end = end
+        at, stop = first - self.start, end - self.start
+        archived = self._states[at:stop].count(AVAILABLE)
+        self._states[at:stop] = self._states[at:stop].replace(
+            bytes((AVAILABLE,)), bytes((ARCHIVED,))
+        )
+        self.counters.archived += archived
+        self._advance()
+
     def _take(self, at: int, stop: int, member: str, deadline: float) -> None:
         size = stop - at
         self._states[at:stop] = bytes((ACQUIRED,)) * size
