@@ -2,7 +2,10 @@
 the same ApiVersions requests and their answers compared field by field. Every API key Kafka
 lists is served at Kafka's version range, or named in codec.NOT_SERVED with its reason;
 nullbroker lists no key Kafka does not; the supported and finalized features are Kafka's
-(the epoch of the finalized ones is Kafka's metadata offset: data, not compared)."""
+(the epoch of the finalized ones is Kafka's metadata offset: data, not compared).
+
+Share groups (KIP-932) are served as Kafka 4.4.0 serves them (Kafka serves them from 4.2):
+their APIs and the share.version feature are compared with Kafka 4.4.0 (`kafka_share`)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from kio.index import load_request_schema
 
 from codec import NOT_SERVED, ApiKey
 from nullbroker.app.pytest_plugin import StartBroker
+from nullbroker.handlers import IMPORTED_ON_FIRST_USE
 from perf.kafka_broker import KafkaBroker
 from tests.support.kafka_wire import FrameStream, size_prefix
 
@@ -36,8 +40,23 @@ async def api_versions(bootstrap: str, version: int) -> Any:
         await stream.aclose()
 
 
-def ranges(answer: Any) -> dict[int, tuple[int, int]]:
-    return {api.api_key: (api.min_version, api.max_version) for api in answer.api_keys}
+SHARE_KEYS = frozenset(int(key) for key in IMPORTED_ON_FIRST_USE["share"])
+"""The share groups' APIs: compared with Kafka 4.4.0, not 4.1.1."""
+SHARE_FEATURE = "share.version"
+
+
+def ranges(answer: Any, share: bool = False) -> dict[int, tuple[int, int]]:
+    """The ranges of the share groups' APIs (`share`), or of every other API."""
+    return {
+        api.api_key: (api.min_version, api.max_version)
+        for api in answer.api_keys
+        if (api.api_key in SHARE_KEYS) == share
+    }
+
+
+def features(listed: Any) -> set[Any]:
+    """Supported or finalized features but share.version (compared with Kafka 4.4.0)."""
+    return {feature for feature in listed if feature.name != SHARE_FEATURE}
 
 
 def differences(kafka: dict[int, tuple[int, int]], ours: dict[int, tuple[int, int]]) -> list[str]:
@@ -75,13 +94,26 @@ async def test_the_features_are_kafkas(
 ) -> None:
     ours = await api_versions(nullbroker_factory().bootstrap, version)
     theirs = await api_versions(kafka.bootstrap, version)
-    assert set(ours.supported_features) == set(theirs.supported_features)
-    assert set(ours.finalized_features) == set(theirs.finalized_features)
+    assert features(ours.supported_features) == features(theirs.supported_features)
+    assert features(ours.finalized_features) == features(theirs.finalized_features)
     finalized = {feature.name: feature.max_version_level for feature in ours.finalized_features}
     assert finalized["transaction.version"] == 2 and finalized["group.version"] == 1
     assert ours.finalized_features_epoch >= 0, "a client ignores features of epoch -1"
     assert ours.zk_migration_ready == theirs.zk_migration_ready
     assert ours.throttle_time == theirs.throttle_time
+
+
+async def test_share_groups_are_served_at_kafka_4_4s_ranges_with_its_feature(
+    kafka_share: KafkaBroker, nullbroker_factory: StartBroker
+) -> None:
+    ours = await api_versions(nullbroker_factory().bootstrap, 4)
+    theirs = await api_versions(kafka_share.bootstrap, 4)
+    assert ranges(ours, share=True) == ranges(theirs, share=True)
+    assert len(ranges(ours, share=True)) == len(SHARE_KEYS)
+    for listed in ("supported_features", "finalized_features"):
+        ours_share = {f for f in getattr(ours, listed) if f.name == SHARE_FEATURE}
+        theirs_share = {f for f in getattr(theirs, listed) if f.name == SHARE_FEATURE}
+        assert ours_share == theirs_share and ours_share, listed
 
 
 @pytest.mark.parametrize("version", [5, 127])
