@@ -155,3 +155,13 @@ def test_archived_offsets_are_skipped_and_counted() -> None:
     assert shared.counters.archived == 3
     shared.acknowledge("a", 0, 3, [ACCEPT], 0.0, LIMITS)
     assert shared.start == 7
+
+
+def test_locks_of_acknowledged_records_do_not_pile_up() -> None:
+    shared = partition()
+    limits = Limits(lock_ms=30_000, delivery_limit=5, max_in_flight=2000)
+    for offset in range(10_000):
+        shared.acquire(offset, offset + 1, 1, "a", 0.0, limits)
+        shared.acknowledge("a", offset, offset, [ACCEPT], 0.0, limits)
+    assert shared.start == 10_000
+    assert len(shared._locks) <= 65

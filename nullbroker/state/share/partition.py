@@ -159,8 +159,25 @@ class SharePartition:
             left -= size
             self.counters.acquired += size
         if runs:
-            heapq.heappush(self._locks, (deadline, runs[0].first, runs[-1].last, member))
+            self._lock(deadline, runs[0].first, runs[-1].last, member)
         return runs
+
+    def _lock(self, deadline: float, first: int, last: int, member: str) -> None:
+        """Remember when the lock on offsets `first` to `last` runs out. Locks whose records
+        were all acknowledged stay in the heap until due; when they outnumber the records
+        in flight, the heap is made again of the live ones, so that its size follows the
+        window, not the requests of the last lock duration."""
+        locks = self._locks
+        heapq.heappush(locks, (deadline, first, last, member))
+        if len(locks) > 64 and len(locks) > 2 * self.counters.in_flight:
+            self._locks = [lock for lock in locks if self._holds(lock)]
+            heapq.heapify(self._locks)
+
+    def _holds(self, lock: tuple[float, int, int, str]) -> bool:
+        _, first, last, member = lock
+        at = max(first, self.start) - self.start
+        stop = min(last + 1, self.end) - self.start
+        return at < stop and member in self._owners[at:stop]
 
     def archive(self, first: int, end: int) -> None:
         """Archive offsets `first` to `end` (exclusive) unread (a read_committed group's view
@@ -236,7 +253,7 @@ class SharePartition:
             self._deadlines[at:stop] = [deadline] * size
             member = self._owners[at]
             assert member is not None
-            heapq.heappush(self._locks, (deadline, self.start + at, self.start + stop - 1, member))
+            self._lock(deadline, self.start + at, self.start + stop - 1, member)
             counters.renewed += size
             return
         held = self._states[at:stop].count(ACQUIRED)
