@@ -27,18 +27,27 @@ def beat(member: str, epoch: int, topics: tuple[str, ...] | None = ("orders",)) 
 
 
 def test_members_join_and_every_partition_is_read() -> None:
-    share = groups([0.0])
+    clock = [0.0]
+    share = groups(clock)
+    # The first join moves the epoch twice: a member, and the topic's share partitions
+    # initialized, as in Kafka.
     first, assigned = share.heartbeat(beat("a", 0))
-    assert (first.epoch, assigned) == (1, {"orders": frozenset({0, 1, 2})})
+    assert (first.epoch, assigned) == (2, {"orders": frozenset({0, 1, 2})})
+    # Within the assignment interval (1 s) a member joining is told the assignment in
+    # force: nothing for it yet.
+    clock[0] = 0.5
     second, assigned = share.heartbeat(beat("b", 0))
-    assert second.epoch == 2
+    assert (second.epoch, assigned) == (3, {})
+    clock[0] = 1.0
+    second, assigned = share.heartbeat(beat("b", 3, None))
+    assert assigned is not None and assigned.keys() == {"orders"}
     # The first member learns of its new share with its next heartbeat.
-    member, told = share.heartbeat(beat("a", 1, None))
-    assert member.epoch == 2
+    member, told = share.heartbeat(beat("a", 2, None))
+    assert member.epoch == 3
     assert told is not None and second.assignment.keys() == {"orders"}
     together = told["orders"] | second.assignment["orders"]
     assert together == {0, 1, 2} and not told["orders"] & second.assignment["orders"]
-    assert share.heartbeat(beat("a", 2, None))[1] is None  # nothing new to tell
+    assert share.heartbeat(beat("a", 3, None))[1] is None  # nothing new to tell
 
 
 def test_more_members_than_partitions_share_them() -> None:
@@ -73,7 +82,7 @@ def test_a_silent_member_is_removed_after_the_session_timeout() -> None:
     share.heartbeat(beat("a", 0))
     share.heartbeat(beat("b", 0))
     clock[0] = 30.0
-    share.heartbeat(beat("b", 2, None))
+    share.heartbeat(beat("b", 3, None))
     clock[0] = 46.0  # a's last heartbeat was 46 s ago, past 45 s
     group = share.get("g")
     assert group is not None and list(group.members) == ["b"]

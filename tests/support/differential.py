@@ -724,6 +724,19 @@ async def pair(kafka: KafkaBroker, nullbroker_factory: StartBroker) -> AsyncIter
         await opened.aclose()
 
 
+@pytest.fixture
+async def share_pair(
+    kafka_share: KafkaBroker, nullbroker_factory: StartBroker
+) -> AsyncIterator[Pair]:
+    """As `pair`, with Kafka 4.4.0 (`kafka_share`): the reference for share groups."""
+    broker = nullbroker_factory(*NULLBROKER_FLAGS)
+    opened = await Pair.open(kafka_share.bootstrap, broker.bootstrap, kafka_share.node_id)
+    try:
+        yield opened
+    finally:
+        await opened.aclose()
+
+
 def no_error(answer: Any) -> bool:
     """Whether an answer carries no error code anywhere (a step to repeat until it holds)."""
     return not any(code for code in error_codes(answer))
@@ -743,9 +756,15 @@ def error_codes(value: Any) -> Iterable[int]:
 
 
 async def create_topic(
-    pair: Pair, topic: str, partitions: int = 1, configs: dict[str, str] | None = None
+    pair: Pair,
+    topic: str,
+    partitions: int = 1,
+    configs: dict[str, str] | None = None,
+    *,
+    compared: bool = True,
 ) -> None:
-    """CreateTopics (compared), then Metadata until the topic's leader is known on both,
+    """CreateTopics (compared, unless not `compared`: the share sweeps' Kafka 4.4.0 reports
+    topic configs 4.1.1 has not), then Metadata until the topic's leader is known on both,
     learning each broker's topic id."""
     await pair.step(
         request(
@@ -762,7 +781,8 @@ async def create_topic(
             ],
             timeout=datetime.timedelta(seconds=30),
             validate_only=False,
-        )
+        ),
+        compared=compared,
     )
     await learn_topic_ids(pair, topic)
     await until_led(pair, topic, partitions)

@@ -13,7 +13,7 @@ from codec.entities import make, response_module
 
 from ...state.share.groups import ShareGroup
 from ..common import NO_THROTTLE, coordinated_elsewhere, counted
-from .partitions import share_partition
+from .partitions import UNKNOWN_TOPIC_MESSAGE, share_partition
 
 if TYPE_CHECKING:
     from ...broker import Broker
@@ -48,8 +48,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     if group is not None and group.members:
         return answer(
             ErrorCode.non_empty_group,
-            "The group is not empty. Alter share group offsets can only be done when the "
-            "group is empty.",
+            "The group is not empty.",
         )
     if group is None:
         group = share_groups.groups[group_id] = ShareGroup(group_id)
@@ -71,7 +70,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
                     types.AlterShareGroupOffsetsResponsePartition,
                     partition_index=index,
                     error_code=counted(broker, error),
-                    error_message=None,
+                    error_message=None if error is ErrorCode.none else UNKNOWN_TOPIC_MESSAGE,
                 )
             )
         told.append(

@@ -12,6 +12,7 @@ from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ..common import NO_THROTTLE, coordinated_elsewhere, counted
+from .partitions import UNKNOWN_TOPIC_MESSAGE
 
 if TYPE_CHECKING:
     from ...broker import Broker
@@ -43,8 +44,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     if group.members:
         return answer(
             ErrorCode.non_empty_group,
-            "The group is not empty. Delete share group offsets can only be done when the "
-            "group is empty.",
+            "The group is not empty.",
         )
     told = []
     for asked in body.topics:
@@ -62,7 +62,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
                 topic_name=name,
                 topic_id=topic.id if topic is not None else None,
                 error_code=counted(broker, error),
-                error_message=None,
+                error_message=None if error is ErrorCode.none else UNKNOWN_TOPIC_MESSAGE,
             )
         )
     return answer(ErrorCode.none, topics=tuple(told))

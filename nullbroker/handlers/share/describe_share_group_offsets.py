@@ -31,23 +31,20 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
 
     def described(asked: Any) -> Any:
         group_id = asked.group_id
-        error, message = ErrorCode.none, None
-        group = None
+        error = ErrorCode.none
         if coordinated_elsewhere(broker, session, group_id):
             error = ErrorCode.not_coordinator
-        else:
-            group = broker.share_groups.get(group_id) if group_id else None
-            if group is None:
-                error, message = ErrorCode.group_id_not_found, f"Group {group_id} not found."
         topics: tuple[Any, ...] = ()
-        if group is not None:
+        if error is ErrorCode.none:
+            # As Kafka 4.4.0: a group that does not exist has no offsets, without an error.
+            group = broker.share_groups.get(group_id) if group_id else None
             topics = _topics(broker, types, group, asked.topics)
         return make(
             types.DescribeShareGroupOffsetsResponseGroup,
             group_id=group_id,
             topics=topics,
             error_code=counted(broker, error),
-            error_message=message,
+            error_message=None,
         )
 
     return make(
@@ -57,13 +54,13 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     )
 
 
-def _topics(broker: Broker, types: Any, group: ShareGroup, asked: Any) -> tuple[Any, ...]:
+def _topics(broker: Broker, types: Any, group: ShareGroup | None, asked: Any) -> tuple[Any, ...]:
     """The asked topics' partitions (every partition the group has read, for none asked)."""
     wanted: dict[str, list[int]] = {}
-    if asked is None:
+    if asked is None and group is not None:
         for name, index in sorted(group.partitions):
             wanted.setdefault(name, []).append(index)
-    else:
+    elif asked is not None:
         for topic in asked:
             wanted.setdefault(topic.topic_name, []).extend(topic.partitions)
     told = []
@@ -73,7 +70,7 @@ def _topics(broker: Broker, types: Any, group: ShareGroup, asked: Any) -> tuple[
             continue  # as Kafka: a topic that does not exist is left out
         partitions = []
         for index in indexes:
-            shared = group.partitions.get((name, index))
+            shared = group.partitions.get((name, index)) if group is not None else None
             start, lag = NO_OFFSET, NO_LAG
             if shared is not None and 0 <= index < len(topic.partitions):
                 start = shared.start
@@ -84,7 +81,7 @@ def _topics(broker: Broker, types: Any, group: ShareGroup, asked: Any) -> tuple[
                     types.DescribeShareGroupOffsetsResponsePartition,
                     partition_index=index,
                     start_offset=start,
-                    leader_epoch=0 if shared is not None else -1,
+                    leader_epoch=0,
                     lag=lag,
                     error_code=ErrorCode.none,
                     error_message=None,

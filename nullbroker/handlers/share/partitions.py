@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from ...state.share.groups import ShareGroup
     from ...state.topics import Partition, Topic
 
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
+"""Kafka's words for UNKNOWN_TOPIC_OR_PARTITION (Errors.UNKNOWN_TOPIC_OR_PARTITION)."""
+
 _BATCH_HEAD = struct.Struct(">qi")
 """A record batch's base offset and length (of what follows the length)."""
 _LAST_OFFSET_DELTA = struct.Struct(">i")

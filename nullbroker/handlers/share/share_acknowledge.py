@@ -32,9 +32,14 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     types = response_module(ApiKey.SHARE_ACKNOWLEDGE, version)
     body = request.body
     group_id, member_id, epoch = body.group_id or "", body.member_id or "", body.share_session_epoch
-    lock = {}
+    lock_ms = 0
 
     def answer(error: ErrorCode, message: str | None = None, topics: tuple[Any, ...] = ()) -> Any:
+        # As Kafka: a request refused whole tells no lock duration.
+        lock = {}
+        if version >= FIRST_LOCK_TIMEOUT_VERSION:
+            told_ms = lock_ms if error is ErrorCode.none else 0
+            lock["acquisition_lock_timeout"] = datetime.timedelta(milliseconds=told_ms)
         return make(
             types.ShareAcknowledgeResponse,
             throttle_time=NO_THROTTLE,
@@ -48,9 +53,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     group = member_group(broker, group_id, member_id)
     if isinstance(group, ErrorCode):
         return answer(group, f"Member {member_id} is not a member of share group {group_id}.")
-    if version >= FIRST_LOCK_TIMEOUT_VERSION:
-        lock_ms = broker.share_groups.configs.limits(group_id).lock_ms
-        lock["acquisition_lock_timeout"] = datetime.timedelta(milliseconds=lock_ms)
+    lock_ms = broker.share_groups.configs.limits(group_id).lock_ms
     if epoch == INITIAL_EPOCH:
         return answer(ErrorCode.invalid_share_session_epoch)
     share_session = continued_session(broker, session.node_id, group_id, member_id, epoch)
@@ -74,7 +77,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
                     partition_index=partition.partition_index,
                     error_code=counted(broker, error),
                     error_message=None,
-                    current_leader=make(types.LeaderIdAndEpoch, leader_id=-1, leader_epoch=-1),
+                    current_leader=make(types.LeaderIdAndEpoch, leader_id=0, leader_epoch=0),
                 )
             )
         told.append(

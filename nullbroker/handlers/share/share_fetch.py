@@ -58,7 +58,10 @@ async def handle(broker: Broker, request: Request, session: Session) -> Any:
             throttle_time=NO_THROTTLE,
             error_code=counted(broker, error),
             error_message=message,
-            acquisition_lock_timeout=datetime.timedelta(milliseconds=lock_ms),
+            # As Kafka: a request refused whole tells no lock duration.
+            acquisition_lock_timeout=datetime.timedelta(
+                milliseconds=lock_ms if error is ErrorCode.none else 0
+            ),
             responses=topics,
             node_endpoints=tuple(
                 make(types.NodeEndpoint, node_id=node, host=host, port=port, rack=None)
@@ -66,10 +69,18 @@ async def handle(broker: Broker, request: Request, session: Session) -> Any:
             ),
         )
 
+    lock_ms = broker.share_groups.configs.limits(group_id).lock_ms
     group = member_group(broker, group_id, member_id)
     if isinstance(group, ErrorCode):
-        return answer(group, f"Member {member_id} is not a member of share group {group_id}.")
-    lock_ms = broker.share_groups.configs.limits(group_id).lock_ms
+        # As Kafka 4.4.0: a fetch in a group that does not exist is answered without an
+        # error, each partition with UNKNOWN_SERVER_ERROR (its share partition cannot be
+        # initialized).
+        failed: Refused = {
+            (topic.topic_id, partition.partition_index): (ErrorCode.unknown_server_error, LEADER)
+            for topic in body.topics
+            for partition in topic.partitions
+        }
+        return answer(ErrorCode.none, topics=_told(types, {}, {}, failed))
     sessions = broker.share_groups.sessions
     found = (
         sessions.open(session.node_id, group_id, member_id)
@@ -105,6 +116,8 @@ Refused = dict[tuple[Any, int], tuple[ErrorCode, tuple[int, int]]]
 """The partitions a ShareFetch named that this node does not serve, by (topic id,
 partition): the error and the current leader (node, epoch) it tells."""
 NO_LEADER = (-1, -1)
+LEADER = (0, 0)
+"""What Kafka 4.4.0 tells as the current leader of a partition it answers (its defaults)."""
 
 
 def _refused(broker: Broker, node: int, body: Any) -> Refused:
@@ -261,7 +274,7 @@ def _told(
     for key in dict.fromkeys([*acknowledged, *acquired, *refused]):
         topic_id, index = key
         batches, runs = acquired.get(key, ((), []))
-        error, (leader, leader_epoch) = refused.get(key, (ErrorCode.none, NO_LEADER))
+        error, (leader, leader_epoch) = refused.get(key, (ErrorCode.none, LEADER))
         ack_error = acknowledged.get(key, ErrorCode.none)
         by_topic.setdefault(topic_id, []).append(
             make(

@@ -56,7 +56,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     try:
         member, assignment = share_groups.heartbeat(beat)
     except HeartbeatError as error:
-        return refused(error.code, str(error))
+        return refused(error.code, str(error) or None)
     return make(
         types.ShareGroupHeartbeatResponse,
         throttle_time=NO_THROTTLE,

@@ -59,6 +59,12 @@ class ShareGroup:
     members: dict[str, ShareMember] = field(default_factory=dict)
     partitions: dict[tuple[str, int], SharePartition] = field(default_factory=dict)
     """Each share partition the group has read, by (topic name, partition)."""
+    targets: dict[str, Assignment] = field(default_factory=dict)
+    """The assignment in force, by member id (made at most once an assignment interval)."""
+    assigned_at: float = float("-inf")
+    """When it was made (the groups' clock)."""
+    initialized: set[str] = field(default_factory=set)
+    """The topics whose share partitions the group has initialized (subscribed to)."""
 
     @property
     def state(self) -> str:
@@ -80,6 +86,11 @@ class Heartbeat:
     subscribed: tuple[str, ...] | None
     client_id: str
     client_host: str
+
+
+def group_assignment(group: ShareGroup, member: ShareMember) -> Assignment:
+    """The member's partitions in the assignment in force (none if it joined since)."""
+    return group.targets.get(member.member_id, {})
 
 
 class ShareGroups:
@@ -108,7 +119,7 @@ class ShareGroups:
         if not group_id:
             raise HeartbeatError(ErrorCode.invalid_request, "GroupId can't be empty.")
         if not beat.member_id:
-            raise HeartbeatError(ErrorCode.invalid_request, "MemberId can't be empty.")
+            raise HeartbeatError(ErrorCode.invalid_request, "")  # Kafka says no more
         if beat.member_epoch == 0 and not beat.subscribed:
             raise HeartbeatError(
                 ErrorCode.invalid_request, "SubscribedTopicNames must be set in first request."
@@ -164,17 +175,30 @@ class ShareGroups:
             changed = True
         if changed:
             group.epoch += 1
+            new_topics = group.subscribed_topics() - group.initialized
+            if new_topics:
+                # As Kafka: the share partitions of a topic the group subscribes to for the
+                # first time are initialized (in its share coordinator), which moves the
+                # group's epoch once more.
+                group.initialized |= new_topics
+                group.epoch += 1
         fresh = beat.member_epoch == 0
-        if group.assignment_epoch < group.epoch:
+        now = member.last_heartbeat
+        interval = self.configs.int_value(group_id, "share.assignment.interval.ms") / 1000
+        if group.assignment_epoch < group.epoch and now - group.assigned_at >= interval:
+            # As Kafka 4.4: the assignment is made again at most once an interval
+            # (share.assignment.interval.ms); a member joining sooner is told the one
+            # in force (nothing, for it) and gets its partitions at a later heartbeat.
+            group.assigned_at = now
             targets = assign(
                 {m.member_id: m.subscribed for m in group.members.values()},
                 self._partitions_of,
                 {m.member_id: m.assignment for m in group.members.values()},
             )
-            for member_id, assigned in targets.items():
-                group.members[member_id].assignment = assigned
+            group.targets = targets
             group.assignment_epoch = group.epoch
         member.epoch = group.epoch
+        member.assignment = group_assignment(group, member)
         if fresh or member.assignment != member.told:
             member.told = member.assignment
             return member, member.assignment

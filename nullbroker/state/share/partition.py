@@ -223,7 +223,12 @@ class SharePartition:
         if len(kinds) not in (1, last - first + 1):
             return ErrorCode.invalid_request
         self._expire(now, limits)
-        if first < self.start or last >= self.end:
+        if last < self.start:
+            return ErrorCode.none  # as Kafka: records already done are not checked again
+        if first < self.start:
+            kinds = kinds if len(kinds) == 1 else kinds[self.start - first :]
+            first = self.start
+        if last >= self.end:
             return ErrorCode.invalid_record_state
         at, stop = first - self.start, last - self.start + 1
         size = stop - at
