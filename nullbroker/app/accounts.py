@@ -117,6 +117,41 @@ class Groups:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ShareCounts:
+    """What a share group (KIP-932) did with records: acquired (every delivery), accepted,
+    released, rejected, renewed, redelivered (deliveries after the first), archived (done
+    without being accepted), lock timeouts; in flight (acquired now) and the start offset
+    (of one partition; the largest, in totals)."""
+
+    acquired: int = 0
+    accepted: int = 0
+    released: int = 0
+    rejected: int = 0
+    renewed: int = 0
+    redelivered: int = 0
+    archived: int = 0
+    lock_timeouts: int = 0
+    in_flight: int = 0
+    start_offset: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShareGroup:
+    """One share group's records: in all, and per topic and partition."""
+
+    totals: ShareCounts
+    partitions: Mapping[str, Mapping[int, ShareCounts]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShareGroups:
+    """Share groups' records: over all of them, and per group (`by_group`, by group id)."""
+
+    totals: ShareCounts = field(default_factory=ShareCounts)
+    by_group: Mapping[str, ShareGroup] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Accounts:
     """Everything a broker counted since it started or was last reset (`counts_since`).
 
@@ -124,7 +159,8 @@ class Accounts:
     `request_latency` the broker's own time per request (a held request's wait excluded),
     `held_requests` and `request_held` the requests that waited (a Fetch at the log end, a
     JoinGroup or SyncGroup in a rebalance) and for how long; `errors` the Kafka error codes
-    answered, by name; `groups` the consumer groups; `connections` those open now.
+    answered, by name; `groups` the consumer groups; `share` the share groups' records
+    (KIP-932); `connections` those open now.
     Docs: docs/python-api.md; every field's meaning: docs/metrics.md.
     """
 
@@ -143,6 +179,7 @@ class Accounts:
     connections: int
     connections_total: int
     groups: Groups
+    share: ShareGroups
     fetch_requests: Mapping[str, int]
     transactions: Mapping[str, int]
     transactional_records: Mapping[str, int]
@@ -169,6 +206,7 @@ class Accounts:
             connections=int(document["connections"]),
             connections_total=int(document["connections_total"]),
             groups=_groups(document["groups"]),
+            share=_share(document.get("share", {})),
             fetch_requests=dict(document["fetch_requests"]),
             transactions=dict(document["transactions"]),
             transactional_records=dict(document["transactional_records"]),
@@ -176,6 +214,22 @@ class Accounts:
             rss_bytes=int(document["rss_bytes"]),
             peak_rss_bytes=int(document["peak_rss_bytes"]),
         )
+
+
+def _share(entry: Mapping[str, Any]) -> ShareGroups:
+    return ShareGroups(
+        totals=ShareCounts(**entry.get("totals", {})),
+        by_group={
+            group: ShareGroup(
+                totals=ShareCounts(**counts["totals"]),
+                partitions={
+                    topic: {int(index): ShareCounts(**c) for index, c in partitions.items()}
+                    for topic, partitions in counts["partitions"].items()
+                },
+            )
+            for group, counts in entry.get("by_group", {}).items()
+        },
+    )
 
 
 def _zero(batches: int | None) -> dict[str, Any]:

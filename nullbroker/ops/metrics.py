@@ -178,6 +178,7 @@ class BrokerCollector(Collector):
             groups.add_metric([state], count)
         yield groups
         yield from _group_members_and_lag(stats)
+        yield from _share_groups(stats)
         yield _counter(
             "nullbroker_fetch_requests",
             "Fetch requests by kind (KIP-227): sessionless, full (asking for a fetch session), "
@@ -218,6 +219,55 @@ def _group_members_and_lag(stats: BrokerStats) -> Iterator[Metric]:
         for (topic, partition), (_, records) in lags.items():
             lag.add_metric([group, topic, str(partition)], records)
     yield from (members, lag)
+
+
+_SHARE_COUNTERS = (
+    ("nullbroker_share_records_acquired", "acquired", "Records a share group's members "
+     "acquired (each delivery, the first and the next), per group and partition (KIP-932)."),
+    ("nullbroker_share_records_redelivered", "redelivered", "Acquisitions of a record "
+     "delivered before (delivery count above one)."),
+    ("nullbroker_share_records_archived", "archived", "Records archived without being "
+     "accepted: rejected, or released or timed out at share.delivery.count.limit."),
+    ("nullbroker_share_lock_timeouts", "lock_timeouts", "Records whose acquisition lock ran "
+     "out before they were acknowledged."),
+)  # fmt: skip
+_ACKNOWLEDGED = (("accept", "accepted"), ("release", "released"), ("reject", "rejected"),
+                 ("renew", "renewed"))  # fmt: skip
+
+
+def _share_groups(stats: BrokerStats) -> Iterator[Metric]:
+    """Share groups' records (stats.share), each series by group, topic and partition."""
+    labels = ["group", "topic", "partition"]
+    counters = [
+        (CounterMetricFamily(name, documentation, labels=labels), field)
+        for name, field, documentation in _SHARE_COUNTERS
+    ]
+    acknowledged = CounterMetricFamily(
+        "nullbroker_share_records_acknowledged",
+        "Records a share group's members acknowledged, by type: accept, release, reject, "
+        "renew (KIP-1222).",
+        labels=[*labels, "type"],
+    )
+    in_flight = GaugeMetricFamily(
+        "nullbroker_share_records_in_flight",
+        "Records acquired and not yet acknowledged, per share group and partition.",
+        labels=labels,
+    )
+    start = GaugeMetricFamily(
+        "nullbroker_share_start_offset",
+        "The share-partition start offset: every record below it is done.",
+        labels=labels,
+    )
+    for (group, topic, partition), share in sorted(stats.share.items()):
+        key = [group, topic, str(partition)]
+        for family, field in counters:
+            family.add_metric(key, getattr(share, field))
+        for kind, field in _ACKNOWLEDGED:
+            acknowledged.add_metric([*key, kind], getattr(share, field))
+        in_flight.add_metric(key, share.in_flight)
+        start.add_metric(key, share.start_offset)
+    yield from (family for family, _ in counters)
+    yield from (acknowledged, in_flight, start)
 
 
 def _counter(

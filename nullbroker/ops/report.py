@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from ..stats import BrokerStats, LatencyHistogram, percentile_ns
+from ..stats import SHARE_COUNTS, BrokerStats, LatencyHistogram, ShareCounters, percentile_ns
 
 MIB = 1024 * 1024
 
@@ -22,12 +22,14 @@ class ConsoleReporter:
     Like kafka-producer-perf-test's lines: records/sec and MB/sec (MB = 2^20 bytes) produced
     and fetched, requests/sec, the broker's own time per request (p50, p99, in microseconds;
     a held request's wait is not part of it), how many requests were held and their p99
-    hold, connections, RSS.
+    hold, connections, RSS. Fetched counts records share groups acquired too; once a share
+    group exists, the line also says how many of those were acquired and accepted.
     """
 
     stats: BrokerStats
     _produced: tuple[int, int] = (0, 0)
     _fetched: tuple[int, int] = (0, 0)
+    _shared: tuple[int, int] = (0, 0)
     _requests: int = 0
     _latency: list[int] = field(default_factory=list)
     _held: list[int] = field(default_factory=list)
@@ -45,7 +47,7 @@ class ConsoleReporter:
             # The counts were reset (POST /accounts/reset): they start again from zero,
             # so the interval's change is what they hold now.
             self._counts_since = stats.counts_since
-            self._produced = self._fetched = (0, 0)
+            self._produced = self._fetched = self._shared = (0, 0)
             self._requests = 0
             self._latency = [0] * len(self._latency)
             self._held = [0] * len(self._held)
@@ -59,6 +61,12 @@ class ConsoleReporter:
         held_interval = _since(held, self._held)
         produced_records, produced_bytes = _since(produced, self._produced)
         fetched_records, fetched_bytes = _since(fetched, self._fetched)
+        shared = (
+            sum(share.acquired for share in stats.share.values()),
+            sum(share.accepted for share in stats.share.values()),
+        )
+        acquired, accepted = _since(shared, self._shared)
+        self._shared = shared
         request_count = requests - self._requests
         self._produced, self._fetched, self._requests = produced, fetched, requests
         self._latency, self._held = latency, held
@@ -74,7 +82,13 @@ class ConsoleReporter:
             f"({produced_bytes / seconds / MIB:.2f} MB/sec) produced, "
             f"{fetched_records / seconds:.1f} records/sec "
             f"({fetched_bytes / seconds / MIB:.2f} MB/sec) fetched, "
-            f"{request_count / seconds:.1f} requests/sec, "
+            + (
+                f"{acquired / seconds:.1f} records/sec share-acquired "
+                f"({accepted / seconds:.1f} accepted), "
+                if stats.share
+                else ""
+            )
+            + f"{request_count / seconds:.1f} requests/sec, "
             f"{percentile_ns(latency_interval, 0.50) / 1000:.0f} us p50, "
             f"{percentile_ns(latency_interval, 0.99) / 1000:.0f} us p99 request latency, "
             f"{held_part}, "
@@ -139,6 +153,7 @@ def summary(stats: BrokerStats) -> dict[str, Any]:
             "rebalances": stats.rebalances,
             "by_group": _groups(stats),
         },
+        "share": _share(stats),
         "fetch_requests": dict(sorted(stats.fetch_requests.items())),
         "transactions": dict(sorted(stats.transactions.items())),
         "transactional_records": dict(sorted(stats.transactional_records.items())),
@@ -176,6 +191,29 @@ def _groups(stats: BrokerStats) -> dict[str, Any]:
             "partitions": partitions,
         }
     return groups
+
+
+def _share(stats: BrokerStats) -> dict[str, Any]:
+    """Share groups' records (KIP-932): totals, and per group, topic and partition (the
+    numbers of /metrics' nullbroker_share_* series)."""
+    totals = ShareCounters()
+    by_group: dict[str, Any] = {}
+    for (group, topic, partition), counters in sorted(stats.share.items()):
+        totals.add(counters)
+        entry = by_group.setdefault(group, {"totals": ShareCounters(), "partitions": {}})
+        entry["totals"].add(counters)
+        entry["partitions"].setdefault(topic, {})[str(partition)] = _share_counts(counters)
+    for entry in by_group.values():
+        entry["totals"] = _share_counts(entry["totals"])
+    return {"totals": _share_counts(totals), "by_group": by_group}
+
+
+def _share_counts(counters: ShareCounters) -> dict[str, int]:
+    return {
+        **{name: getattr(counters, name) for name in SHARE_COUNTS},
+        "in_flight": counters.in_flight,
+        "start_offset": counters.start_offset,
+    }
 
 
 def _iso(timestamp: float) -> str:
