@@ -52,6 +52,8 @@ GROUPS = {
     # Kafka 4.4.0, the reference for share groups: one JVM for all that ask it.
     "tests/oracle/test_api_versions_as_kafka.py": "kafka-4.4",
     "tests/oracle/test_differential_share.py": "kafka-4.4",
+    "tests/clients/test_share_consumers.py": "kafka-4.4",
+    "tests/clients/test_share_tools.py": "kafka-4.4",
 }
 """Test files whose tests run together in one process, by group name."""
 
