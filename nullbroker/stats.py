@@ -368,8 +368,8 @@ class BrokerStats:
             served = self.fetch_counters(*key)
             served.records += fetched.records
             served.bytes += fetched.bytes
-        for key, share in other.share.items():
-            self.share_counters(*key).add(share)
+        for (group, topic, index), share in other.share.items():
+            self.share_counters(group, topic, index).add(share)
         for name, api in other.apis.items():
             mine_api = self.api(name)
             mine_api.requests += api.requests

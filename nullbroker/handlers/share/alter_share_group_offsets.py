@@ -4,6 +4,7 @@ with nothing in flight, as Kafka's share coordinator initializes it."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -12,8 +13,8 @@ from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ...state.share.groups import ShareGroup
-from ..common import NO_THROTTLE, coordinated_elsewhere, counted
-from .partitions import UNKNOWN_TOPIC_MESSAGE, share_partition
+from ..common import coordinated_elsewhere, counted
+from .partitions import NOT_EMPTY_MESSAGE, UNKNOWN_TOPIC_MESSAGE, offsets_answer, share_partition
 
 if TYPE_CHECKING:
     from ...broker import Broker
@@ -28,14 +29,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     body = request.body
     group_id = body.group_id
 
-    def answer(error: ErrorCode, message: str | None = None, topics: tuple[Any, ...] = ()) -> Any:
-        return make(
-            types.AlterShareGroupOffsetsResponse,
-            throttle_time=NO_THROTTLE,
-            error_code=counted(broker, error),
-            error_message=message,
-            responses=topics,
-        )
+    answer = partial(offsets_answer, broker, types.AlterShareGroupOffsetsResponse)
 
     if coordinated_elsewhere(broker, session, group_id):
         return answer(ErrorCode.not_coordinator)
@@ -46,10 +40,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     share_groups = broker.share_groups
     group = share_groups.get(group_id)
     if group is not None and group.members:
-        return answer(
-            ErrorCode.non_empty_group,
-            "The group is not empty.",
-        )
+        return answer(ErrorCode.non_empty_group, NOT_EMPTY_MESSAGE)
     if group is None:
         group = share_groups.groups[group_id] = ShareGroup(group_id)
     told = []

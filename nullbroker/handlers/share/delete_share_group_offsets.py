@@ -4,6 +4,7 @@ share.auto.offset.reset says."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -11,8 +12,8 @@ from kio.schema.errors import ErrorCode
 from codec import ApiKey, Request
 from codec.entities import make, response_module
 
-from ..common import NO_THROTTLE, coordinated_elsewhere, counted
-from .partitions import UNKNOWN_TOPIC_MESSAGE
+from ..common import coordinated_elsewhere, counted
+from .partitions import NOT_EMPTY_MESSAGE, UNKNOWN_TOPIC_MESSAGE, offsets_answer
 
 if TYPE_CHECKING:
     from ...broker import Broker
@@ -27,14 +28,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     body = request.body
     group_id = body.group_id
 
-    def answer(error: ErrorCode, message: str | None = None, topics: tuple[Any, ...] = ()) -> Any:
-        return make(
-            types.DeleteShareGroupOffsetsResponse,
-            throttle_time=NO_THROTTLE,
-            error_code=counted(broker, error),
-            error_message=message,
-            responses=topics,
-        )
+    answer = partial(offsets_answer, broker, types.DeleteShareGroupOffsetsResponse)
 
     if coordinated_elsewhere(broker, session, group_id):
         return answer(ErrorCode.not_coordinator)
@@ -42,10 +36,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     if group is None:
         return answer(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
     if group.members:
-        return answer(
-            ErrorCode.non_empty_group,
-            "The group is not empty.",
-        )
+        return answer(ErrorCode.non_empty_group, NOT_EMPTY_MESSAGE)
     told = []
     for asked in body.topics:
         name = asked.topic_name

@@ -72,7 +72,7 @@ def _topics(broker: Broker, types: Any, group: ShareGroup | None, asked: Any) ->
         for index in indexes:
             shared = group.partitions.get((name, index)) if group is not None else None
             start, lag = NO_OFFSET, NO_LAG
-            if shared is not None and 0 <= index < len(topic.partitions):
+            if group is not None and shared is not None and 0 <= index < len(topic.partitions):
                 start = shared.start
                 end = readable_end(broker, group.group_id, topic.partitions[index])
                 lag = max(0, end - start - shared.done_in_flight())

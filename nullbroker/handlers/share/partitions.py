@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from kio.schema.errors import ErrorCode
+
+from codec.entities import make
 from codec.framing import Buffer
 
 from ...clock import now_ms
 from ...state.share.configs import BY_DURATION, EARLIEST, READ_COMMITTED, by_duration_ms
 from ...state.share.partition import SharePartition
+from ..common import NO_THROTTLE, counted
 from ..log.fetch import transactional_records
 from ..log.list_offsets import lookup
 
@@ -29,6 +33,25 @@ _BATCH_HEAD = struct.Struct(">qi")
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 _LAST_OFFSET_DELTA_AT = 23
 _LOG_OVERHEAD = 12
+
+
+def offsets_answer(
+    broker: Broker, response: type, error: ErrorCode, message: str | None = None,
+    topics: tuple[Any, ...] = (),
+) -> Any:  # fmt: skip
+    """AlterShareGroupOffsets' or DeleteShareGroupOffsets' answer (`response`, the kio type):
+    an error for the whole request, or each topic's."""
+    return make(
+        response,
+        throttle_time=NO_THROTTLE,
+        error_code=counted(broker, error),
+        error_message=message,
+        responses=topics,
+    )
+
+
+NOT_EMPTY_MESSAGE = "The group is not empty."
+"""Kafka's words for altering or deleting the offsets of a share group with members."""
 
 
 def share_partition(
@@ -77,6 +100,7 @@ def read_batches(
     """Whole record batches from the one holding `offset`, none from `end` on, within
     `limit` bytes (the first even if larger, as Fetch sends it), as Fetch reads them; and
     one past the last offset they hold."""
+    parts: Sequence[Buffer]
     if partition.retained is not None:
         parts, _, _ = partition.retained.read(offset, limit, True, end)
     elif partition.transactions is None:

@@ -10,6 +10,7 @@ for a session that does not exist SHARE_SESSION_NOT_FOUND.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
@@ -30,8 +31,8 @@ class ShareSession:
     member_id: str
     epoch: int = 0
     """The epoch the next request must carry (advanced as each request is taken)."""
-    partitions: dict[tuple[str, int], None] = field(default_factory=dict)
-    """The partitions fetched, by (topic name, partition), in the order first named."""
+    partitions: dict[tuple[uuid.UUID, int], None] = field(default_factory=dict)
+    """The partitions fetched, by (topic id, partition), in the order first named."""
 
 
 class ShareSessions:
