@@ -121,7 +121,7 @@ def test_the_window_bounds_the_records_in_flight() -> None:
     assert shared.acquire(100, 1000, 1000, "b", 0.0, limits) == [Acquired(100, 109, 1)]
 
 
-def test_a_member_leaving_gives_back_what_it_holds() -> None:
+def test_a_closed_session_gives_back_what_it_held_uncounted() -> None:
     shared = partition()
     shared.acquire(0, 3, 3, "a", 0.0, LIMITS)
     shared.acquire(3, 6, 3, "b", 0.0, LIMITS)
@@ -129,6 +129,9 @@ def test_a_member_leaving_gives_back_what_it_holds() -> None:
     assert shared.acquired_by("b") == 3
     assert shared.next_offset(0) == 0
     assert shared.counters.in_flight == 3
+    # As Kafka: that delivery is not counted, so the next is the first again.
+    assert shared.acquire(0, 3, 3, "b", 0.0, LIMITS) == [Acquired(0, 2, 1)]
+    assert shared.counters.redelivered == 0
 
 
 def test_records_below_the_log_start_are_skipped() -> None:

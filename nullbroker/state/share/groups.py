@@ -141,7 +141,7 @@ class ShareGroups:
                     ErrorCode.unknown_member_id,
                     f"Member {beat.member_id} is not a member of group {group_id}.",
                 )
-            self._remove(group, member, timed_out=False)
+            self._remove(group, member)
             member.epoch = LEAVE_EPOCH
             return member, None
         if member is None:
@@ -204,15 +204,12 @@ class ShareGroups:
             return member, member.assignment
         return member, None
 
-    def _remove(self, group: ShareGroup, member: ShareMember, *, timed_out: bool) -> None:
-        """A member goes. One that left releases what it holds when its share session
-        closes (a client leaves the group, then acknowledges what it processed and closes
-        its session); without a session, or when its session timed out, at once."""
+    def _remove(self, group: ShareGroup, member: ShareMember) -> None:
+        """A member goes: the group's epoch moves. What it holds stays locked, as in
+        Kafka (whose group coordinator never touches share partitions): released when its
+        share session closes, or when the locks run out."""
         del group.members[member.member_id]
         group.epoch += 1
-        if timed_out or not self.sessions.of_member(group.group_id, member.member_id):
-            self.sessions.close_member(group.group_id, member.member_id)
-            self.release_member(group, member.member_id)
 
     def release_member(self, group: ShareGroup, member_id: str) -> None:
         limits = self.configs.limits(group.group_id)
@@ -226,7 +223,7 @@ class ShareGroups:
         timeout = self.configs.session_timeout_ms(group.group_id) / 1000
         gone = [m for m in group.members.values() if now - m.last_heartbeat > timeout]
         for member in gone:
-            self._remove(group, member, timed_out=True)
+            self._remove(group, member)
 
     def get(self, group_id: str) -> ShareGroup | None:
         group = self.groups.get(group_id)

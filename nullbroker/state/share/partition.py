@@ -289,13 +289,17 @@ class SharePartition:
         self._owners[at:stop] = [None] * (stop - at)
 
     def release_member(self, member: str, limits: Limits) -> int:
-        """Give back every record `member` holds (it left the group, or closed its share
-        session): AVAILABLE again, or ARCHIVED at the delivery limit. How many."""
+        """Give back every record `member` holds (its share session closed): AVAILABLE
+        again, its delivery not counted (as Kafka: the count goes down by one, and a record
+        is never archived for it). How many."""
+        del limits  # never archived here
         released = 0
         owners = self._owners
         for index in range(len(owners)):
             if owners[index] == member and self._states[index] == ACQUIRED:
-                self._give_back(index, index + 1, limits)
+                self._states[index] = AVAILABLE
+                self._deliveries[index] = max(self._deliveries[index] - 1, 0)
+                owners[index] = None
                 released += 1
         if released:
             self.counters.in_flight -= released
