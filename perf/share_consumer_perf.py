@@ -44,6 +44,11 @@ PARTITIONS = 3
 THREADS = 3
 SAMPLE_INTERVAL_S = 0.2
 TOOL_TIMEOUT_S = 900.0
+# The tool's --timeout, the longest wait for records before its threads are interrupted, is
+# 10 s by default: reading 1,000,000 records from nullbroker, which takes about that long
+# on this machine, then failed ("Timeout waiting for results from fetching records", exit 1)
+# and passed with 60 s.
+RECORD_WAIT_MS = 60_000
 GB = 1e9
 SUMMARY = re.compile(
     r"^\S+ \S+, \S+ \S+, (?P<mb>[\d.]+), [\d.]+, [\d.]+, (?P<records>\d+), (?P<ms>\d+)$",
@@ -87,7 +92,7 @@ def read_round(name: str, bootstrap: str, pid: int, records: int) -> dict[str, A
         [
             str(BIN / "kafka-share-consumer-perf-test"), "--bootstrap-server", bootstrap,
             "--topic", TOPIC, "--group", group, "--num-records", str(records),
-            "--threads", str(THREADS), "--hide-header",
+            "--threads", str(THREADS), "--timeout", str(RECORD_WAIT_MS), "--hide-header",
         ],
         check=True, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S,
     ).stdout  # fmt: skip
