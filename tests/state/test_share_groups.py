@@ -7,9 +7,10 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from nullbroker.settings import Config
+from nullbroker.state.groups.consumer import HeartbeatError
 from nullbroker.state.share.assignor import assign
 from nullbroker.state.share.configs import GroupConfigs, InvalidGroupConfig, by_duration_ms
-from nullbroker.state.share.groups import Heartbeat, HeartbeatError, ShareGroups
+from nullbroker.state.share.groups import Heartbeat, ShareGroups
 from nullbroker.state.share.sessions import ShareSessions
 from nullbroker.stats import BrokerStats
 

@@ -125,7 +125,7 @@ def test_a_closed_session_gives_back_what_it_held_uncounted() -> None:
     shared = partition()
     shared.acquire(0, 3, 3, "a", 0.0, LIMITS)
     shared.acquire(3, 6, 3, "b", 0.0, LIMITS)
-    assert shared.release_member("a", LIMITS) == 3
+    assert shared.release_member("a") == 3
     assert shared.acquired_by("b") == 3
     assert shared.next_offset(0) == 0
     assert shared.counters.in_flight == 3

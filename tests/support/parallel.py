@@ -10,8 +10,9 @@ run several processes at once and their waits overlap. Three rules keep that sou
   `kafka` fixture is one Kafka JVM a process, on ports the OS picks, as every broker is.
 - The tests that share a session fixture too dear to start in every process run together in
   one process: those of the SparkSession (`spark`) in one, those of the standalone cluster
-  (`standalone`) in another, those of Kafka 4.4.0 (`kafka_share`) in a third. A test file that uses either without being named in GROUPS fails
-  the collection in one process, saying so (tests/tools/test_parallel.py collects the suite
+  (`standalone`) in another, those of Kafka 4.4.0 (`kafka_share`) in a third. A test file
+  that uses one of them without being named in GROUPS fails the collection in one process,
+  saying so (tests/tools/test_parallel.py collects the suite
   that way), rather than starting a second JVM quietly.
 - The longest work starts first: the groups, then the files marked `slow`, then the rest in
   collection order, so that no process is left with a long file while the others are idle.

@@ -31,16 +31,16 @@ def close_session(broker: Broker, group: ShareGroup, share_session: ShareSession
     share_groups = broker.share_groups
     share_groups.sessions.close(share_session)
     member_id = share_session.member_id
-    limits = share_groups.configs.limits(group.group_id)
-    for topic_id, index in share_session.partitions:
-        topic = broker.topics.by_id(topic_id)
-        shared = group.partitions.get((topic.name, index)) if topic is not None else None
-        if shared is not None:
-            shared.release_member(member_id, limits)
     if member_id not in group.members and not share_groups.sessions.of_member(
         group.group_id, member_id
     ):
         share_groups.release_member(group, member_id)
+        return
+    for topic_id, index in share_session.partitions:
+        topic = broker.topics.by_id(topic_id)
+        shared = group.partitions.get((topic.name, index)) if topic is not None else None
+        if shared is not None:
+            shared.release_member(member_id)
 
 
 def member_group(broker: Broker, group_id: str, member_id: str) -> ShareGroup | ErrorCode:

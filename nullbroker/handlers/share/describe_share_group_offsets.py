@@ -12,7 +12,7 @@ from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ..common import NO_THROTTLE, coordinated_elsewhere, counted
-from .partitions import readable_end
+from .partitions import readable_end, reads_committed
 
 if TYPE_CHECKING:
     from ...broker import Broker
@@ -56,6 +56,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
 
 def _topics(broker: Broker, types: Any, group: ShareGroup | None, asked: Any) -> tuple[Any, ...]:
     """The asked topics' partitions (every partition the group has read, for none asked)."""
+    committed_only = group is not None and reads_committed(broker, group.group_id)
     wanted: dict[str, list[int]] = {}
     if asked is None and group is not None:
         for name, index in sorted(group.partitions):
@@ -74,7 +75,7 @@ def _topics(broker: Broker, types: Any, group: ShareGroup | None, asked: Any) ->
             start, lag = NO_OFFSET, NO_LAG
             if group is not None and shared is not None and 0 <= index < len(topic.partitions):
                 start = shared.start
-                end = readable_end(broker, group.group_id, topic.partitions[index])
+                end = readable_end(topic.partitions[index], committed_only)
                 lag = max(0, end - start - shared.done_in_flight())
             partitions.append(
                 make(

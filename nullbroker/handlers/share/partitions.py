@@ -76,7 +76,7 @@ def initial_offset(broker: Broker, group_id: str, topic: Topic, partition: Parti
     topic.advance(now_ms())
     if reset == EARLIEST:
         return partition.log_start_offset
-    end = readable_end(broker, group_id, partition)
+    end = readable_end(partition, reads_committed(broker, group_id))
     if reset.startswith(BY_DURATION):
         since = now_ms() - by_duration_ms(reset)
         offset = lookup(topic, partition, since, False, 0)[0]
@@ -84,12 +84,17 @@ def initial_offset(broker: Broker, group_id: str, topic: Topic, partition: Parti
     return end
 
 
-def readable_end(broker: Broker, group_id: str, partition: Partition) -> int:
-    """The end a share group reads to: the last stable offset with share.isolation.level
-    read_committed, else the log end."""
-    end = partition.log_end_offset
+def reads_committed(broker: Broker, group_id: str) -> bool:
+    """Whether the group's share.isolation.level is read_committed."""
     level = broker.share_groups.configs.value(group_id, "share.isolation.level")
-    if level == READ_COMMITTED and partition.transactions is not None:
+    return level == READ_COMMITTED
+
+
+def readable_end(partition: Partition, committed_only: bool) -> int:
+    """The end a share group reads to: the last stable offset for one that reads
+    committed records only, else the log end."""
+    end = partition.log_end_offset
+    if committed_only and partition.transactions is not None:
         return partition.transactions.last_stable_offset(end)
     return end
 

@@ -22,12 +22,11 @@ from codec.entities import make, response_module
 from codec.framing import Buffer
 
 from ...clock import now_ms
-from ...state.share.configs import READ_COMMITTED
 from ...state.share.partition import Acquired
 from ...state.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSession
 from ..common import NO_THROTTLE, counted, led_elsewhere
 from .acknowledgements import acknowledge, close_session, continued_session, member_group
-from .partitions import read_batches, readable_end, share_partition
+from .partitions import read_batches, readable_end, reads_committed, share_partition
 
 if TYPE_CHECKING:
     from ...broker import Broker
@@ -195,8 +194,7 @@ def _acquire(
     request's MaxRecords and MaxBytes; the partitions with none are left out."""
     now = trio.current_time()
     limits = broker.share_groups.configs.limits(group.group_id)
-    level = broker.share_groups.configs.value(group.group_id, "share.isolation.level")
-    committed_only = level == READ_COMMITTED
+    committed_only = reads_committed(broker, group.group_id)
     left = getattr(body, "max_records", 0) or NO_LIMIT
     budget = body.max_bytes
     acquired = {}
@@ -217,7 +215,7 @@ def _acquire(
         if partition.retained is not None:
             log_start = max(log_start, partition.retained.first_offset(log_start))
         offset = shared.next_offset(log_start)
-        end = readable_end(broker, group.group_id, partition)
+        end = readable_end(partition, committed_only)
         if offset >= end:
             continue
         # Read no further than MaxRecords past the first offset to acquire: the records

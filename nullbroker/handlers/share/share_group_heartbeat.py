@@ -11,7 +11,8 @@ from kio.schema.errors import ErrorCode
 from codec import ApiKey, Request
 from codec.entities import make, response_module
 
-from ...state.share.groups import LEAVE_EPOCH, Heartbeat, HeartbeatError
+from ...state.groups.consumer import HeartbeatError
+from ...state.share.groups import LEAVE_EPOCH, Heartbeat
 from ..common import NO_THROTTLE, client_host, coordinated_elsewhere, counted
 from ..groups.consumer_assignment import listed_by_topic_id
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode
 
 from ...stats import BrokerStats
+from ..groups.consumer import HeartbeatError
 from .assignor import Assignment, assign
 from .configs import GroupConfigs
 from .partition import SharePartition
@@ -26,14 +27,6 @@ from .sessions import ShareSessions
 
 LEAVE_EPOCH = -1
 ASSIGNOR_NAME = "simple"
-
-
-class HeartbeatError(Exception):
-    """A heartbeat refused with `code`."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(slots=True)
@@ -212,9 +205,9 @@ class ShareGroups:
         group.epoch += 1
 
     def release_member(self, group: ShareGroup, member_id: str) -> None:
-        limits = self.configs.limits(group.group_id)
+        """Give back every record the member holds, in every share partition."""
         for share_partition in group.partitions.values():
-            share_partition.release_member(member_id, limits)
+            share_partition.release_member(member_id)
 
     def expire(self, group: ShareGroup) -> None:
         """Remove the members whose session ran out (Kafka removes them by timer; here they

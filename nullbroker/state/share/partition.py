@@ -288,11 +288,10 @@ class SharePartition:
                 self._states[index] = AVAILABLE
         self._owners[at:stop] = [None] * (stop - at)
 
-    def release_member(self, member: str, limits: Limits) -> int:
+    def release_member(self, member: str) -> int:
         """Give back every record `member` holds (its share session closed): AVAILABLE
         again, its delivery not counted (as Kafka: the count goes down by one, and a record
         is never archived for it). How many."""
-        del limits  # never archived here
         released = 0
         owners = self._owners
         for index in range(len(owners)):
