@@ -10,7 +10,6 @@ end, until a log grows, a lock runs out or `max_wait` passes.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,13 +17,18 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from codec import ApiKey, Request
-from codec.entities import make, response_module
 from codec.framing import Buffer
+from codec.share_fetch_response import (
+    NodeEndpoint,
+    ShareFetchTopic,
+    SharePartitionAnswer,
+    share_fetch_response_parts,
+)
 
 from ...clock import now_ms
 from ...state.share.partition import Acquired
 from ...state.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSession
-from ..common import NO_THROTTLE, counted, led_elsewhere
+from ..common import counted, led_elsewhere
 from .acknowledgements import acknowledge, close_session, continued_session, member_group
 from .partitions import read_batches, readable_end, reads_committed, share_partition
 
@@ -43,31 +47,13 @@ FIRST_RENEW_VERSION = 2
 KEY = ApiKey.SHARE_FETCH
 
 
-async def handle(broker: Broker, request: Request, session: Session) -> Any:
+def handle(broker: Broker, request: Request, session: Session) -> Any:
+    """The response as buffers (codec.share_fetch_response), or, when nothing can be
+    acquired yet and the request may wait, a coroutine that waits for records first: only
+    a held request goes through trio, as for Fetch."""
     version = request.header.api_version
-    types = response_module(ApiKey.SHARE_FETCH, version)
     body = request.body
     group_id, member_id, epoch = body.group_id or "", body.member_id or "", body.share_session_epoch
-    lock_ms = 0
-    endpoints: list[tuple[int, str, int]] = []
-
-    def answer(error: ErrorCode, message: str | None = None, topics: tuple[Any, ...] = ()) -> Any:
-        return make(
-            types.ShareFetchResponse,
-            throttle_time=NO_THROTTLE,
-            error_code=counted(broker, error),
-            error_message=message,
-            # As Kafka: a request refused whole tells no lock duration.
-            acquisition_lock_timeout=datetime.timedelta(
-                milliseconds=lock_ms if error is ErrorCode.none else 0
-            ),
-            responses=topics,
-            node_endpoints=tuple(
-                make(types.NodeEndpoint, node_id=node, host=host, port=port, rack=None)
-                for node, host, port in endpoints
-            ),
-        )
-
     lock_ms = broker.share_groups.configs.limits(group_id).lock_ms
     group = member_group(broker, group_id, member_id)
     if isinstance(group, ErrorCode):
@@ -79,7 +65,7 @@ async def handle(broker: Broker, request: Request, session: Session) -> Any:
             for topic in body.topics
             for partition in topic.partitions
         }
-        return answer(ErrorCode.none, topics=_told(types, {}, {}, failed))
+        return _response(broker, version, lock_ms, topics=_told({}, {}, failed))
     sessions = broker.share_groups.sessions
     found = (
         sessions.open(session.node_id, group_id, member_id)
@@ -87,28 +73,94 @@ async def handle(broker: Broker, request: Request, session: Session) -> Any:
         else continued_session(broker, session.node_id, group_id, member_id, epoch)
     )
     if isinstance(found, ErrorCode):
-        return answer(found)
+        return _response(broker, version, lock_ms, found)
     share_session = found
     if epoch == INITIAL_EPOCH and _acknowledges(body):
         sessions.close(share_session)
-        return answer(
-            ErrorCode.invalid_request, "Acknowledgements sent with share session epoch 0."
+        return _response(
+            broker,
+            version,
+            lock_ms,
+            ErrorCode.invalid_request,
+            "Acknowledgements sent with share session epoch 0.",
         )
     acknowledged = _acknowledge_all(broker, group, member_id, body)
     if epoch == FINAL_EPOCH:
         close_session(broker, group, share_session)
-        return answer(ErrorCode.none, topics=_told(types, acknowledged, {}, {}))
+        return _response(broker, version, lock_ms, topics=_told(acknowledged, {}, {}))
     _update(broker, share_session, body)
     sessions.advance(share_session)
     renewing = version >= FIRST_RENEW_VERSION and body.is_renew_ack
-    acquired: dict[tuple[Any, int], tuple[Sequence[Buffer], list[Acquired]]] = {}
+    acquired: Acquisitions = {}
     if not renewing:
         acquired = _acquire(broker, group, member_id, share_session, body)
         if not acquired and body.max_wait.total_seconds() > 0:
-            acquired = await _held(broker, group, member_id, share_session, body)
+            return _answer_held(
+                broker, version, lock_ms, session, body, group, member_id, share_session,
+                acknowledged,
+            )  # fmt: skip
+    return _answer(broker, version, lock_ms, session, body, acknowledged, acquired)
+
+
+Acquisitions = dict[tuple[Any, int], tuple[Sequence[Buffer], list[Acquired]]]
+"""The records acquired from each partition, by (topic id, partition): the batches that
+hold them and the runs of offsets acquired."""
+
+
+async def _answer_held(
+    broker: Broker,
+    version: int,
+    lock_ms: int,
+    session: Session,
+    body: Any,
+    group: ShareGroup,
+    member_id: str,
+    share_session: ShareSession,
+    acknowledged: dict[tuple[Any, int], ErrorCode],
+) -> list[Buffer]:
+    """The answer once records are acquired, or `max_wait` has passed with none."""
+    acquired = await _held(broker, group, member_id, share_session, body)
+    return _answer(broker, version, lock_ms, session, body, acknowledged, acquired)
+
+
+def _answer(
+    broker: Broker,
+    version: int,
+    lock_ms: int,
+    session: Session,
+    body: Any,
+    acknowledged: dict[tuple[Any, int], ErrorCode],
+    acquired: Acquisitions,
+) -> list[Buffer]:
+    """The answer to a request served: its partitions acknowledged, acquired or refused."""
     refused = _refused(broker, session.node_id, body)
-    endpoints = _endpoints(broker, session, refused)
-    return answer(ErrorCode.none, topics=_told(types, acknowledged, acquired, refused))
+    return _response(
+        broker,
+        version,
+        lock_ms,
+        topics=_told(acknowledged, acquired, refused),
+        endpoints=_endpoints(broker, session, refused),
+    )
+
+
+def _response(
+    broker: Broker,
+    version: int,
+    lock_ms: int,
+    error: ErrorCode = ErrorCode.none,
+    message: str | None = None,
+    topics: Sequence[ShareFetchTopic] = (),
+    endpoints: Sequence[NodeEndpoint] = (),
+) -> list[Buffer]:
+    return share_fetch_response_parts(
+        version,
+        topics,
+        error_code=counted(broker, error),
+        error_message=message,
+        # As Kafka: a request refused whole tells no lock duration.
+        lock_ms=lock_ms if error is ErrorCode.none else 0,
+        node_endpoints=endpoints,
+    )
 
 
 Refused = dict[tuple[Any, int], tuple[ErrorCode, tuple[int, int]]]
@@ -189,7 +241,7 @@ def _update(broker: Broker, share_session: ShareSession, body: Any) -> None:
 
 def _acquire(
     broker: Broker, group: ShareGroup, member_id: str, share_session: ShareSession, body: Any
-) -> dict[tuple[Any, int], tuple[Sequence[Buffer], list[Acquired]]]:
+) -> Acquisitions:
     """Records acquired for the member from each partition of its session, within the
     request's MaxRecords and MaxBytes; the partitions with none are left out."""
     now = trio.current_time()
@@ -241,7 +293,7 @@ def _acquire(
 
 async def _held(
     broker: Broker, group: ShareGroup, member_id: str, share_session: ShareSession, body: Any
-) -> dict[tuple[Any, int], tuple[Sequence[Buffer], list[Acquired]]]:
+) -> Acquisitions:
     """Wait for records to acquire: until a log grows or a lock runs out (then try again),
     or `max_wait` passes (then answer with none)."""
     deadline = trio.current_time() + body.max_wait.total_seconds()
@@ -261,44 +313,25 @@ async def _held(
 
 
 def _told(
-    types: Any,
     acknowledged: dict[tuple[Any, int], ErrorCode],
-    acquired: dict[tuple[Any, int], tuple[Sequence[Buffer], list[Acquired]]],
+    acquired: Acquisitions,
     refused: Refused,
-) -> tuple[Any, ...]:
+) -> list[ShareFetchTopic]:
     """The response's topics: each partition acknowledged, with records, or refused, by
     topic id in the order first met."""
-    by_topic: dict[Any, list[Any]] = {}
+    by_topic: dict[Any, list[SharePartitionAnswer]] = {}
     for key in dict.fromkeys([*acknowledged, *acquired, *refused]):
         topic_id, index = key
         batches, runs = acquired.get(key, ((), []))
-        error, (leader, leader_epoch) = refused.get(key, (ErrorCode.none, LEADER))
-        ack_error = acknowledged.get(key, ErrorCode.none)
+        error, leader = refused.get(key, (ErrorCode.none, LEADER))
         by_topic.setdefault(topic_id, []).append(
-            make(
-                types.PartitionData,
-                partition_index=index,
-                error_code=error,
-                error_message=None,
-                acknowledge_error_code=ack_error,
-                acknowledge_error_message=None,
-                current_leader=make(
-                    types.LeaderIdAndEpoch, leader_id=leader, leader_epoch=leader_epoch
-                ),
-                # Never null: librdkafka rejects a flexible response's null records.
-                records=b"".join(batches),
-                acquired_records=tuple(
-                    make(
-                        types.AcquiredRecords,
-                        first_offset=run.first,
-                        last_offset=run.last,
-                        delivery_count=run.delivery_count,
-                    )
-                    for run in runs
-                ),
+            SharePartitionAnswer(
+                index,
+                error.value,
+                acknowledged.get(key, ErrorCode.none).value,
+                leader,
+                batches,
+                [(run.first, run.last, run.delivery_count) for run in runs],
             )
         )
-    return tuple(
-        make(types.ShareFetchableTopicResponse, topic_id=topic_id, partitions=tuple(partitions))
-        for topic_id, partitions in by_topic.items()
-    )
+    return list(by_topic.items())

@@ -95,9 +95,15 @@ class GroupConfigs:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.by_group: dict[str, dict[str, str]] = {}
+        self._limits: dict[str, Limits] = {}
+        """Each group's Limits as last read: every ShareFetch and acknowledgement needs
+        them, and reading three configs through their defaults each time cost more than
+        the rest of an acknowledgement."""
 
     def overrides(self, group_id: str) -> dict[str, str]:
-        """The configs set for the group (altered in place by IncrementalAlterConfigs)."""
+        """The configs set for the group, for IncrementalAlterConfigs to alter in place
+        (right away, in the same step: the limits are read again after it)."""
+        self._limits.pop(group_id, None)
         return self.by_group.setdefault(group_id, {})
 
     def value(self, group_id: str, name: str) -> str | None:
@@ -140,11 +146,14 @@ class GroupConfigs:
         return int(self.value(group_id, name) or 0)
 
     def limits(self, group_id: str) -> Limits:
-        return Limits(
-            lock_ms=self.int_value(group_id, "share.record.lock.duration.ms"),
-            delivery_limit=self.int_value(group_id, "share.delivery.count.limit"),
-            max_in_flight=self.int_value(group_id, "share.partition.max.record.locks"),
-        )
+        found = self._limits.get(group_id)
+        if found is None:
+            found = self._limits[group_id] = Limits(
+                lock_ms=self.int_value(group_id, "share.record.lock.duration.ms"),
+                delivery_limit=self.int_value(group_id, "share.delivery.count.limit"),
+                max_in_flight=self.int_value(group_id, "share.partition.max.record.locks"),
+            )
+        return found
 
     def session_timeout_ms(self, group_id: str) -> int:
         return self.int_value(group_id, "share.session.timeout.ms")
