@@ -9,7 +9,12 @@ from kio.schema.errors import ErrorCode
 from nullbroker.settings import Config
 from nullbroker.state.groups.consumer import HeartbeatError
 from nullbroker.state.share.assignor import assign
-from nullbroker.state.share.configs import GroupConfigs, InvalidGroupConfig, by_duration_ms
+from nullbroker.state.share.configs import (
+    CACHED_GROUPS,
+    GroupConfigs,
+    InvalidGroupConfig,
+    by_duration_ms,
+)
 from nullbroker.state.share.groups import Heartbeat, ShareGroups
 from nullbroker.state.share.sessions import ShareSessions
 from nullbroker.stats import BrokerStats
@@ -133,3 +138,13 @@ def test_group_configs_default_to_the_brokers_and_are_checked() -> None:
         with pytest.raises(InvalidGroupConfig):
             configs.check(altered)
     assert by_duration_ms("by_duration:P1DT2H3M4.5S") == ((24 + 2) * 3600 + 3 * 60 + 4.5) * 1000
+
+
+def test_group_configs_read_for_any_group_id_stay_bounded() -> None:
+    configs = GroupConfigs(Config())
+    for index in range(2 * CACHED_GROUPS + 5):
+        assert configs.limits(f"g{index}").delivery_limit == 5
+        assert configs.session_timeout_ms(f"g{index}") == 45_000
+    assert len(configs._limits) <= CACHED_GROUPS and len(configs._ints) <= CACHED_GROUPS
+    configs.overrides("g3")["share.session.timeout.ms"] = "6000"
+    assert configs.session_timeout_ms("g3") == 6000

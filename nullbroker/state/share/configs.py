@@ -89,20 +89,37 @@ def by_duration_ms(value: str) -> int:
     return int(datetime.timedelta(**parts).total_seconds() * 1000)
 
 
+CACHED_GROUPS = 10_000
+"""The most groups whose configs are kept read; beyond it they are read again."""
+
+
 class GroupConfigs:
     """Every group's configs set, by group id, and what they make of a share group."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
         self.by_group: dict[str, dict[str, str]] = {}
+        self._ints: dict[str, dict[str, int]] = {}
         self._limits: dict[str, Limits] = {}
-        """Each group's Limits as last read: every ShareFetch and acknowledgement needs
-        them, and reading three configs through their defaults each time cost more than
-        the rest of an acknowledgement."""
+        """Each group's numbers and Limits as last read: every ShareFetch and
+        acknowledgement needs them, and reading configs through their defaults each time
+        cost more than the rest of an acknowledgement."""
+        # The broker's settings of the group configs' synonyms
+        # (group.share.record.lock.duration.ms for share.record.lock.duration.ms).
+        self._synonyms = {
+            "share.record.lock.duration.ms": config.group_share_record_lock_duration_ms,
+            "share.delivery.count.limit": config.group_share_delivery_count_limit,
+            "share.partition.max.record.locks": config.group_share_partition_max_record_locks,
+            "share.heartbeat.interval.ms": config.group_share_heartbeat_interval_ms,
+            "share.session.timeout.ms": config.group_share_session_timeout_ms,
+            "consumer.heartbeat.interval.ms": config.group_consumer_heartbeat_interval_ms,
+            "consumer.session.timeout.ms": config.group_consumer_session_timeout_ms,
+        }
 
     def overrides(self, group_id: str) -> dict[str, str]:
         """The configs set for the group, for IncrementalAlterConfigs to alter in place
         (right away, in the same step: the limits are read again after it)."""
+        self._ints.pop(group_id, None)
         self._limits.pop(group_id, None)
         return self.by_group.setdefault(group_id, {})
 
@@ -114,18 +131,8 @@ class GroupConfigs:
         """A group config's value where the group sets none: the broker's setting of its
         synonym (group.share.record.lock.duration.ms for share.record.lock.duration.ms),
         else Kafka's default."""
-        config = self.config
-        synonyms = {
-            "share.record.lock.duration.ms": config.group_share_record_lock_duration_ms,
-            "share.delivery.count.limit": config.group_share_delivery_count_limit,
-            "share.partition.max.record.locks": config.group_share_partition_max_record_locks,
-            "share.heartbeat.interval.ms": config.group_share_heartbeat_interval_ms,
-            "share.session.timeout.ms": config.group_share_session_timeout_ms,
-            "consumer.heartbeat.interval.ms": config.group_consumer_heartbeat_interval_ms,
-            "consumer.session.timeout.ms": config.group_consumer_session_timeout_ms,
-        }
-        if name in synonyms:
-            return str(synonyms[name])
+        if name in self._synonyms:
+            return str(self._synonyms[name])
         known = GROUP_CONFIGS.get(name)
         return None if known is None else known.default
 
@@ -143,11 +150,21 @@ class GroupConfigs:
         return entries
 
     def int_value(self, group_id: str, name: str) -> int:
-        return int(self.value(group_id, name) or 0)
+        ints = self._ints.get(group_id)
+        if ints is None:
+            if len(self._ints) >= CACHED_GROUPS:  # requests may name any group id
+                self._ints.clear()
+            ints = self._ints[group_id] = {}
+        found = ints.get(name)
+        if found is None:
+            found = ints[name] = int(self.value(group_id, name) or 0)
+        return found
 
     def limits(self, group_id: str) -> Limits:
         found = self._limits.get(group_id)
         if found is None:
+            if len(self._limits) >= CACHED_GROUPS:
+                self._limits.clear()
             found = self._limits[group_id] = Limits(
                 lock_ms=self.int_value(group_id, "share.record.lock.duration.ms"),
                 delivery_limit=self.int_value(group_id, "share.delivery.count.limit"),
