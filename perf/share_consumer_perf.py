@@ -6,8 +6,9 @@ each broker's CPU time and RSS are read from /proc over the reading only.
     python -m perf.share_consumer_perf --records 1000000 --record-size 1024 --rounds 3
 
 Kafka's topic is filled first by kafka-producer-perf-test (not measured); nullbroker's is a
-declared source topic of the same records (`--source`), which exist without a producer, so
-that both brokers serve the share path only: the records read, acquired, acknowledged. Each
+declared source topic of the same records (`--source`, ceil(records / 3) a partition), which
+exist without a producer, so that both brokers serve the share path only: the records read,
+acquired, acknowledged. Each
 round reads the whole topic with a new group (share.auto.offset.reset=earliest). Prints one
 JSON line per broker and round, and the medians; --out appends them to a file.
 """
@@ -136,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="append the JSON lines to this file")
     options = parser.parse_args(argv)
     rounds: dict[str, list[dict[str, Any]]] = {"nullbroker": [], "kafka": []}
-    source = f"{TOPIC}:partitions={PARTITIONS},records={options.records},size={options.record_size}"
+    # A source topic's `records` are each partition's: the least that hold `--records` in all.
+    per_partition = -(-options.records // PARTITIONS)
+    source = f"{TOPIC}:partitions={PARTITIONS},records={per_partition},size={options.record_size}"
     with tempfile.TemporaryDirectory() as workdir:
         nullbroker = start("--source", source)
         kafka = KafkaBroker(Path(workdir) / "kafka", version=SHARE_GROUPS_VERSION)
