@@ -1,24 +1,29 @@
-"""confluent_kafka.ShareConsumer (librdkafka's share consumer, KIP-932) against nullbroker and
-against Apache Kafka 4.4.0 (`kafka_share`), the same test on each: every record delivered and
-accepted once by three members; a member releasing every tenth record and one killed while
-holding records, every record still accepted once; records rejected or released past the
-delivery limit archived. On nullbroker the broker's accounts (Accounts.share) must match
-what the clients saw.
+"""confluent_kafka.ShareConsumer (librdkafka's share consumer, KIP-932) and Kafka 4.4.0's own
+KafkaShareConsumer (tests/clients/java/ShareMember.java) against nullbroker and against Apache
+Kafka 4.4.0 (`kafka_share`), the same test on each: every record delivered and accepted once
+by three members; a member releasing every tenth record and one killed while holding
+records, every record still accepted once; records rejected or released past the delivery
+limit archived. On nullbroker the broker's accounts (Accounts.share) must match what the
+clients saw.
 
 Every loop is bounded in records and time; no assertion is about time."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from confluent_kafka import AcknowledgeType, Message, Producer, ShareConsumer
@@ -32,7 +37,8 @@ from confluent_kafka.admin import (
 
 from nullbroker.app.launcher import RunningBroker
 from nullbroker.app.pytest_plugin import StartBroker
-from perf.kafka_broker import KafkaBroker
+from perf.java_perf import CACHE
+from perf.kafka_broker import SHARE_GROUPS_VERSION, KafkaBroker
 
 DEADLINE_S = 120.0
 """Each reading loop stops by itself after this long (a failure, never a wait to pass)."""
@@ -143,7 +149,7 @@ while time.monotonic() < deadline:
 
 
 def test_releases_and_a_killed_member_still_accept_each_record_once(target: Target) -> None:
-    topic, group, records = unique("redeliver"), unique("redeliver-group"), 3_000
+    topic, group, records = unique("redeliver"), unique("redeliver-group"), 100_000
     prepare(target, topic, 1, records, group, share_record_lock_duration_ms=str(LOCK_MS))
     # The member that is killed holding records joins first, so that it gets some.
     holder = subprocess.Popen(
@@ -180,6 +186,7 @@ def test_releases_and_a_killed_member_still_accept_each_record_once(target: Targ
         releasing.close()
         accepting.close()
     assert len(accepted) == records and set(accepted.values()) == {1}
+    assert released, "the releasing member released nothing"
     if target.nullbroker is not None:
         share = target.nullbroker.accounts().share.by_group[group].totals
         assert share.accepted == records
@@ -224,3 +231,154 @@ def test_rejected_and_too_often_released_records_are_archived(target: Target) ->
         share = target.nullbroker.accounts().share.by_group[group].totals
         assert (share.rejected, share.released, share.archived) == (1, 2, 2)
         assert share.accepted == records - 2
+
+
+JAVA_MEMBER = Path(__file__).parent / "java" / "ShareMember.java"
+JAVA_LIB = CACHE / SHARE_GROUPS_VERSION / "lib"
+Seen = tuple[int, int, int, str]
+"""What a Java member printed of a record: partition, offset, delivery count, and what it
+did: "A" accepted, "R" released, "H" held."""
+
+
+@pytest.fixture(scope="session")
+def java_member_classes() -> Path:
+    """ShareMember.java compiled against Kafka 4.4.0's client, once per source text."""
+    javac = shutil.which("javac")
+    if javac is None:
+        pytest.skip("javac is not installed (scripts/ensure-test-tools installs a JDK)")
+    if not (JAVA_LIB / "kafka-clients-4.4.0.jar").exists():
+        pytest.skip(
+            f"Kafka {SHARE_GROUPS_VERSION}'s jars are not provisioned (scripts/ensure-kafka-tools)"
+        )
+    digest = hashlib.sha256(JAVA_MEMBER.read_bytes()).hexdigest()[:12]
+    classes = CACHE.parent / "java-share-member" / digest
+    if not (classes / "ShareMember.class").exists():
+        building = classes.with_name(f"{digest}.{os.getpid()}")
+        subprocess.run(
+            [javac, "-cp", f"{JAVA_LIB}/*", "-d", str(building), str(JAVA_MEMBER)],
+            check=True, timeout=180,
+        )  # fmt: skip
+        # Built aside and moved in whole, as another test process may be building it too.
+        if classes.exists():
+            shutil.rmtree(building)
+        else:
+            building.replace(classes)
+    return classes
+
+
+class JavaMember:
+    """A KafkaShareConsumer in its own JVM, in one of ShareMember.java's roles; what it
+    printed is collected as it prints it."""
+
+    def __init__(self, classes: Path, target: Target, group: str, topic: str, role: str) -> None:
+        self.process = subprocess.Popen(
+            ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+             "-Dorg.slf4j.simpleLogger.logFile=System.err",
+             "-cp", f"{classes}:{JAVA_LIB}/*", "ShareMember",
+             target.bootstrap, group, topic, role, str(int(DEADLINE_S) + 60)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        self._seen: list[Seen] = []
+        self._lock = threading.Lock()
+        self._printed = threading.Event()
+        self._reader = threading.Thread(target=self._collect, daemon=True)
+        self._reader.start()
+
+    def _collect(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.startswith("["):
+                with self._lock:
+                    self._seen.extend(tuple(record) for record in json.loads(line))
+                self._printed.set()
+
+    def seen(self) -> list[Seen]:
+        with self._lock:
+            return list(self._seen)
+
+    def first_poll(self) -> list[Seen]:
+        """What the member printed first (waiting up to DEADLINE_S for it)."""
+        self._printed.wait(DEADLINE_S)
+        return self.seen()
+
+    def stop(self) -> None:
+        """Ask the member to commit and close, and wait until it has."""
+        assert self.process.stdin is not None
+        self.process.stdin.write("stop\n")
+        self.process.stdin.close()
+        assert self.process.wait(60) == 0, "the Java member failed"
+        self._reader.join(10)
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(30)
+        self._reader.join(10)
+
+
+def read_with(members: list[JavaMember], done: Callable[[list[Seen]], bool]) -> list[Seen]:
+    """Wait until what the members saw, together, is `done` (or DEADLINE_S has passed), then
+    stop them: every member's records, once they have all committed and closed."""
+    deadline = time.monotonic() + DEADLINE_S
+    try:
+        while not done([seen for member in members for seen in member.seen()]):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    finally:
+        for member in members:
+            member.stop()
+    return [seen for member in members for seen in member.seen()]
+
+
+def test_three_java_members_each_record_delivered_and_accepted_once(
+    target: Target, java_member_classes: Path
+) -> None:
+    topic, group, records = unique("java-once"), unique("java-once-group"), 100_000
+    prepare(target, topic, 3, records, group)
+    members = [JavaMember(java_member_classes, target, group, topic, "accept") for _ in range(3)]
+    seen = read_with(members, lambda seen: len({(p, o) for p, o, _, _ in seen}) >= records)
+    delivered = Counter((partition, offset) for partition, offset, _, _ in seen)
+    assert len(delivered) == records
+    assert set(delivered.values()) == {1}, "a record was delivered twice"
+    assert {count for _, _, count, _ in seen} == {1}
+    if target.nullbroker is not None:
+        share = target.nullbroker.accounts().share.by_group[group].totals
+        assert share.acquired == records and share.accepted == records
+        assert share.redelivered == share.released == share.lock_timeouts == 0
+
+
+def test_java_releases_and_a_killed_java_member_still_accept_each_record_once(
+    target: Target, java_member_classes: Path
+) -> None:
+    topic, group, records = unique("java-redeliver"), unique("java-redeliver-group"), 100_000
+    prepare(target, topic, 1, records, group, share_record_lock_duration_ms=str(LOCK_MS))
+    # The member that is killed holding records joins first, so that it gets some.
+    holder = JavaMember(java_member_classes, target, group, topic, "hold")
+    try:
+        held = holder.first_poll()
+    finally:
+        holder.kill()
+    assert held, "the holding member received nothing"
+    # The releasing member next, reading before the accepting one joins: one member reads
+    # 100,000 records within a second or two, and the releasing one must get some.
+    releasing = JavaMember(java_member_classes, target, group, topic, "release-tenth")
+    releasing.first_poll()
+    accepting = JavaMember(java_member_classes, target, group, topic, "accept-explicit")
+
+    def every_record_accepted(seen: list[Seen]) -> bool:
+        return len({offset for _, offset, _, action in seen if action == "A"}) >= records
+
+    seen = read_with([releasing, accepting], every_record_accepted)
+    accepted = Counter(offset for _, offset, _, action in seen if action == "A")
+    assert len(accepted) == records and set(accepted.values()) == {1}
+    released = sum(action == "R" for _, _, _, action in seen)
+    assert released, "the releasing member released nothing"
+    if target.nullbroker is not None:
+        share = target.nullbroker.accounts().share.by_group[group].totals
+        redelivered = sum(count > 1 for _, _, count, _ in seen)
+        assert share.accepted == records
+        assert share.released == released
+        assert share.lock_timeouts == len(held)
+        assert share.redelivered == redelivered
+        assert share.acquired == records + redelivered
