@@ -23,14 +23,11 @@ from codec.share_fetch_response import (
     SharePartitionAnswer,
     share_fetch_response_parts,
 )
+from tests.codec.test_codec_fetch_response import BATCHES, ENDPOINTS, INT32, INT64
 
 VERSIONS = (1, 2)
 ERROR_CODES = st.sampled_from([code.value for code in ErrorCode])
 INT16 = st.integers(-(2**15), 2**15 - 1)
-INT32 = st.integers(-(2**31), 2**31 - 1)
-INT64 = st.integers(-(2**63), 2**63 - 1)
-# Batches around the one-, two- and three-byte varint boundaries of a records length.
-BATCHES = st.lists(st.binary(max_size=140) | st.integers(16_300, 16_500).map(bytearray), max_size=3)
 
 partitions = st.builds(
     SharePartitionAnswer,
@@ -41,7 +38,6 @@ partitions = st.builds(
     records=BATCHES,
     acquired=st.lists(st.tuples(INT64, INT64, INT16), max_size=140),
 )
-ENDPOINTS = st.lists(st.tuples(st.integers(0, 2**31 - 1), st.text(max_size=20), INT32), max_size=3)
 
 
 @st.composite
