@@ -416,20 +416,35 @@ async def run_connection(
         )
     finally:
         if not goes_on:
-            close_connection(wire, shared)
+            close_connection(wire, shared, session)
             await trio.aclose_forcefully(wire.stream)
     return goes_on
 
 
-def close_connection(wire: Wire, shared: Shared) -> None:
+def close_connection(wire: Wire, shared: Shared, session: Session) -> None:
     """The accounts of a connection that ends: counted, its budget and admission given
-    back, no longer watched for idleness. Its stream is the caller's to close."""
+    back, no longer watched for idleness, and what the broker tied to it undone
+    (`Session.on_close`). Its stream is the caller's to close."""
     shared.stats.connections -= 1
     wire.reservation.release()
     shared.idle_connections.discard(wire)
     if wire.release is not None:
         wire.release()
         wire.release = None
+    closing, session.on_close = session.on_close, {}
+    for undo in closing.values():
+        try:
+            undo()
+        except Exception:  # a bug of ours: logged, and the others still undone
+            shared.stats.protocol_errors[INTERNAL_ERROR] += 1
+            shared.warnings.log(
+                logging.ERROR,
+                session.host,
+                INTERNAL_ERROR,
+                "closing connection from %s: internal error",
+                session.peer,
+                exc_info=True,
+            )
 
 
 async def serve_wire(wire: Wire, shared: Shared, session: Session, drain: Drain) -> bool:

@@ -163,7 +163,7 @@ class HostedConnection:
             self._to_trio(outcome.Value(Handoff(out=unsent)))
             return
         self._unpark()
-        close_connection(self._wire, self._shared)
+        close_connection(self._wire, self._shared, self._session)
         stream = self._wire.stream
         assert isinstance(stream, trio.SocketStream)
         stream.socket.close()

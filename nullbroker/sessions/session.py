@@ -7,7 +7,8 @@ socket it stands for."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -35,6 +36,9 @@ class Session:
     """Each node's port on the listener this client came in on (None: the cluster's)."""
     sasl: SaslSession | None = None
     """On a SASL listener, the connection's authentication; None elsewhere."""
+    on_close: dict[object, Callable[[], None]] = field(default_factory=dict)
+    """What the broker does when this connection closes, by what it concerns: state that
+    Kafka ties to a connection registers here (a share session, closed on disconnect)."""
 
     def node(self, cluster: Cluster, node_id: int) -> Endpoint:
         """Where this client is told to reach `node_id`: the host it reached us at, on the

@@ -148,10 +148,47 @@ while time.monotonic() < deadline:
 """
 
 
-def test_releases_and_a_killed_member_still_accept_each_record_once(target: Target) -> None:
+FATES = ["killed", "hung"]
+"""What becomes of the member holding records: killed (its connections close, and the
+broker gives its records back at once, as Kafka does on a disconnect), or hung (stopped, its
+connections open: its locks run out after LOCK_MS). Either way the records are delivered
+again, their delivery counted (as Kafka 4.4.0 counts it on a disconnect too)."""
+
+
+def end_holder(pid: int, fate: str) -> None:
+    os.kill(pid, signal.SIGKILL if fate == "killed" else signal.SIGSTOP)
+
+
+def check_redelivery(
+    target: Target,
+    group: str,
+    records: int,
+    fate: str,
+    held: set[int],
+    held_again: dict[int, int],
+    released: int,
+    redelivered: int,
+) -> None:
+    """What the clients saw of the held records (`held_again`: the delivery count each was
+    delivered with next) and, on nullbroker, the broker's counts of it."""
+    assert set(held_again) == held
+    assert set(held_again.values()) == {2}
+    if target.nullbroker is not None:
+        share = target.nullbroker.accounts().share.by_group[group].totals
+        assert share.accepted == records
+        assert share.released == released
+        assert share.redelivered == redelivered
+        assert share.acquired == records + redelivered
+        assert share.lock_timeouts == (0 if fate == "killed" else len(held))
+
+
+@pytest.mark.parametrize("fate", FATES)
+def test_releases_and_a_member_gone_holding_records_still_accept_each_record_once(
+    target: Target, fate: str
+) -> None:
     topic, group, records = unique("redeliver"), unique("redeliver-group"), 100_000
     prepare(target, topic, 1, records, group, share_record_lock_duration_ms=str(LOCK_MS))
-    # The member that is killed holding records joins first, so that it gets some.
+    # The member that goes holding records joins first, so that it gets some.
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, target.bootstrap, group, topic],
         stdout=subprocess.PIPE,
@@ -159,41 +196,39 @@ def test_releases_and_a_killed_member_still_accept_each_record_once(target: Targ
     )
     try:
         line = holder.stdout.readline() if holder.stdout else ""
-        held = json.loads(line) if line else []
+        held = set(json.loads(line)) if line else set()
+        end_holder(holder.pid, fate)
+        assert held, "the holding member received nothing"
+        releasing, accepting = (consumer(target, group, topic, explicit=True) for _ in range(2))
+        accepted: Counter[int] = Counter()
+        held_again: dict[int, int] = {}
+        released = redelivered = 0
+        deadline = time.monotonic() + DEADLINE_S
+        try:
+            while len(accepted) < records and time.monotonic() < deadline:
+                for member in (releasing, accepting):
+                    for message in member.poll(0.2):
+                        assert message.error() is None, message.error()
+                        offset, count = message.offset(), message.delivery_count()
+                        redelivered += count > 1
+                        if offset in held:
+                            held_again.setdefault(offset, count)
+                        if member is releasing and offset % 10 == 0 and count == 1:
+                            member.acknowledge(message, AcknowledgeType.RELEASE)
+                            released += 1
+                        else:
+                            member.acknowledge(message, AcknowledgeType.ACCEPT)
+                            accepted[offset] += 1
+                    member.commit_sync(30)
+        finally:
+            releasing.close()
+            accepting.close()
     finally:
-        os.kill(holder.pid, signal.SIGKILL)
+        holder.kill()
         holder.wait(30)
-    assert held, "the holding member received nothing"
-    releasing, accepting = (consumer(target, group, topic, explicit=True) for _ in range(2))
-    accepted: Counter[int] = Counter()
-    released = redelivered = 0
-    deadline = time.monotonic() + DEADLINE_S
-    try:
-        while len(accepted) < records and time.monotonic() < deadline:
-            for member in (releasing, accepting):
-                for message in member.poll(0.2):
-                    assert message.error() is None, message.error()
-                    offset = message.offset()
-                    redelivered += message.delivery_count() > 1
-                    if member is releasing and offset % 10 == 0 and message.delivery_count() == 1:
-                        member.acknowledge(message, AcknowledgeType.RELEASE)
-                        released += 1
-                    else:
-                        member.acknowledge(message, AcknowledgeType.ACCEPT)
-                        accepted[offset] += 1
-                member.commit_sync(30)
-    finally:
-        releasing.close()
-        accepting.close()
     assert len(accepted) == records and set(accepted.values()) == {1}
     assert released, "the releasing member released nothing"
-    if target.nullbroker is not None:
-        share = target.nullbroker.accounts().share.by_group[group].totals
-        assert share.accepted == records
-        assert share.released == released
-        assert share.lock_timeouts == len(held)
-        assert share.redelivered == redelivered
-        assert share.acquired == records + redelivered
+    check_redelivery(target, group, records, fate, held, held_again, released, redelivered)
 
 
 def test_rejected_and_too_often_released_records_are_archived(target: Target) -> None:
@@ -348,37 +383,37 @@ def test_three_java_members_each_record_delivered_and_accepted_once(
         assert share.redelivered == share.released == share.lock_timeouts == 0
 
 
-def test_java_releases_and_a_killed_java_member_still_accept_each_record_once(
-    target: Target, java_member_classes: Path
+@pytest.mark.parametrize("fate", FATES)
+def test_java_releases_and_a_java_member_gone_holding_records_still_accept_each_record_once(
+    target: Target, java_member_classes: Path, fate: str
 ) -> None:
     topic, group, records = unique("java-redeliver"), unique("java-redeliver-group"), 100_000
     prepare(target, topic, 1, records, group, share_record_lock_duration_ms=str(LOCK_MS))
-    # The member that is killed holding records joins first, so that it gets some.
+    # The member that goes holding records joins first, so that it gets some.
     holder = JavaMember(java_member_classes, target, group, topic, "hold")
     try:
-        held = holder.first_poll()
+        held = {offset for _, offset, _, _ in holder.first_poll()}
+        end_holder(holder.process.pid, fate)
+        assert held, "the holding member received nothing"
+        # The releasing member next, reading before the accepting one joins: one member
+        # reads 100,000 records within a second or two, and the releasing one must get some.
+        releasing = JavaMember(java_member_classes, target, group, topic, "release-tenth")
+        releasing.first_poll()
+        accepting = JavaMember(java_member_classes, target, group, topic, "accept-explicit")
+
+        def every_record_accepted(seen: list[Seen]) -> bool:
+            return len({offset for _, offset, _, action in seen if action == "A"}) >= records
+
+        seen = read_with([releasing, accepting], every_record_accepted)
     finally:
         holder.kill()
-    assert held, "the holding member received nothing"
-    # The releasing member next, reading before the accepting one joins: one member reads
-    # 100,000 records within a second or two, and the releasing one must get some.
-    releasing = JavaMember(java_member_classes, target, group, topic, "release-tenth")
-    releasing.first_poll()
-    accepting = JavaMember(java_member_classes, target, group, topic, "accept-explicit")
-
-    def every_record_accepted(seen: list[Seen]) -> bool:
-        return len({offset for _, offset, _, action in seen if action == "A"}) >= records
-
-    seen = read_with([releasing, accepting], every_record_accepted)
     accepted = Counter(offset for _, offset, _, action in seen if action == "A")
     assert len(accepted) == records and set(accepted.values()) == {1}
     released = sum(action == "R" for _, _, _, action in seen)
     assert released, "the releasing member released nothing"
-    if target.nullbroker is not None:
-        share = target.nullbroker.accounts().share.by_group[group].totals
-        redelivered = sum(count > 1 for _, _, count, _ in seen)
-        assert share.accepted == records
-        assert share.released == released
-        assert share.lock_timeouts == len(held)
-        assert share.redelivered == redelivered
-        assert share.acquired == records + redelivered
+    held_again: dict[int, int] = {}
+    for _, offset, count, _ in seen:
+        if offset in held:
+            held_again.setdefault(offset, count)
+    redelivered = sum(count > 1 for _, _, count, _ in seen)
+    check_redelivery(target, group, records, fate, held, held_again, released, redelivered)

@@ -121,6 +121,21 @@ def test_the_window_bounds_the_records_in_flight() -> None:
     assert shared.acquire(100, 1000, 1000, "b", 0.0, limits) == [Acquired(100, 109, 1)]
 
 
+def test_a_member_disconnected_gives_back_what_it_held_counted() -> None:
+    shared = partition()
+    limits = Limits(lock_ms=1000, delivery_limit=2, max_in_flight=100)
+    shared.acquire(0, 3, 3, "a", 0.0, limits)
+    assert shared.release_member("a", counted=limits) == 3
+    assert shared.counters.in_flight == 0
+    # As Kafka 4.4.0 on a disconnect: that delivery counts, the next is the second...
+    assert shared.acquire(0, 3, 3, "b", 0.0, limits) == [Acquired(0, 2, 2)]
+    assert shared.counters.redelivered == 3
+    # ...and the last the limit allows: given back so again, the records are archived.
+    assert shared.release_member("b", counted=limits) == 3
+    assert shared.counters.archived == 3
+    assert shared.acquire(0, 3, 3, "c", 0.0, limits) == []
+
+
 def test_a_closed_session_gives_back_what_it_held_uncounted() -> None:
     shared = partition()
     shared.acquire(0, 3, 3, "a", 0.0, LIMITS)

@@ -29,7 +29,13 @@ from ...clock import now_ms
 from ...state.share.partition import Acquired
 from ...state.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSession
 from ..common import counted, led_elsewhere
-from .acknowledgements import acknowledge, close_session, continued_session, member_group
+from .acknowledgements import (
+    acknowledge,
+    close_session,
+    continued_session,
+    member_group,
+    tie_to_connection,
+)
 from .partitions import read_batches, readable_end, reads_committed, share_partition
 
 if TYPE_CHECKING:
@@ -75,6 +81,8 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     if isinstance(found, ErrorCode):
         return _response(broker, version, lock_ms, found)
     share_session = found
+    if epoch == INITIAL_EPOCH:
+        tie_to_connection(broker, share_session, session)
     if epoch == INITIAL_EPOCH and _acknowledges(body):
         sessions.close(share_session)
         return _response(

@@ -22,7 +22,7 @@ from ...stats import BrokerStats
 from ..groups.consumer import HeartbeatError
 from .assignor import Assignment, assign
 from .configs import GroupConfigs
-from .partition import SharePartition
+from .partition import Limits, SharePartition
 from .sessions import ShareSessions
 
 LEAVE_EPOCH = -1
@@ -204,10 +204,13 @@ class ShareGroups:
         del group.members[member.member_id]
         group.epoch += 1
 
-    def release_member(self, group: ShareGroup, member_id: str) -> None:
-        """Give back every record the member holds, in every share partition."""
+    def release_member(
+        self, group: ShareGroup, member_id: str, counted: Limits | None = None
+    ) -> None:
+        """Give back every record the member holds, in every share partition (see
+        SharePartition.release_member for `counted`)."""
         for share_partition in group.partitions.values():
-            share_partition.release_member(member_id)
+            share_partition.release_member(member_id, counted)
 
     def expire(self, group: ShareGroup) -> None:
         """Remove the members whose session ran out (Kafka removes them by timer; here they

@@ -288,18 +288,23 @@ class SharePartition:
                 self._states[index] = AVAILABLE
         self._owners[at:stop] = [None] * (stop - at)
 
-    def release_member(self, member: str) -> int:
-        """Give back every record `member` holds (its share session closed): AVAILABLE
-        again, its delivery not counted (as Kafka: the count goes down by one, and a record
-        is never archived for it). How many."""
+    def release_member(self, member: str, counted: Limits | None = None) -> int:
+        """Give back every record `member` holds, AVAILABLE again; how many. Its share
+        session closed (epoch -1): the delivery is not counted (as Kafka: the count goes
+        down by one, and a record is never archived for it). Its connection gone
+        (`counted`: the group's limits): the delivery stays counted, and a record delivered
+        as often as the limit allows is archived, as Kafka 4.4.0 does on a disconnect."""
         released = 0
         owners = self._owners
         for index in range(len(owners)):
             if owners[index] == member and self._states[index] == ACQUIRED:
+                released += 1
+                if counted is not None:
+                    self._give_back(index, index + 1, counted)
+                    continue
                 self._states[index] = AVAILABLE
                 self._deliveries[index] = max(self._deliveries[index] - 1, 0)
                 owners[index] = None
-                released += 1
         if released:
             self.counters.in_flight -= released
             self._advance()

@@ -4,14 +4,16 @@ ShareFetch requests, as fetch sessions do for consumers (KIP-227).
 A ShareFetch at epoch 0 opens a member's session (replacing one it had), holding the
 partitions it names; the next requests count the epoch up by one each, add partitions and
 forget others; epoch -1 closes it, after its acknowledgements, and the records the member
-holds are released. A request at another epoch is refused INVALID_SHARE_SESSION_EPOCH, one
-for a session that does not exist SHARE_SESSION_NOT_FOUND.
+holds are released; so does the end of the connection that opened it. A request at another
+epoch is refused INVALID_SHARE_SESSION_EPOCH, one for a session that does not exist
+SHARE_SESSION_NOT_FOUND.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -33,6 +35,13 @@ class ShareSession:
     """The epoch the next request must carry (advanced as each request is taken)."""
     partitions: dict[tuple[uuid.UUID, int], None] = field(default_factory=dict)
     """The partitions fetched, by (topic id, partition), in the order first named."""
+    connection: Any = None
+    """The client connection's Session that opened it (nullbroker.sessions): as in Kafka,
+    the share session closes when that connection does."""
+
+    @property
+    def key(self) -> tuple[int, str, str]:
+        return (self.node_id, self.group_id, self.member_id)
 
 
 class ShareSessions:
@@ -71,7 +80,11 @@ class ShareSessions:
         session.epoch = next_epoch(session.epoch)
 
     def close(self, session: ShareSession) -> None:
-        self._sessions.pop((session.node_id, session.group_id, session.member_id), None)
+        self._sessions.pop(session.key, None)
+
+    def is_open(self, session: ShareSession) -> bool:
+        """Whether `session` is open still (not closed, nor replaced by a newer one)."""
+        return self._sessions.get(session.key) is session
 
     def of_member(self, group_id: str, member_id: str) -> list[ShareSession]:
         """The member's sessions, with every node."""
