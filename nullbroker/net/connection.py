@@ -405,15 +405,7 @@ async def run_connection(
         # Otherwise the client closed its end while we wrote: nothing to answer.
     except Exception:
         # A bug of ours, or a failure no one foresaw, costs this connection only.
-        stats.protocol_errors[INTERNAL_ERROR] += 1
-        shared.warnings.log(
-            logging.ERROR,
-            session.host,
-            INTERNAL_ERROR,
-            "closing connection from %s: internal error",
-            session.peer,
-            exc_info=True,
-        )
+        _internal_error(shared, session)
     finally:
         if not goes_on:
             close_connection(wire, shared, session)
@@ -436,15 +428,21 @@ def close_connection(wire: Wire, shared: Shared, session: Session) -> None:
         try:
             undo()
         except Exception:  # a bug of ours: logged, and the others still undone
-            shared.stats.protocol_errors[INTERNAL_ERROR] += 1
-            shared.warnings.log(
-                logging.ERROR,
-                session.host,
-                INTERNAL_ERROR,
-                "closing connection from %s: internal error",
-                session.peer,
-                exc_info=True,
-            )
+            _internal_error(shared, session)
+
+
+def _internal_error(shared: Shared, session: Session) -> None:
+    """Count and log (repeats summarised) the exception being handled: a bug of ours, or a
+    failure no one foresaw, which costs its connection only."""
+    shared.stats.protocol_errors[INTERNAL_ERROR] += 1
+    shared.warnings.log(
+        logging.ERROR,
+        session.host,
+        INTERNAL_ERROR,
+        "closing connection from %s: internal error",
+        session.peer,
+        exc_info=True,
+    )
 
 
 async def serve_wire(wire: Wire, shared: Shared, session: Session, drain: Drain) -> bool:
