@@ -17,6 +17,8 @@ from typing import Any
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from .schemas import REQUESTS, RESPONSES
+
 
 @dataclass(frozen=True, slots=True)
 class ApiRange:
@@ -143,7 +145,7 @@ KAFKA_4_RANGES: dict[int, ApiRange] = _ranges(
     (ApiKey.DESCRIBE_GROUPS, 0, 6),
     (ApiKey.LIST_GROUPS, 0, 5),
     (ApiKey.SASL_HANDSHAKE, 0, 1),
-    (ApiKey.API_VERSIONS, 0, 4),
+    (ApiKey.API_VERSIONS, 0, 5),
     (ApiKey.CREATE_TOPICS, 2, 7),
     (ApiKey.DELETE_TOPICS, 1, 6),
     (ApiKey.DELETE_RECORDS, 0, 2),
@@ -234,14 +236,16 @@ def api_name(key: int) -> str:
 
 @cache
 def request_schema(key: int, version: int) -> type[Any]:
-    """kio's request payload class for (key, version); imported on first use."""
-    return load_request_schema(key, version)
+    """The request payload class for (key, version): kio's, imported on first use, or the
+    codec's own where kio has none (codec.schemas)."""
+    return REQUESTS.get((key, version)) or load_request_schema(key, version)
 
 
 @cache
 def response_schema(key: int, version: int) -> type[Any]:
-    """kio's response payload class for (key, version); imported on first use."""
-    return load_response_schema(key, version)
+    """The response payload class for (key, version): kio's, imported on first use, or the
+    codec's own where kio has none (codec.schemas)."""
+    return RESPONSES.get((key, version)) or load_response_schema(key, version)
 
 
 @cache

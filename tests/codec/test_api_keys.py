@@ -7,11 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
-from kio.index import load_request_schema
 from kio.schema.index import api_key_map, schema_name_map
 
 from codec import KAFKA_4_RANGES, NOT_SERVED, ApiKey
-from codec.apis import kafka_name
+from codec.apis import kafka_name, request_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 C_SOURCES = sorted(
@@ -27,7 +26,7 @@ C_KEY = re.compile(r"^#define\s+(\w+)_KEY\s+(\d+)\b", re.MULTILINE)
 def test_every_api_key_is_kafkas_key_and_name(key: ApiKey) -> None:
     served = KAFKA_4_RANGES.get(key)
     version = served.max_version if served else max(schema_name_map[api_key_map[key]])
-    schema = load_request_schema(key, version)
+    schema = request_schema(key, version)
     assert (schema.__api_key__, schema.__name__) == (key, f"{kafka_name(key)}Request")
 
 

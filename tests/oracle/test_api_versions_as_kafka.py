@@ -5,7 +5,9 @@ nullbroker lists no key Kafka does not; the supported and finalized features are
 (the epoch of the finalized ones is Kafka's metadata offset: data, not compared).
 
 Share groups (KIP-932) are served as Kafka 4.4.0 serves them (Kafka serves them from 4.2):
-their APIs and the share.version feature are compared with Kafka 4.4.0 (`kafka_share`)."""
+their APIs and the share.version feature are compared with Kafka 4.4.0 (`kafka_share`), as
+is ApiVersions itself, served at v5 (KIP-1242: the cluster and node a client means to
+reach, checked)."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ from typing import Any
 
 import pytest
 import trio
-from kio.index import load_request_schema
+from kio.schema.errors import ErrorCode
 
 from codec import NOT_SERVED, ApiKey
+from codec.apis import request_schema
 from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.handlers import IMPORTED_ON_FIRST_USE
 from perf.kafka_broker import KafkaBroker
@@ -28,29 +31,33 @@ async def connect(bootstrap: str) -> FrameStream:
     return FrameStream(await trio.open_tcp_stream(host, int(port)))
 
 
-async def api_versions(bootstrap: str, version: int) -> Any:
-    """The ApiVersions answer to a request at `version`, as a Java 4.x client sends it."""
+async def api_versions(bootstrap: str, version: int, **addressed: Any) -> Any:
+    """The ApiVersions answer to a request at `version`, as a Java 4.x client sends it
+    (from v5, `addressed` to a cluster id and node id, or to none)."""
     fields = (
         {"client_software_name": "tests", "client_software_version": "1"} if version >= 3 else {}
     )
+    fields.update(addressed)
     stream = await connect(bootstrap)
     try:
-        return await stream.request(load_request_schema(ApiKey.API_VERSIONS, version)(**fields))
+        return await stream.request(request_schema(ApiKey.API_VERSIONS, version)(**fields))
     finally:
         await stream.aclose()
 
 
 SHARE_KEYS = frozenset(int(key) for key in IMPORTED_ON_FIRST_USE["share"])
-"""The share groups' APIs: compared with Kafka 4.4.0, not 4.1.1."""
+NEWEST_KEYS = SHARE_KEYS | {int(ApiKey.API_VERSIONS)}
+"""The APIs served as Kafka 4.4.0 serves them: compared with it, not 4.1.1."""
 SHARE_FEATURE = "share.version"
 
 
-def ranges(answer: Any, share: bool = False) -> dict[int, tuple[int, int]]:
-    """The ranges of the share groups' APIs (`share`), or of every other API."""
+def ranges(answer: Any, newest: bool = False) -> dict[int, tuple[int, int]]:
+    """The ranges of the APIs served as Kafka 4.4.0 serves them (`newest`), or of the
+    others."""
     return {
         api.api_key: (api.min_version, api.max_version)
         for api in answer.api_keys
-        if (api.api_key in SHARE_KEYS) == share
+        if (api.api_key in NEWEST_KEYS) == newest
     }
 
 
@@ -103,28 +110,75 @@ async def test_the_features_are_kafkas(
     assert ours.throttle_time == theirs.throttle_time
 
 
-async def test_share_groups_are_served_at_kafka_4_4s_ranges_with_its_feature(
-    kafka_share: KafkaBroker, nullbroker_factory: StartBroker
+@pytest.mark.parametrize("version", [4, 5])
+async def test_share_groups_and_api_versions_are_served_at_kafka_4_4s_ranges(
+    kafka_share: KafkaBroker, nullbroker_factory: StartBroker, version: int
 ) -> None:
-    ours = await api_versions(nullbroker_factory().bootstrap, 4)
-    theirs = await api_versions(kafka_share.bootstrap, 4)
-    assert ranges(ours, share=True) == ranges(theirs, share=True)
-    assert len(ranges(ours, share=True)) == len(SHARE_KEYS)
+    ours = await api_versions(nullbroker_factory().bootstrap, version)
+    theirs = await api_versions(kafka_share.bootstrap, version)
+    assert ours.error_code == theirs.error_code == ErrorCode.none
+    assert ranges(ours, newest=True) == ranges(theirs, newest=True)
+    assert len(ranges(ours, newest=True)) == len(NEWEST_KEYS)
     for listed in ("supported_features", "finalized_features"):
         ours_share = {f for f in getattr(ours, listed) if f.name == SHARE_FEATURE}
         theirs_share = {f for f in getattr(theirs, listed) if f.name == SHARE_FEATURE}
         assert ours_share == theirs_share and ours_share, listed
 
 
-@pytest.mark.parametrize("version", [5, 127])
-async def test_an_unknown_api_versions_version_gets_kafkas_v0_fallback_byte_for_byte(
-    kafka: KafkaBroker, nullbroker_factory: StartBroker, version: int
+async def identity(bootstrap: str) -> tuple[str, int]:
+    """A one-node cluster's id and its node's, as Metadata tells them."""
+    stream = await connect(bootstrap)
+    try:
+        metadata = request_schema(ApiKey.METADATA, 12)
+        answer = await stream.request(
+            metadata(
+                topics=(),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            )
+        )
+    finally:
+        await stream.aclose()
+    (node,) = answer.brokers
+    return str(answer.cluster_id), int(node.node_id)
+
+
+async def test_api_versions_v5_checks_the_cluster_and_node_as_kafka_4_4_does(
+    kafka_share: KafkaBroker, nullbroker_factory: StartBroker
 ) -> None:
-    # A v4 body behind a request header v2 naming `version`: KIP-511's client probe.
+    """KIP-1242: a client names the cluster and node it means to reach (null and -1 from a
+    bootstrap address); a node that is not that one answers REBOOTSTRAP_REQUIRED, half of
+    the pair INVALID_REQUEST, each with no APIs and no features."""
+    answers = []
+    for bootstrap in (nullbroker_factory().bootstrap, kafka_share.bootstrap):
+        own, node = await identity(bootstrap)
+        cases = [
+            (None, -1), (own, node), (own, -1), (None, node), (None, -2), (own, node + 98),
+            ("another-cluster-id0000", node), ("", -1),
+        ]  # fmt: skip
+        answers.append(
+            [await api_versions(bootstrap, 5, cluster_id=id_, node_id=n) for id_, n in cases]
+        )
+    ours, theirs = answers
+    assert [a.error_code for a in ours] == [a.error_code for a in theirs]
+    assert [a.error_code for a in ours][:2] == [ErrorCode.none, ErrorCode.none]
+    assert {a.error_code for a in ours[2:]} == {
+        ErrorCode.invalid_request,
+        ErrorCode.rebootstrap_required,
+    }
+    assert ours[2:] == theirs[2:]  # refused alike, field by field
+
+
+@pytest.mark.parametrize("version", [6, 127])
+async def test_an_unknown_api_versions_version_gets_kafkas_v0_fallback_byte_for_byte(
+    kafka_share: KafkaBroker, nullbroker_factory: StartBroker, version: int
+) -> None:
+    """KIP-511's client probe (a v4 body behind a request header v2 naming `version`),
+    answered in v0 with UNSUPPORTED_VERSION and ApiVersions' own range: Kafka 4.4.0's."""
     frame = struct.pack(">hhih", ApiKey.API_VERSIONS, version, 9, 5) + b"tests" + b"\x00"
     frame += b"\x06tests\x021\x00"
     answers = []
-    for bootstrap in (nullbroker_factory().bootstrap, kafka.bootstrap):
+    for bootstrap in (nullbroker_factory().bootstrap, kafka_share.bootstrap):
         stream = await connect(bootstrap)
         await stream.send(size_prefix(frame))
         answers.append(await stream.receive_frame())

@@ -28,7 +28,6 @@ from typing import Any, get_args, get_origin
 
 import pytest
 import trio
-from kio.index import load_request_schema
 from kio.records.readers import read_batch
 from kio.records.schema import NewRecordBatch, Record, RecordHeader
 from kio.records.writers import write_new_batch
@@ -37,7 +36,7 @@ from kio.schema.consumer_protocol_assignment.v1.data import TopicPartition as As
 from kio.schema.consumer_protocol_subscription.v1.data import ConsumerProtocolSubscription
 from kio.serial import entity_writer
 
-from codec.apis import KAFKA_4_RANGES, api_name
+from codec.apis import KAFKA_4_RANGES, api_name, request_schema
 from nullbroker.app.pytest_plugin import StartBroker
 from perf.kafka_broker import KafkaBroker
 from tests.support.differential_allowed import (
@@ -352,7 +351,7 @@ def _entity_of(kind: Any) -> type:
 
 def request(api_key: int, version: int, **spec: Any) -> Any:
     """A kio request entity of (key, version) from a spec naming the fields of any version."""
-    return build(load_request_schema(api_key, version), **spec)
+    return build(request_schema(api_key, version), **spec)
 
 
 def records_batch(

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from kio.index import load_response_schema
 from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_new_batch
 from kio.serial import entity_reader
 from kio.static.primitive import i8, i16, i32, i64
 
+from codec.apis import response_schema
 from codec.messages import encode_request, encode_request_header
 
 FRAMES = Path(__file__).parent.parent / "vectors" / "frames"
@@ -92,7 +92,7 @@ def decode_response(frame: bytes, api_key: int, api_version: int) -> tuple[int, 
 
     Asserts that the body decodes with no byte left over: a strict client's view.
     """
-    schema = load_response_schema(api_key, api_version)
+    schema = response_schema(api_key, api_version)
     (correlation_id,) = _CORRELATION.unpack_from(frame, 0)
     offset = 4
     if schema.__header_schema__.__version__ >= 1:

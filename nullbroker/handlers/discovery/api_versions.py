@@ -11,7 +11,7 @@ from kio.schema.errors import ErrorCode
 from codec import ApiKey, ApiRange, Request, advertised, encode_response_body
 from codec.entities import make, response_module
 
-from ..common import NO_THROTTLE
+from ..common import NO_THROTTLE, counted
 
 if TYPE_CHECKING:
     from ...broker import Broker
@@ -53,8 +53,42 @@ the highest epoch it has seen, and ignores them at -1."""
 KEY = ApiKey.API_VERSIONS
 
 
+FIRST_ADDRESSED_VERSION = 5
+"""ApiVersions v5 (Kafka 4.4, KIP-1242) names the cluster and node the client means to
+reach: null and -1 on a connection to a bootstrap address, which could be any node."""
+
+
 def handle(broker: Broker, request: Request, session: Session) -> bytes:
-    return _encoded_body(request.header.api_version, tuple(broker.served.values()))
+    version = request.header.api_version
+    if version >= FIRST_ADDRESSED_VERSION:
+        error = _misdirected(broker, session, request.body)
+        if error is not None:
+            return _refused(version, counted(broker, error))
+    return _encoded_body(version, tuple(broker.served.values()))
+
+
+def _misdirected(broker: Broker, session: Session, body: Any) -> ErrorCode | None:
+    """As Kafka 4.4.0 answers: a cluster id without a node id, or a node id without a
+    cluster id, is INVALID_REQUEST; both, and either is not this node's,
+    REBOOTSTRAP_REQUIRED (the client reached another node or cluster than it meant to,
+    and starts again from its bootstrap addresses). None: the request is answered."""
+    cluster_id, node_id = body.cluster_id, body.node_id
+    if cluster_id is None and node_id == -1:
+        return None
+    if cluster_id is None or node_id == -1:
+        return ErrorCode.invalid_request
+    if cluster_id != broker.cluster_id or node_id != session.node_id:
+        return ErrorCode.rebootstrap_required
+    return None
+
+
+@cache
+def _refused(version: int, error: ErrorCode) -> bytes:
+    """An ApiVersions request refused: the error alone, no APIs and no features, as Kafka
+    answers it (on a connection it keeps open)."""
+    types = response_module(ApiKey.API_VERSIONS, version)
+    body = make(types.ApiVersionsResponse, error_code=error, api_keys=(), throttle_time=NO_THROTTLE)
+    return encode_response_body(ApiKey.API_VERSIONS, version, body)
 
 
 @cache
