@@ -170,16 +170,25 @@ def check_redelivery(
     redelivered: int,
 ) -> None:
     """What the clients saw of the held records (`held_again`: the delivery count each was
-    delivered with next) and, on nullbroker, the broker's counts of it."""
+    delivered with next) and, on nullbroker, the broker's counts of it.
+
+    Each record comes back at most once: released at its first delivery, or given back by
+    the member gone. So the records delivered again that nobody released (`redelivered -
+    released`) are those the member gone held: the ones it printed and any its client had
+    fetched ahead without handing them over yet (Kafka's Java client sends its next
+    ShareFetch in the background as soon as the last completes, and now and then it acquires
+    500 more records before the holder stops)."""
     assert set(held_again) == held
     assert set(held_again.values()) == {2}
+    given_back = redelivered - released
+    assert given_back >= len(held)
     if target.nullbroker is not None:
         share = target.nullbroker.accounts().share.by_group[group].totals
         assert share.accepted == records
         assert share.released == released
         assert share.redelivered == redelivered
         assert share.acquired == records + redelivered
-        assert share.lock_timeouts == (0 if fate == "killed" else len(held))
+        assert share.lock_timeouts == (0 if fate == "killed" else given_back)
 
 
 @pytest.mark.parametrize("fate", FATES)
