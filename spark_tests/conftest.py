@@ -29,7 +29,7 @@ WORKERS = 2  # one core each: the machine has two
 def java_missing_reason() -> str | None:
     if shutil.which("java") or os.environ.get("JAVA_HOME"):
         return None
-    return "Java is missing: PySpark needs a JRE (`make test` installs openjdk-17-jre-headless)"
+    return "Java is missing: PySpark needs Java (`make test` installs openjdk-17-jdk-headless)"
 
 
 @pytest.fixture(scope="session")

@@ -113,5 +113,5 @@ def test_tools_missing_for_a_user_who_cannot_install_them_fail_a_strict_run_only
         check=False,
     )
     assert done.returncode == exit_code, done.stderr
-    assert "kcat openjdk-17-jre-headless prometheus chromium-headless-shell missing" in done.stderr
+    assert "kcat openjdk-17-jdk-headless prometheus chromium-headless-shell missing" in done.stderr
     assert "this user cannot install them" in done.stderr
