@@ -292,7 +292,7 @@ def test_a_check_reads_nothing_past_its_end() -> None:
 
 ARRAY_FREE = {
     "AddOffsetsToTxn": range(0, 5),
-    "ApiVersions": range(0, 5),
+    "ApiVersions": range(0, 6),
     "DescribeCluster": range(0, 3),
     "EndTxn": range(0, 6),
     "FindCoordinator": range(0, 4),

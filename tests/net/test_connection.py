@@ -219,7 +219,7 @@ async def test_api_versions_v4_then_v2_answers_decode_with_kio_behind_header_v0(
             assert correlation_id == frame_header(request)[2]
             assert body.error_code is ErrorCode.none
             ranges = {api.api_key: (api.min_version, api.max_version) for api in body.api_keys}
-            assert ranges[18] == (0, 4)
+            assert ranges[18] == (0, 5)  # Kafka 4.4.0's range
             assert ranges[0] == (0, 13)  # Produce listed from v0, as Kafka 4 lists it
     assert broker.stats.apis["ApiVersions"].requests == 2
 
@@ -235,7 +235,7 @@ async def test_api_versions_at_unknown_version_gets_kip511_v0_answer_and_may_ret
         assert correlation_id == 7
         assert body.error_code is ErrorCode.unsupported_version
         assert [(api.api_key, api.min_version, api.max_version) for api in body.api_keys] == [
-            (18, 0, 4)
+            (18, 0, 5)
         ]
         retry = with_correlation_id(API_VERSIONS_V4, 8)
         await connection.client.send(size_prefix(retry))
