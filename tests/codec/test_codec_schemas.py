@@ -15,7 +15,7 @@ from codec import ApiKey, RequestHeader, decode_request, encode_response
 from codec.apis import KAFKA_4_RANGES, kafka_name, request_schema, response_schema
 from codec.entities import make
 from codec.messages import encode_request
-from codec.schemas import REQUESTS, RESPONSES, api_versions_v5
+from codec.schemas import REQUESTS, RESPONSES
 from perf.machine import REPO_ROOT
 from tests.support.kafka_tools import requires_kafka_tools
 from tests.support.module_command import run_checked
@@ -30,11 +30,6 @@ def test_each_version_is_looked_up_before_kios_and_served() -> None:
         assert KAFKA_4_RANGES[key].max_version >= version
     for (key, version), schema in RESPONSES.items():
         assert response_schema(key, version) is schema
-
-
-@pytest.mark.parametrize("v5, v4", api_versions_v5.V4_EQUIVALENTS.items())
-def test_api_versions_v5_responses_are_v4s(v5: type, v4: type) -> None:
-    assert [(f.name, f.metadata) for f in fields(v5)] == [(f.name, f.metadata) for f in fields(v4)]
 
 
 def test_an_api_versions_v5_request_decodes_with_its_cluster_and_node() -> None:
