@@ -1,4 +1,4 @@
-"""Apache Kafka itself (4.1.1, or `version="4.4.0"` where share groups are compared), started
+"""Apache Kafka itself (4.4.0, or `version="4.1.1"` where an older node is wanted), started
 from the jars scripts/ensure-kafka-tools provisions: one KRaft node (combined broker and
 controller) in a fresh log folder, on ports the OS picks, or a cluster of such nodes (KafkaCluster).
 
@@ -32,11 +32,13 @@ from typing import Self
 from perf.java_perf import CACHE
 from perf.java_perf import missing as tools_missing
 
-KAFKA_VERSION = "4.1.1"
-"""The reference the differential harness asks, and perf.compare's peer."""
-SHARE_GROUPS_VERSION = "4.4.0"
-"""The reference for share groups (KIP-932), which Kafka serves from 4.2 on: 4.4.0 finalizes
-share.version=2 (ShareFetch and ShareAcknowledge v2) by default."""
+KAFKA_VERSION = "4.4.0"
+"""The reference the differential harness asks, and perf.compare's peer. It serves share
+groups (KIP-932, from 4.2 on) by default: share.version=2 finalized (ShareFetch and
+ShareAcknowledge v2), as are streams.version=1 and transaction.version=2."""
+OLDER_KAFKA_VERSION = "4.1.1"
+"""The release before share and streams groups, ApiVersions v5 and topic ids in offset
+commits, provisioned beside it for the tests whose client must be older (negotiation)."""
 
 
 def lib(version: str = KAFKA_VERSION) -> Path:
@@ -174,7 +176,7 @@ def kraft_cluster_id(random_bytes: Callable[[], bytes] = lambda: uuid.uuid4().by
 
 
 class KafkaBroker:
-    """A running Kafka node (4.1.1 unless `version` says), stopped (and its folder removed,
+    """A running Kafka node (4.4.0 unless `version` says), stopped (and its folder removed,
     unless `keep`) on exit."""
 
     def __init__(
@@ -385,7 +387,7 @@ CLUSTER_STOP_TIMEOUT = 10.0
 
 
 class KafkaCluster:
-    """Kafka 4.1.1 as `nodes` KRaft nodes, each a broker and a controller, one static quorum
+    """Kafka (4.4.0) as `nodes` KRaft nodes, each a broker and a controller, one static quorum
     of them all (ids 1 to `nodes`), on ports the OS picks; stopped on exit. Internal topics
     have replication factor 1 and `offsets_partitions` partitions, as on one node."""
 

@@ -37,7 +37,7 @@ from confluent_kafka.admin import (
 
 from nullbroker.app.launcher import start
 from perf.java_perf import BIN, producer_command
-from perf.kafka_broker import SHARE_GROUPS_VERSION, KafkaBroker
+from perf.kafka_broker import KAFKA_VERSION, KafkaBroker
 from perf.proc_sampler import ProcSampler
 
 TOPIC = "share-perf"
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     source = f"{TOPIC}:partitions={PARTITIONS},records={per_partition},size={options.record_size}"
     with tempfile.TemporaryDirectory() as workdir:
         nullbroker = start("--source", source)
-        kafka = KafkaBroker(Path(workdir) / "kafka", version=SHARE_GROUPS_VERSION)
+        kafka = KafkaBroker(Path(workdir) / "kafka", version=KAFKA_VERSION)
         try:
             kafka.start()
             fill_kafka(kafka.bootstrap, options.records, options.record_size)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nullbroker.settings import CONNECTION_LOOPS, Config
-from perf.kafka_broker import SHARE_GROUPS_VERSION, KafkaBroker, SaslListener
+from perf.kafka_broker import KafkaBroker, SaslListener
 from perf.kafka_broker import missing as kafka_missing
 from tests.support.certificates import Certificates, make_certificates
 
@@ -53,28 +53,14 @@ def certificates(tmp_path: Path) -> Certificates:
 
 @pytest.fixture(scope="session")
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
-    """Apache Kafka 4.1.1 (one KRaft node, perf.kafka_broker), started once for the session:
-    the reference every differential test asks. Tests share it, so each uses topic and group
-    names of its own. Beside its PLAINTEXT listener (`bootstrap`) a SASL_PLAINTEXT one
+    """Apache Kafka 4.4.0 (one KRaft node, perf.kafka_broker), started once for the session:
+    the reference every differential test asks, share groups' and streams groups' too (it
+    finalizes share.version=2 and streams.version=1 by default). Tests share it, so each
+    uses topic and group names of its own. Beside its PLAINTEXT listener (`bootstrap`) a SASL_PLAINTEXT one
     (`sasl_bootstrap`, KAFKA_SASL). Skipped, with the reason, where Java or Kafka's jars are
     missing."""
     why = kafka_missing()
     if why is not None:
         pytest.skip(why)
     with KafkaBroker(tmp_path_factory.mktemp("kafka"), sasl=KAFKA_SASL) as broker:
-        yield broker
-
-
-@pytest.fixture(scope="session")
-def kafka_share(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
-    """Apache Kafka 4.4.0 (one KRaft node), started once for the session: the reference for
-    share groups (KIP-932), which it serves by default (share.version=2 finalized). Tests
-    share it, so each uses topic and group names of its own. Skipped, with the reason, where
-    Java or Kafka 4.4.0's jars are missing."""
-    why = kafka_missing(SHARE_GROUPS_VERSION)
-    if why is not None:
-        pytest.skip(why)
-    with KafkaBroker(
-        tmp_path_factory.mktemp("kafka-share"), version=SHARE_GROUPS_VERSION
-    ) as broker:
         yield broker

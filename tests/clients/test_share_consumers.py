@@ -1,6 +1,6 @@
 """confluent_kafka.ShareConsumer (librdkafka's share consumer, KIP-932) and Kafka 4.4.0's own
 KafkaShareConsumer (tests/clients/java/ShareMember.java) against nullbroker and against Apache
-Kafka 4.4.0 (`kafka_share`), the same test on each: every record delivered and accepted once
+Kafka 4.4.0 (`kafka`), the same test on each: every record delivered and accepted once
 by three members; a member releasing every tenth record and one killed while holding
 records, every record still accepted once; records rejected or released past the delivery
 limit archived. On nullbroker the broker's accounts (Accounts.share) must match what the
@@ -38,7 +38,7 @@ from confluent_kafka.admin import (
 from nullbroker.app.launcher import RunningBroker
 from nullbroker.app.pytest_plugin import StartBroker
 from perf.java_perf import CACHE
-from perf.kafka_broker import SHARE_GROUPS_VERSION, KafkaBroker
+from perf.kafka_broker import KAFKA_VERSION, KafkaBroker
 
 DEADLINE_S = 120.0
 """Each reading loop stops by itself after this long (a failure, never a wait to pass)."""
@@ -60,7 +60,7 @@ def target(request: pytest.FixtureRequest, nullbroker_factory: StartBroker) -> I
         broker = nullbroker_factory("--retain", str(64 << 20))
         yield Target("nullbroker", broker.bootstrap, broker)
     else:
-        kafka: KafkaBroker = request.getfixturevalue("kafka_share")
+        kafka: KafkaBroker = request.getfixturevalue("kafka")
         yield Target("kafka", kafka.bootstrap)
 
 
@@ -278,7 +278,7 @@ def test_rejected_and_too_often_released_records_are_archived(target: Target) ->
 
 
 JAVA_MEMBER = Path(__file__).parent / "java" / "ShareMember.java"
-JAVA_LIB = CACHE / SHARE_GROUPS_VERSION / "lib"
+JAVA_LIB = CACHE / KAFKA_VERSION / "lib"
 Seen = tuple[int, int, int, str]
 """What a Java member printed of a record: partition, offset, delivery count, and what it
 did: "A" accepted, "R" released, "H" held."""
@@ -292,7 +292,7 @@ def java_member_classes() -> Path:
         pytest.skip("javac is not installed (scripts/ensure-test-tools installs a JDK)")
     if not (JAVA_LIB / "kafka-clients-4.4.0.jar").exists():
         pytest.skip(
-            f"Kafka {SHARE_GROUPS_VERSION}'s jars are not provisioned (scripts/ensure-kafka-tools)"
+            f"Kafka {KAFKA_VERSION}'s jars are not provisioned (scripts/ensure-kafka-tools)"
         )
     digest = hashlib.sha256(JAVA_MEMBER.read_bytes()).hexdigest()[:12]
     classes = CACHE.parent / "java-share-member" / digest

@@ -46,7 +46,7 @@ def described_until(
         time.sleep(1)
 
 
-def test_the_console_share_consumer_and_kafka_share_groups(target: Target) -> None:
+def test_the_console_share_consumer_and_kafka_groups(target: Target) -> None:
     topic, group = unique("tools"), unique("tools-group")
     prepare(target, topic, 2, RECORDS, group)
     server = ("--bootstrap-server", target.bootstrap)

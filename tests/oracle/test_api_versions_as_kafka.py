@@ -5,7 +5,7 @@ nullbroker lists no key Kafka does not; the supported and finalized features are
 (the epoch of the finalized ones is Kafka's metadata offset: data, not compared).
 
 Share groups (KIP-932) are served as Kafka 4.4.0 serves them (Kafka serves them from 4.2):
-their APIs and the share.version feature are compared with Kafka 4.4.0 (`kafka_share`), as
+their APIs and the share.version feature are compared with Kafka 4.4.0 (`kafka`), as
 is ApiVersions itself, served at v5 (KIP-1242: the cluster and node a client means to
 reach, checked)."""
 
@@ -112,10 +112,10 @@ async def test_the_features_are_kafkas(
 
 @pytest.mark.parametrize("version", [4, 5])
 async def test_share_groups_and_api_versions_are_served_at_kafka_4_4s_ranges(
-    kafka_share: KafkaBroker, nullbroker_factory: StartBroker, version: int
+    kafka: KafkaBroker, nullbroker_factory: StartBroker, version: int
 ) -> None:
     ours = await api_versions(nullbroker_factory().bootstrap, version)
-    theirs = await api_versions(kafka_share.bootstrap, version)
+    theirs = await api_versions(kafka.bootstrap, version)
     assert ours.error_code == theirs.error_code == ErrorCode.none
     assert ranges(ours, newest=True) == ranges(theirs, newest=True)
     assert len(ranges(ours, newest=True)) == len(NEWEST_KEYS)
@@ -144,13 +144,13 @@ async def identity(bootstrap: str) -> tuple[str, int]:
 
 
 async def test_api_versions_v5_checks_the_cluster_and_node_as_kafka_4_4_does(
-    kafka_share: KafkaBroker, nullbroker_factory: StartBroker
+    kafka: KafkaBroker, nullbroker_factory: StartBroker
 ) -> None:
     """KIP-1242: a client names the cluster and node it means to reach (null and -1 from a
     bootstrap address); a node that is not that one answers REBOOTSTRAP_REQUIRED, half of
     the pair INVALID_REQUEST, each with no APIs and no features."""
     answers = []
-    for bootstrap in (nullbroker_factory().bootstrap, kafka_share.bootstrap):
+    for bootstrap in (nullbroker_factory().bootstrap, kafka.bootstrap):
         own, node = await identity(bootstrap)
         cases = [
             (None, -1), (own, node), (own, -1), (None, node), (None, -2), (own, node + 98),
@@ -171,14 +171,14 @@ async def test_api_versions_v5_checks_the_cluster_and_node_as_kafka_4_4_does(
 
 @pytest.mark.parametrize("version", [6, 127])
 async def test_an_unknown_api_versions_version_gets_kafkas_v0_fallback_byte_for_byte(
-    kafka_share: KafkaBroker, nullbroker_factory: StartBroker, version: int
+    kafka: KafkaBroker, nullbroker_factory: StartBroker, version: int
 ) -> None:
     """KIP-511's client probe (a v4 body behind a request header v2 naming `version`),
     answered in v0 with UNSUPPORTED_VERSION and ApiVersions' own range: Kafka 4.4.0's."""
     frame = struct.pack(">hhih", ApiKey.API_VERSIONS, version, 9, 5) + b"tests" + b"\x00"
     frame += b"\x06tests\x021\x00"
     answers = []
-    for bootstrap in (nullbroker_factory().bootstrap, kafka_share.bootstrap):
+    for bootstrap in (nullbroker_factory().bootstrap, kafka.bootstrap):
         stream = await connect(bootstrap)
         await stream.send(size_prefix(frame))
         answers.append(await stream.receive_frame())

@@ -1,5 +1,5 @@
 """Share groups' APIs (KIP-932), at every version both brokers serve, asked of Kafka 4.4.0
-(`kafka_share`, which serves them as 4.2 made them production-ready) and of nullbroker alike
+(`kafka`, which serves them as 4.2 made them production-ready) and of nullbroker alike
 (tests/support/differential.py), error paths included: the answers must be equal but for
 data. Each sequence returns the KNOWN differences it meets.
 
@@ -22,17 +22,17 @@ from tests.support.differential import (
     Side,
     create_topic,
     for_each_version,
+    pair,
     produce,
     records_batch,
     request,
-    share_pair,
     topic_id,
     uncompared_versions,
     unique,
 )
 
 pytestmark = pytest.mark.differential
-__all__ = ["share_pair"]
+__all__ = ["pair"]
 
 Sequence_ = Callable[[Pair], Awaitable[tuple[str, ...]]]
 SHARE_SWEEP: dict[int, Sequence_] = {}
@@ -387,8 +387,8 @@ async def delete_share_group_offsets(pair: Pair) -> tuple[str, ...]:
 
 
 @pytest.mark.parametrize("api_key", sorted(SHARE_SWEEP))
-async def test_every_version_answers_as_kafka_4_4_does(share_pair: Pair, api_key: int) -> None:
-    known = await SHARE_SWEEP[api_key](share_pair)
-    share_pair.check(*known)
-    uncompared = uncompared_versions(share_pair.compared, api_key, share_pair.advertised(api_key))
+async def test_every_version_answers_as_kafka_4_4_does(pair: Pair, api_key: int) -> None:
+    known = await SHARE_SWEEP[api_key](pair)
+    pair.check(*known)
+    uncompared = uncompared_versions(pair.compared, api_key, pair.advertised(api_key))
     assert not uncompared, f"versions both advertise the sweep never compared: {uncompared}"

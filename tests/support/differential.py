@@ -723,19 +723,6 @@ async def pair(kafka: KafkaBroker, nullbroker_factory: StartBroker) -> AsyncIter
         await opened.aclose()
 
 
-@pytest.fixture
-async def share_pair(
-    kafka_share: KafkaBroker, nullbroker_factory: StartBroker
-) -> AsyncIterator[Pair]:
-    """As `pair`, with Kafka 4.4.0 (`kafka_share`): the reference for share groups."""
-    broker = nullbroker_factory(*NULLBROKER_FLAGS)
-    opened = await Pair.open(kafka_share.bootstrap, broker.bootstrap, kafka_share.node_id)
-    try:
-        yield opened
-    finally:
-        await opened.aclose()
-
-
 def no_error(answer: Any) -> bool:
     """Whether an answer carries no error code anywhere (a step to repeat until it holds)."""
     return not any(code for code in error_codes(answer))

@@ -10,7 +10,7 @@ run several processes at once and their waits overlap. Three rules keep that sou
   `kafka` fixture is one Kafka JVM a process, on ports the OS picks, as every broker is.
 - The tests that share a session fixture too dear to start in every process run together in
   one process: those of the SparkSession (`spark`) in one, those of the standalone cluster
-  (`standalone`) in another, those of Kafka 4.4.0 (`kafka_share`) in a third. A test file
+  (`standalone`) in another. A test file
   that uses one of them without being named in GROUPS fails the collection in one process,
   saying so (tests/tools/test_parallel.py collects the suite
   that way), rather than starting a second JVM quietly.
@@ -31,7 +31,6 @@ import pytest
 SHARED = {
     "spark": "spark-session",
     "standalone": "spark-cluster",
-    "kafka_share": "kafka-4.4",
 }
 """Session fixtures started once for the group of tests that use them, by group."""
 
@@ -50,11 +49,6 @@ SPARK_SESSION_FILES = (
 GROUPS = {
     **{f"spark_tests/{name}": "spark-session" for name in SPARK_SESSION_FILES},
     "spark_tests/cluster/test_standalone_cluster.py": "spark-cluster",
-    # Kafka 4.4.0, the reference for share groups: one JVM for all that ask it.
-    "tests/oracle/test_api_versions_as_kafka.py": "kafka-4.4",
-    "tests/oracle/test_differential_share.py": "kafka-4.4",
-    "tests/clients/test_share_consumers.py": "kafka-4.4",
-    "tests/clients/test_share_tools.py": "kafka-4.4",
 }
 """Test files whose tests run together in one process, by group name."""
 
