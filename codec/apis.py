@@ -1,6 +1,6 @@
 """The table of Kafka APIs: keys, names, version ranges, header versions, schemas.
 
-Version ranges are those Apache Kafka 4.1.1's broker advertises (KIP-896 removed the old
+Version ranges are those Apache Kafka 4.4.0's broker advertises (KIP-896 removed the old
 ones; versions Kafka marks unstable are left out, as Kafka leaves them out of ApiVersions),
 and tests/oracle/test_api_versions_as_kafka.py compares them with a running Kafka's answer. Schema
 modules are imported lazily, per (key, version) actually used: importing all of kio's
@@ -34,7 +34,7 @@ class ApiRange:
 
 
 class ApiKey(IntEnum):
-    """The key of every API Kafka 4.1 lists in ApiVersions, named as Kafka names it, in upper
+    """The key of every API Kafka 4.4 lists in ApiVersions, named as Kafka names it, in upper
     snake case (kafka_name): those nullbroker may serve (KAFKA_4_RANGES) and those it does
     not (NOT_SERVED), one or the other.
 
@@ -114,9 +114,13 @@ class ApiKey(IntEnum):
     WRITE_SHARE_GROUP_STATE = 85
     DELETE_SHARE_GROUP_STATE = 86
     READ_SHARE_GROUP_STATE_SUMMARY = 87
+    STREAMS_GROUP_HEARTBEAT = 88
+    STREAMS_GROUP_DESCRIBE = 89
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
     ALTER_SHARE_GROUP_OFFSETS = 91
     DELETE_SHARE_GROUP_OFFSETS = 92
+    STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = 93
+    UNREGISTER_CONTROLLER = 94
 
 
 def kafka_name(key: ApiKey) -> str:
@@ -133,10 +137,10 @@ def _ranges(*rows: tuple[ApiKey, int, int]) -> dict[int, ApiRange]:
 KAFKA_4_RANGES: dict[int, ApiRange] = _ranges(
     (ApiKey.PRODUCE, 3, 13),
     (ApiKey.FETCH, 4, 18),
-    (ApiKey.LIST_OFFSETS, 1, 10),
+    (ApiKey.LIST_OFFSETS, 1, 11),
     (ApiKey.METADATA, 0, 13),
-    (ApiKey.OFFSET_COMMIT, 2, 9),
-    (ApiKey.OFFSET_FETCH, 1, 9),
+    (ApiKey.OFFSET_COMMIT, 2, 10),
+    (ApiKey.OFFSET_FETCH, 1, 10),
     (ApiKey.FIND_COORDINATOR, 0, 6),
     (ApiKey.JOIN_GROUP, 0, 9),
     (ApiKey.HEARTBEAT, 0, 4),
@@ -154,11 +158,11 @@ KAFKA_4_RANGES: dict[int, ApiRange] = _ranges(
     (ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5),
     (ApiKey.ADD_OFFSETS_TO_TXN, 0, 4),
     (ApiKey.END_TXN, 0, 5),
-    (ApiKey.TXN_OFFSET_COMMIT, 0, 5),
+    (ApiKey.TXN_OFFSET_COMMIT, 0, 6),
     (ApiKey.DESCRIBE_CONFIGS, 1, 4),
     (ApiKey.SASL_AUTHENTICATE, 0, 2),
     (ApiKey.CREATE_PARTITIONS, 0, 3),
-    (ApiKey.DELETE_GROUPS, 0, 2),
+    (ApiKey.DELETE_GROUPS, 0, 3),
     (ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1),
     (ApiKey.OFFSET_DELETE, 0, 0),
     (ApiKey.DESCRIBE_CLUSTER, 0, 2),
@@ -185,6 +189,9 @@ snappy and lz4 batches, librdkafka#4956), while a Produce below v3 closes the co
 in Kafka and here."""
 
 _SHARE_STATE = "broker to share coordinator: share partitions' state is kept in memory"
+_STREAMS_GROUPS = (
+    "streams groups (KIP-1071) are not served yet: a Streams app uses the classic protocol"
+)
 
 NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.WRITE_TXN_MARKERS: "broker to broker: nullbroker's coordinator writes its own markers",
@@ -206,7 +213,7 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: "SASL users come from the settings",
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: "SASL users come from the settings",
     ApiKey.DESCRIBE_QUORUM: "KRaft controller API, no quorum here",
-    ApiKey.UPDATE_FEATURES: "the features are fixed, Kafka 4.1's",
+    ApiKey.UPDATE_FEATURES: "the features are fixed, Kafka 4.4's",
     ApiKey.UNREGISTER_BROKER: "KRaft controller API, no quorum here",
     ApiKey.LIST_CONFIG_RESOURCES: "no client-metrics resources (KIP-714)",
     ApiKey.ADD_RAFT_VOTER: "KRaft controller API, no quorum here",
@@ -216,8 +223,12 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.WRITE_SHARE_GROUP_STATE: _SHARE_STATE,
     ApiKey.DELETE_SHARE_GROUP_STATE: _SHARE_STATE,
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: _SHARE_STATE,
+    ApiKey.STREAMS_GROUP_HEARTBEAT: _STREAMS_GROUPS,
+    ApiKey.STREAMS_GROUP_DESCRIBE: _STREAMS_GROUPS,
+    ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: _STREAMS_GROUPS,
+    ApiKey.UNREGISTER_CONTROLLER: "KRaft controller API, no quorum here",
 }
-"""The APIs Kafka 4.1.1 lists in ApiVersions that nullbroker does not serve, by key, each with
+"""The APIs Kafka 4.4.0 lists in ApiVersions that nullbroker does not serve, by key, each with
 why: the one list of differences tests/oracle/test_api_versions_as_kafka.py allows. A key
 served is in KAFKA_4_RANGES instead (docs/architecture.md, "Adding a Kafka API")."""
 

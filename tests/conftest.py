@@ -56,9 +56,9 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
     """Apache Kafka 4.4.0 (one KRaft node, perf.kafka_broker), started once for the session:
     the reference every differential test asks, share groups' and streams groups' too (it
     finalizes share.version=2 and streams.version=1 by default). Tests share it, so each
-    uses topic and group names of its own. Beside its PLAINTEXT listener (`bootstrap`) a SASL_PLAINTEXT one
-    (`sasl_bootstrap`, KAFKA_SASL). Skipped, with the reason, where Java or Kafka's jars are
-    missing."""
+    uses topic and group names of its own. Beside its PLAINTEXT listener (`bootstrap`) a
+    SASL_PLAINTEXT one (`sasl_bootstrap`, KAFKA_SASL). Skipped, with the reason, where Java
+    or Kafka's jars are missing."""
     why = kafka_missing()
     if why is not None:
         pytest.skip(why)

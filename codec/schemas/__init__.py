@@ -12,11 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import api_versions_v5
+from . import api_versions_v5, delete_groups_v3, txn_offset_commit_v6
 
 REQUESTS: dict[tuple[int, int], type[Any]] = {
     (18, 5): api_versions_v5.ApiVersionsRequest,
+    (28, 6): txn_offset_commit_v6.TxnOffsetCommitRequest,
+    (42, 3): delete_groups_v3.DeleteGroupsRequest,
 }
 RESPONSES: dict[tuple[int, int], type[Any]] = {
     (18, 5): api_versions_v5.ApiVersionsResponse,
+    (28, 6): txn_offset_commit_v6.TxnOffsetCommitResponse,
+    (42, 3): delete_groups_v3.DeleteGroupsResponse,
 }

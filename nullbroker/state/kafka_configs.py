@@ -1,10 +1,10 @@
-"""Configuration entries as DescribeConfigs and CreateTopics report them, Kafka 4.1's topic
-configs, and values parsed and checked as Kafka 4.1 parses and checks them (the broker's
+"""Configuration entries as DescribeConfigs and CreateTopics report them, Kafka 4.4's topic
+configs, and values parsed and checked as Kafka 4.4 parses and checks them (the broker's
 configs: nullbroker.state.broker_configs).
 
 nullbroker enforces one of them, the largest record batch a topic takes (max.message.bytes,
 else the broker's message.max.bytes); the rest govern storage, and nothing is retained. Admin
-tools and clients read them all, so they carry Apache Kafka 4.1's defaults, and a value Kafka
+tools and clients read them all, so they carry Apache Kafka 4.4's defaults, and a value Kafka
 refuses is refused here with Kafka's message.
 """
 
@@ -86,7 +86,7 @@ Check = Callable[[Any], Why | None]
 
 @dataclass(frozen=True, slots=True)
 class TopicConfig:
-    """One of Kafka 4.1's topic configs (LogConfig's ConfigDef): its type, default and
+    """One of Kafka 4.4's topic configs (LogConfig's ConfigDef): its type, default and
     validator."""
 
     name: str
@@ -185,6 +185,9 @@ TOPIC_CONFIGS: dict[str, TopicConfig] = {
         TopicConfig(
             "max.message.bytes", ConfigType.INT, str(DEFAULT_MAX_MESSAGE_BYTES), at_least(0)
         ),
+        TopicConfig(
+            "max.decompressed.message.bytes", ConfigType.INT, "2147483639", between(1, 2147483639)
+        ),
         TopicConfig("index.interval.bytes", ConfigType.INT, "4096", at_least(0)),
         TopicConfig("delete.retention.ms", ConfigType.LONG, "86400000", at_least(0)),
         TopicConfig("min.compaction.lag.ms", ConfigType.LONG, "0", at_least(0)),
@@ -210,7 +213,10 @@ TOPIC_CONFIGS: dict[str, TopicConfig] = {
         TopicConfig("local.retention.ms", ConfigType.LONG, "-2", at_least(-2)),
         TopicConfig("local.retention.bytes", ConfigType.LONG, "-2", at_least(-2)),
         TopicConfig("remote.log.copy.disable", ConfigType.BOOLEAN, "false"),
+        TopicConfig("remote.copy.lag.ms", ConfigType.LONG, "0", at_least(-1)),
+        TopicConfig("remote.copy.lag.bytes", ConfigType.LONG, "-1", at_least(-1)),
         TopicConfig("remote.log.delete.on.disable", ConfigType.BOOLEAN, "false"),
+        TopicConfig("errors.deadletterqueue.group.enable", ConfigType.BOOLEAN, "false"),
         TopicConfig("internal.segment.bytes", ConfigType.INT, "", internal=True),
     )
 }

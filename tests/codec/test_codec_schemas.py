@@ -100,6 +100,10 @@ def test_each_schema_has_the_fields_kafka_4_4_0_defines(kind: str) -> None:
                 assert kio_type == KIO_TYPES[kafka_type], name
 
 
+KIO_NAMES = {"throttle_time_ms": "throttle_time", "generation_id_or_member_epoch": "generation_id"}
+"""kio's names of fields Kafka names otherwise: a throttle time is a timedelta, and
+TxnOffsetCommit's generation (or member epoch) is `generation_id` in kio's v3-5."""
+
+
 def _kio_name(kafka_name: str) -> str:
-    """kio's name of a field: `throttle_time_ms` is `throttle_time` (a timedelta)."""
-    return kafka_name.removesuffix("_ms") if kafka_name == "throttle_time_ms" else kafka_name
+    return KIO_NAMES.get(kafka_name, kafka_name)

@@ -22,7 +22,7 @@ from typing import Any
 
 import trio
 
-from perf.kafka_broker import KafkaBroker
+from perf.kafka_broker import KAFKA_VERSION, KafkaBroker
 from tests.handlers.test_config_documentation import SET_BY_THE_FIXTURE
 from tests.support.differential import request
 from tests.support.kafka_wire import FrameStream
@@ -105,7 +105,7 @@ def main(arguments: list[str]) -> None:
     else:
         with KafkaBroker(Path(tempfile.mkdtemp(prefix="kafka-configs-"))) as kafka:
             configs = trio.run(describe_broker, kafka.bootstrap)
-    TABLE.write_text(table(configs, "4.1.1"))
+    TABLE.write_text(table(configs, KAFKA_VERSION))
     print(f"broker configs written to {TABLE}")
 
 

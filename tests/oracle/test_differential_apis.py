@@ -259,6 +259,8 @@ async def list_offsets(pair: Pair) -> tuple[str, ...]:
             timestamps.append(-4)  # earliest local (KIP-405)
         if version >= 9:
             timestamps.append(-5)  # latest tiered
+        if version >= 11:
+            timestamps.append(-6)  # earliest pending upload (KIP-1023)
         for isolation_level in (0, 1):
             await pair.step(
                 request(

@@ -1220,7 +1220,8 @@ def txn_offset_commit_request(
         group_instance_id=None,
         topics=[
             {
-                "name": topic,
+                "name": topic,  # v0-5; v6 names it by id
+                "topic_id": side.learned.get(("topic_id", topic)),
                 "partitions": [
                     {
                         "partition_index": 0,

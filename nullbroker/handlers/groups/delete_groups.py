@@ -1,6 +1,6 @@
 """DeleteGroups: groups removed, with their committed offsets, as the coordinator allows.
 Each node answers for the groups it coordinates, NOT_COORDINATOR for the others, as Kafka's
-brokers do."""
+brokers do. v3 (Kafka 4.4) gives each error a message, as Kafka words it."""
 
 from __future__ import annotations
 

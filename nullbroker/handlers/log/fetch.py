@@ -9,7 +9,7 @@ into the response frame.
 
 At the log end a Fetch is held until `min_bytes` are available or `max_wait` passes, as
 Kafka does, so idle consumers do not spin the broker. Fetch sessions (KIP-227) are kept as
-Kafka 4.1.1 keeps them (nullbroker.state.fetch_sessions): a Fetch at session epoch 0 opens one,
+Kafka keeps them (nullbroker.state.fetch_sessions): a Fetch at session epoch 0 opens one,
 and the consumer's incremental fetches then name only the partitions whose offsets moved
 and are answered only for the partitions with records or news; what is enough to answer
 a held incremental fetch is counted over all the session's partitions.
@@ -17,7 +17,6 @@ a held incremental fetch is counted over all the session's partitions.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -62,8 +61,6 @@ FIRST_TOPIC_ID_VERSION = 13
 FIRST_LEADER_HINT_VERSION = 16
 """Kafka tells a refused partition's current leader, and the leaders' endpoints, from v16."""
 READ_COMMITTED = 1  # the isolation level
-ZERO_TOPIC_ID = uuid.UUID(int=0)
-"""kio reads the zero topic id as None; a request built in-process may hold it."""
 NO_LIMIT = 2**31 - 1
 NO_RECORDS: tuple[Buffer, ...] = ()
 
@@ -187,10 +184,6 @@ def _context(broker: Broker, version: int, body: Any, node: int) -> _Context:
     by_ids = version >= FIRST_TOPIC_ID_VERSION
     if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
         cache.remove(session_id)  # a full Fetch closes the session it names
-        if _zero_id_in_new_session(by_ids, epoch, body):
-            # As Kafka 4.1 answers it: its fetch session cache fails on a topic named by
-            # the zero id (a sessionless Fetch of it gets UNKNOWN_TOPIC_ID on the partition).
-            raise _SessionError(ErrorCode.unknown_server_error, session_id)
         return _Context(FULL if epoch == INITIAL_EPOCH else SESSIONLESS, cache)
     fetch_session = cache.get(session_id)
     if fetch_session is None:
@@ -199,9 +192,6 @@ def _context(broker: Broker, version: int, body: Any, node: int) -> _Context:
         raise _SessionError(ErrorCode.invalid_fetch_session_epoch)
     if fetch_session.by_ids != by_ids:
         raise _SessionError(ErrorCode.fetch_session_topic_id_error)
-    if _zero_id_in_new_session(by_ids, INITIAL_EPOCH, body):
-        # Kafka 4.1.1 fails alike, answering with the session's id and keeping its epoch.
-        raise _SessionError(ErrorCode.unknown_server_error, session_id)
     _update(fetch_session, body, by_ids)
     if not fetch_session.partitions:  # nothing left to fetch: the session ends
         cache.remove(session_id)
@@ -218,15 +208,6 @@ def _sessions(broker: Broker, node: int) -> FetchSessionCache:
         cache = FetchSessionCache(broker.config.fetch_session_cache_slots, broker.stats)
         broker.fetch_sessions[node] = cache
     return cache
-
-
-def _zero_id_in_new_session(by_ids: bool, epoch: int, body: Any) -> bool:
-    """Whether a Fetch asking for a session (epoch 0) names a topic by the zero id."""
-    return (
-        by_ids
-        and epoch == INITIAL_EPOCH
-        and any(topic.topic_id in (None, ZERO_TOPIC_ID) for topic in body.topics)
-    )
 
 
 def _topic_key(topic: Any, by_ids: bool) -> TopicKey:

@@ -1,5 +1,6 @@
 """TxnOffsetCommit: offsets staged with a transaction, committed to the group when it
-commits."""
+commits. v6 (Kafka 4.4) names topics by id; an id no topic has is UNKNOWN_TOPIC_ID for its
+partitions, and the others are staged."""
 
 from __future__ import annotations
 
@@ -37,20 +38,24 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     version = request.header.api_version
     types = response_module(ApiKey.TXN_OFFSET_COMMIT, version)
     body = request.body
+    names = [_topic_name(broker, topic) for topic in body.topics]
     wanted = {
-        (topic.name, partition.partition_index): CommittedOffset(
+        (name, partition.partition_index): CommittedOffset(
             partition.committed_offset,
             getattr(partition, "committed_leader_epoch", NO_LEADER_EPOCH),
             partition.committed_metadata or "",
         )
-        for topic in body.topics
+        for topic, name in zip(body.topics, names, strict=True)
+        if name is not None
         for partition in topic.partitions
     }
-    # The group's coordinator answers: the group id decides the node.
-    error = coordinated_change(
-        broker, session, body.group_id, body, version,
-        _stage_offsets, broker, body, version, wanted, internal=OFFSETS_TOPIC,
-    )  # fmt: skip
+    error = ErrorCode.none
+    if wanted or not names:
+        # The group's coordinator answers: the group id decides the node.
+        error = coordinated_change(
+            broker, session, body.group_id, body, version,
+            _stage_offsets, broker, body, version, wanted, internal=OFFSETS_TOPIC,
+        )  # fmt: skip
     if (
         error is ErrorCode.transaction_abortable
         and version < FIRST_ABORTABLE_TXN_OFFSET_COMMIT_VERSION
@@ -62,19 +67,32 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
         topics=tuple(
             make(
                 types.TxnOffsetCommitResponseTopic,
-                name=topic.name,
+                name=name,
+                topic_id=getattr(topic, "topic_id", None),
                 partitions=tuple(
                     make(
                         types.TxnOffsetCommitResponsePartition,
                         partition_index=partition.partition_index,
-                        error_code=counted(broker, error),
+                        error_code=counted(
+                            broker, error if name is not None else ErrorCode.unknown_topic_id
+                        ),
                     )
                     for partition in topic.partitions
                 ),
             )
-            for topic in body.topics
+            for topic, name in zip(body.topics, names, strict=True)
         ),
     )
+
+
+def _topic_name(broker: Broker, asked: Any) -> str | None:
+    """The name of a topic asked for by name (v0-5), or by id (v6): None for an id no topic
+    has."""
+    name = getattr(asked, "name", None)
+    if name is not None:
+        return name
+    topic = broker.topics.by_id(asked.topic_id)
+    return topic.name if topic is not None else None
 
 
 def _stage_offsets(
