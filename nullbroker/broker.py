@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -151,6 +151,9 @@ class Broker:
             self.topics.names,
             heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
             session_timeout_ms=self.config.group_consumer_session_timeout_ms,
+            assignment_interval_ms=partial(
+                self.group_configs.int_value, name="consumer.assignment.interval.ms"
+            ),
         )
         self.groups.consumer_groups = consumer_groups
         return consumer_groups

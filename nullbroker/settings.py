@@ -114,6 +114,9 @@ class Config:
     """How often members of the new protocol's groups (KIP-848) heartbeat."""
     group_consumer_session_timeout_ms: int = 45000
     """How long such a member may go without a heartbeat before it is removed."""
+    group_consumer_assignment_interval_ms: int = 1000
+    """How often, at most, such a group's target assignment is made again (Kafka 4.4's
+    default; 0 makes it at every change, as Kafka 4.1 did)."""
     group_share_heartbeat_interval_ms: int = 5000
     """How often members of share groups (KIP-932) heartbeat (a group's
     share.heartbeat.interval.ms overrides it)."""

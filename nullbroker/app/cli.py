@@ -323,6 +323,15 @@ def build_parser() -> argparse.ArgumentParser:
         "Kafka's group.consumer.heartbeat.interval.ms)",
     )
     serve.add_argument(
+        "--group-consumer-assignment-interval-ms",
+        type=int,
+        metavar="MS",
+        help="how often, at most, such a group's partitions are assigned again: a member "
+        "joining sooner gets its partitions at a heartbeat after it (default "
+        f"{defaults.group_consumer_assignment_interval_ms}, as Kafka 4.4's "
+        "group.consumer.assignment.interval.ms; 0 assigns at every change, as Kafka 4.1)",
+    )
+    serve.add_argument(
         "--group-consumer-session-timeout-ms",
         type=int,
         metavar="MS",

@@ -38,6 +38,9 @@ NOT_SETTINGS = frozenset({CONFIG_FILE_VARIABLE, native.VARIABLE, STRICT_VARIABLE
 """NULLBROKER_ variables that are not settings: the config file's path, the C switch, the
 strict run's."""
 
+MAX_ASSIGNMENT_INTERVAL_MS = 15000
+"""Kafka 4.4's group.consumer.max.assignment.interval.ms: the longest assignment interval."""
+
 
 def checked(config: Config) -> Config:
     """`config` if every setting can be used, each checked by the parser of the room it
@@ -135,6 +138,12 @@ def checked(config: Config) -> Config:
             f"{named('group_consumer_session_timeout_ms')} "
             f"({config.group_consumer_session_timeout_ms}), "
             f"got {config.group_consumer_heartbeat_interval_ms}"
+        )
+    if not 0 <= config.group_consumer_assignment_interval_ms <= MAX_ASSIGNMENT_INTERVAL_MS:
+        raise ConfigError(
+            f"{named('group_consumer_assignment_interval_ms')}: must be from 0 to "
+            f"{MAX_ASSIGNMENT_INTERVAL_MS} (Kafka's group.consumer.max.assignment.interval.ms), "
+            f"got {config.group_consumer_assignment_interval_ms}"
         )
     if not 0 < config.group_share_heartbeat_interval_ms < config.group_share_session_timeout_ms:
         raise ConfigError(

@@ -314,6 +314,8 @@ def static_broker_configs(config: Config, node_id: int) -> dict[str, str]:
          config.group_consumer_session_timeout_ms),
         ("group_consumer_heartbeat_interval_ms", "group.consumer.heartbeat.interval.ms",
          config.group_consumer_heartbeat_interval_ms),
+        ("group_consumer_assignment_interval_ms", "group.consumer.assignment.interval.ms",
+         config.group_consumer_assignment_interval_ms),
         ("group_share_heartbeat_interval_ms", "group.share.heartbeat.interval.ms",
          config.group_share_heartbeat_interval_ms),
         ("group_share_session_timeout_ms", "group.share.session.timeout.ms",

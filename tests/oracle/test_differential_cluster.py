@@ -661,7 +661,13 @@ async def test_a_classic_group_across_nodes_as_in_kafka(clusters: Clusters) -> N
                     "group_id": group,
                     "member_id": None,
                     "member_epoch": -1,
-                    "topics": [{"name": topic, "partition_indexes": [0]}],
+                    "topics": [
+                        {
+                            "name": topic,
+                            "topic_id": side.learned.get(("topic_id", topic)),
+                            "partition_indexes": [0],
+                        }
+                    ],
                 }
             ],
             require_stable=False,

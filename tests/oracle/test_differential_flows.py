@@ -35,6 +35,7 @@ from tests.support.differential import (
     read_log,
     records_batch,
     request,
+    set_assignment_interval,
     topic_id,
     txn_offset_commit_request,
     unique,
@@ -56,6 +57,9 @@ V2_END_TXN_VERSION = 5
 the producer's epoch, and the answer carries the new one."""
 V2_PRODUCE_VERSION = 12
 """Transactions v2: a transactional Produce adds its partition to the transaction."""
+
+FIRST_MEMBER_EPOCH = 2
+"""A new consumer group's first member's epoch in Kafka 4.4 (1 in Kafka 4.1)."""
 
 
 def producer(side: Side, transactional_id: str | None) -> tuple[int, int]:
@@ -202,7 +206,7 @@ async def test_list_offsets_and_fetch_while_a_transaction_is_open(pair: Pair) ->
 
 async def offset_fetch(pair: Pair, group: str, topic: str) -> None:
     await pair.step(
-        request(
+        lambda side: request(
             9,
             pair.versions(9)[-1],
             groups=[
@@ -210,7 +214,13 @@ async def offset_fetch(pair: Pair, group: str, topic: str) -> None:
                     "group_id": group,
                     "member_id": None,
                     "member_epoch": -1,
-                    "topics": [{"name": topic, "partition_indexes": [0]}],
+                    "topics": [
+                        {
+                            "name": topic,
+                            "topic_id": topic_id(side, topic),
+                            "partition_indexes": [0],
+                        }
+                    ],
                 }
             ],
             require_stable=False,
@@ -487,6 +497,7 @@ async def test_consumer_group_from_join_to_deletion(pair: Pair) -> None:
     group = unique("kip848")
     member_id = str(uuid.uuid4())
     await find_coordinator(pair, group)
+    await set_assignment_interval(pair, group, 0)  # rebalances at once, as 4.1's
     await consumer_heartbeat(
         pair,
         group,
@@ -559,6 +570,7 @@ async def test_a_uniform_assignment_keeps_what_a_member_owns(pair: Pair) -> None
     group = unique("sticky")
     b, a = sorted(str(uuid.uuid4()) for _ in range(2))
     await find_coordinator(pair, group)
+    await set_assignment_interval(pair, group, 0)  # rebalances at once, as 4.1's
 
     async def beat(member_id: str, epoch: int, owned: list[int]) -> None:
         answers = await pair.step(
@@ -677,11 +689,12 @@ async def test_init_producer_id_fences_an_open_transaction(pair: Pair) -> None:
 
 
 async def test_commits_at_a_member_s_previous_older_and_newer_epochs(pair: Pair) -> None:
-    """Member a owns both partitions at epoch 1; b joins (epoch 2); a gives up partition 1
-    and moves to epoch 2. Then a commits partition 0, which it still owns, and partition 1,
-    which it gave up, at every epoch around its own (the previous one is what a commit
-    crossed by the heartbeat moving it on carries; Kafka 4.1.1 refuses it, KIP-1251 would
-    take it); an unknown member, and no member, commit too. The same in a transaction."""
+    """Member a owns both partitions at its first epoch (2 in Kafka 4.4); b joins (the next);
+    a gives up partition 1 and moves to the next epoch. Then a commits partition 0, which it
+    still owns, and partition 1, which it gave up, at every epoch around its own (the
+    previous one is what a commit crossed by the heartbeat moving it on carries; Kafka 4.4.0
+    refuses it, KIP-1251 would take it); an unknown member, and no member, commit too. The
+    same in a transaction."""
     topic = unique("kip1251")
     await create_topic(pair, topic, partitions=2)
     await learn_topic_ids(pair, topic)
@@ -705,15 +718,19 @@ async def test_commits_at_a_member_s_previous_older_and_newer_epochs(pair: Pair)
             else [{"topic_id": topic_id(side, topic), "partitions": owned}][: len(owned)],
         )
 
+    await set_assignment_interval(pair, group, 0)  # b's joining moves partition 1 at once
+    first = FIRST_MEMBER_EPOCH
     await pair.step(beat(a, 0, [], [topic]))
-    await pair.step(beat(a, 1, [0, 1]))
+    await pair.step(beat(a, first, [0, 1]))
     await pair.step(beat(b, 0, [], [topic]))
-    await pair.step(beat(a, 1, [0, 1]))  # told to give up partition 1
-    await pair.step(beat(a, 1, [0]))  # done: epoch 2
-    committers = [(a, epoch) for epoch in (1, 0, 3, -1, 2)] + [("nobody", 2), ("", -1)]
+    await pair.step(beat(a, first, [0, 1]))  # told to give up partition 1
+    await pair.step(beat(a, first, [0]))  # done: the next epoch
+    own = first + 1
+    committers = [(a, epoch) for epoch in (first, first - 1, own + 1, -1, own)]
+    committers += [("nobody", own), ("", -1)]
     for (member_id, epoch), partition in itertools.product(committers, (0, 1)):
         await pair.step(
-            request(
+            lambda side, member_id=member_id, epoch=epoch, partition=partition: request(
                 8,
                 pair.versions(8)[-1],
                 group_id=group,
@@ -723,6 +740,7 @@ async def test_commits_at_a_member_s_previous_older_and_newer_epochs(pair: Pair)
                 topics=[
                     {
                         "name": topic,
+                        "topic_id": topic_id(side, topic),
                         "partitions": [
                             {
                                 "partition_index": partition,
@@ -739,7 +757,7 @@ async def test_commits_at_a_member_s_previous_older_and_newer_epochs(pair: Pair)
     await init_producer(pair, transactional_id)
     await transaction(pair, transactional_id, topic, [b"a"], 0)
     await txn_offset_commit(pair, transactional_id, group, topic, 20)
-    for member_id, epoch in [(a, 1), (a, 3), ("nobody", 2), (a, 2)]:
+    for member_id, epoch in [(a, first), (a, own + 1), ("nobody", own), (a, own)]:
         await pair.step(
             lambda side, member_id=member_id, epoch=epoch: txn_offset_commit_request(
                 side,

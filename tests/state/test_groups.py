@@ -12,7 +12,7 @@ import inspect
 import io
 import struct
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,7 @@ from kio.schema.consumer_protocol_subscription.v0 import ConsumerProtocolSubscri
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 
-from codec import KAFKA_4_RANGES, UnsupportedVersion, decode_request
+from codec import KAFKA_4_RANGES
 from codec.apis import request_schema
 from codec.entities import make
 from nullbroker.app.configuration import checked, load
@@ -32,6 +32,8 @@ from nullbroker.broker import Broker
 from nullbroker.ops.metrics import exposition, make_registry
 from nullbroker.ops.report import summary
 from nullbroker.settings import Config, ConfigError
+from nullbroker.state.groups.consumer import ConsumerGroups
+from nullbroker.state.groups.consumer import Heartbeat as ConsumerHeartbeat
 from nullbroker.state.groups.coordinator import GroupCoordinator
 from nullbroker.state.groups.model import GroupState
 from nullbroker.stats import GROUP_STATES, BrokerStats
@@ -104,8 +106,10 @@ async def acall(broker: Broker, api_key: int, version: int, **fields: Any) -> An
 
 @pytest.fixture
 async def broker(nursery: trio.Nursery) -> AsyncIterator[Broker]:
-    """A broker with a topic of four partitions and its group coordinator running."""
-    b = Broker(Config(partitions=PARTITIONS))
+    """A broker with a topic of four partitions and its group coordinator running; consumer
+    groups' assignments are made at every change (test_the_assignment_waits_its_interval
+    tests the interval)."""
+    b = Broker(Config(partitions=PARTITIONS, group_consumer_assignment_interval_ms=0))
     await nursery.start(b.groups.run)
     await acall(
         b,
@@ -870,16 +874,66 @@ async def test_offset_fetch_of_null_topics_returns_every_committed_offset(broker
     ] == [("a", [(1, 100), (2, 200)]), ("b", [(0, 1)]), ("none", [])]
 
 
-@pytest.mark.parametrize("api_key", [OFFSET_COMMIT, OFFSET_FETCH])
-async def test_offset_commit_and_fetch_v10_are_not_served_as_kafka_4_1_leaves_them_unstable(
-    broker: Broker, api_key: int
-) -> None:
-    """Kafka 4.1.1 marks v10 (topics by id) unstable: not advertised, and a request at it
-    closes the connection there, as an unserved version does here."""
-    assert KAFKA_4_RANGES[api_key].max_version == TOPIC_IDS_FROM - 1
-    header = struct.pack(">hhih", api_key, TOPIC_IDS_FROM, 7, -1) + b"\x00"
-    with pytest.raises(UnsupportedVersion, match=f"v{TOPIC_IDS_FROM} is not served"):
-        decode_request(header, broker.served)
+async def test_offset_commit_and_fetch_v10_name_topics_by_id(broker: Broker) -> None:
+    """Kafka 4.2 made v10 stable (topics by id, as the new consumer protocol commits): an
+    offset committed by id is fetched by id and by name; an id no topic has is
+    UNKNOWN_TOPIC_ID, in either."""
+    known = broker.topics.get(TOPIC)
+    assert known is not None
+    unknown = uuid.uuid4()
+    c = types(OFFSET_COMMIT, TOPIC_IDS_FROM)
+    committed = await acall(
+        broker,
+        OFFSET_COMMIT,
+        TOPIC_IDS_FROM,
+        group_id="by-id",
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        group_instance_id=None,
+        topics=tuple(
+            c.OffsetCommitRequestTopic(
+                topic_id=topic_id,
+                partitions=(
+                    make(
+                        c.OffsetCommitRequestPartition,
+                        partition_index=0,
+                        committed_offset=42,
+                        committed_leader_epoch=-1,
+                        committed_metadata="m",
+                    ),
+                ),
+            )
+            for topic_id in (known.id, unknown)
+        ),
+    )
+    assert [(t.topic_id, [p.error_code for p in t.partitions]) for t in committed.topics] == [
+        (known.id, [ErrorCode.none]),
+        (unknown, [ErrorCode.unknown_topic_id]),
+    ]
+    f = types(OFFSET_FETCH, TOPIC_IDS_FROM)
+    fetched = await acall(
+        broker,
+        OFFSET_FETCH,
+        TOPIC_IDS_FROM,
+        require_stable=False,
+        groups=(
+            f.OffsetFetchRequestGroup(
+                group_id="by-id",
+                member_id=None,
+                member_epoch=-1,
+                topics=tuple(
+                    f.OffsetFetchRequestTopics(topic_id=topic_id, partition_indexes=(0,))
+                    for topic_id in (known.id, unknown)
+                ),
+            ),
+        ),
+    )
+    (group,) = fetched.groups
+    assert [
+        (t.topic_id, [(p.committed_offset, p.error_code) for p in t.partitions])
+        for t in group.topics
+    ] == [(known.id, [(42, ErrorCode.none)]), (unknown, [(-1, ErrorCode.unknown_topic_id)])]
+    assert (await fetch(broker, "by-id", [0]))[TOPIC, 0].committed_offset == 42
 
 
 # Group administration
@@ -1597,3 +1651,35 @@ def test_every_live_group_state_is_in_the_accounts_at_zero_before_any_group_requ
         in exposition(make_registry(broker.stats)).decode()
         for state in GROUP_STATES
     )
+
+
+def test_the_assignment_waits_its_interval_as_kafka_4_4_makes_it() -> None:
+    """As Kafka 4.4.0 answered the same heartbeats: a new group's first member moves its
+    epoch to 2 and gets every partition; a second member joining within the assignment
+    interval is told the assignment in force (nothing, at its epoch) while the group's epoch
+    moves on; after the interval the next heartbeat makes the assignment again."""
+    now = [100.0]
+    groups = ConsumerGroups(
+        lambda topic: 2, clock=lambda: now[0], assignment_interval_ms=lambda group_id: 1000
+    )
+
+    def beat(member: str, epoch: int, owned: Iterable[int] = ()) -> tuple[int, list[int] | None]:
+        joined, assignment = groups.heartbeat(
+            ConsumerHeartbeat(
+                "g", member, epoch, None, 30000, ("t",), "uniform",
+                {"t": frozenset(owned)} if owned else {}, "client", "/127.0.0.1",
+            )
+        )  # fmt: skip
+        return joined.epoch, None if assignment is None else sorted(assignment.get("t", ()))
+
+    assert beat("a", 0) == (2, [0, 1])
+    assert beat("b", 0) == (2, [])
+    group = groups.groups["g"]
+    assert (group.epoch, group.assignment_epoch, group.state) == (3, 2, "Assigning")
+    now[0] += 0.5
+    assert beat("a", 2, [0, 1]) == (2, [0, 1])  # within the interval: as it was
+    now[0] += 0.6
+    epoch, kept = beat("a", 2, [0, 1])
+    assert (epoch, group.assignment_epoch) == (2, 3) and kept is not None and len(kept) == 1
+    assert beat("a", 2, kept) == (3, kept)
+    assert beat("b", 2) == (3, [1 - kept[0]])

@@ -775,6 +775,38 @@ async def create_topic(
     await until_assignable(pair, topic, partitions)
 
 
+GROUP_RESOURCE = 32
+"""The GROUP config resource (KIP-848's group configs), for IncrementalAlterConfigs."""
+
+
+async def set_assignment_interval(pair: Pair, group: str, interval_ms: int) -> None:
+    """Set a consumer group's consumer.assignment.interval.ms on both brokers (compared).
+    Kafka 4.4 makes a group's target assignment at most once a second by default; a sequence
+    whose members join and rebalance in a row sets 0 (every change assigned at once, as
+    Kafka 4.1 did), or the longest, 15 s, to see what the interval holds back, either way
+    whatever the machine's speed."""
+    await pair.step(
+        request(
+            44,
+            pair.versions(44)[-1],
+            resources=[
+                {
+                    "resource_type": GROUP_RESOURCE,
+                    "resource_name": group,
+                    "configs": [
+                        {
+                            "name": "consumer.assignment.interval.ms",
+                            "config_operation": 0,
+                            "value": str(interval_ms),
+                        }
+                    ],
+                }
+            ],
+            validate_only=False,
+        )
+    )
+
+
 def consumer_group_join(version: int, group: str, member_id: str, topic: str) -> object:
     """A KIP-848 member's first ConsumerGroupHeartbeat (epoch 0), subscribed to `topic`,
     asking for the uniform assignor, with a 30 s rebalance timeout."""

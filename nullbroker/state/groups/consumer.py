@@ -80,6 +80,8 @@ class ConsumerGroup:
     group_id: str
     epoch: int = 0
     assignment_epoch: int = 0
+    assigned_at: float = float("-inf")
+    """When the target assignment was last made: at most once an assignment interval."""
     members: dict[str, ConsumerMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
     offsets: dict[str, dict[int, CommittedOffset]] = field(default_factory=dict)
@@ -194,9 +196,13 @@ class ConsumerGroups:
         clock: Callable[[], float] = time.monotonic,
         heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS,
         session_timeout_ms: int = SESSION_TIMEOUT_MS,
+        assignment_interval_ms: Callable[[str], int] = lambda group_id: 0,
     ) -> None:
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.session_timeout_ms = session_timeout_ms
+        self._assignment_interval_ms = assignment_interval_ms
+        """A group's consumer.assignment.interval.ms (Kafka 4.4: 1 s unless the group or
+        the broker sets it)."""
         self._partitions_of = partitions_of
         """A topic's partition count, or None for no such topic."""
         self._topic_names = topic_names
@@ -232,9 +238,16 @@ class ConsumerGroups:
         before = dict(member.owned)
         if beat.owned is not None:
             self._acknowledge(member, beat.owned)
-        if group.assignment_epoch < group.epoch:
+        now = member.last_heartbeat
+        interval = self._assignment_interval_ms(group.group_id) / 1000
+        if group.assignment_epoch < group.epoch and now - group.assigned_at >= interval:
+            # As Kafka 4.4: the target assignment is made again at most once an interval
+            # (consumer.assignment.interval.ms); a member joining sooner is told the one in
+            # force, at its epoch (nothing, for it), and gets its partitions at a heartbeat
+            # after the interval.
             group.target = self._assign(group)
             group.assignment_epoch = group.epoch
+            group.assigned_at = now
         assignment = self._reconcile(group, member)
         # As Kafka's coordinator: the assignment goes to a member joining, one that sent
         # everything (as a client does after an error), or one whose partitions changed.
@@ -298,7 +311,9 @@ class ConsumerGroups:
         if beat.assignor is not None:
             member.assignor = beat.assignor
         if changed:
-            group.epoch += 1
+            # As Kafka 4.4 (checked): a new group's first member moves its epoch to 2, where
+            # 4.1 moved it to 1; every later change moves it by one.
+            group.epoch += 1 if group.epoch else 2
         return member
 
     @staticmethod
@@ -366,8 +381,8 @@ class ConsumerGroups:
             )
             if free:
                 member.owned[topic] = owned | free
-        if member.epoch != group.epoch:
-            member.previous_epoch, member.epoch = member.epoch, group.epoch
+        if member.epoch != group.assignment_epoch:
+            member.previous_epoch, member.epoch = member.epoch, group.assignment_epoch
         return dict(member.owned)
 
     def _assign(self, group: ConsumerGroup) -> dict[str, Assignment]:

@@ -114,6 +114,7 @@ class GroupConfigs:
             "share.session.timeout.ms": config.group_share_session_timeout_ms,
             "consumer.heartbeat.interval.ms": config.group_consumer_heartbeat_interval_ms,
             "consumer.session.timeout.ms": config.group_consumer_session_timeout_ms,
+            "consumer.assignment.interval.ms": config.group_consumer_assignment_interval_ms,
         }
 
     def overrides(self, group_id: str) -> dict[str, str]:
