@@ -49,7 +49,7 @@ test: $(VENV)/.installed-test bytecode
 	    tests/workers tests/processes tests/tools/test_fuzz.py; \
 	fi
 
-# Kafka as the oracle alone: Apache Kafka 4.1.1 and nullbroker asked the same requests, the
+# Kafka as the oracle alone: Apache Kafka 4.4.0 and nullbroker asked the same requests, the
 # answers compared field by field (tests/support/differential.py; docs/compatibility.md).
 oracle: $(VENV)/.installed-test bytecode
 	scripts/ensure-test-tools

@@ -1,4 +1,4 @@
-"""nullbroker against Apache Kafka 4.1.1, librdkafka's mock cluster, franz-go's kfake and the
+"""nullbroker against Apache Kafka 4.4.0, librdkafka's mock cluster, franz-go's kfake and the
 floor, side by side, in one command.
 
 Starts the brokers, each in a process of its own on 127.0.0.1 (nullbroker with
@@ -765,7 +765,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="BROKER",
         help="which to run, nullbroker always among them: nullbroker, mock (librdkafka's), "
         "kfake (franz-go's, built by scripts/ensure-kfake on first use with go), kafka "
-        "(Apache Kafka 4.1.1 from scripts/ensure-kafka-tools' jars: one KRaft node, -Xmx1g, "
+        "(Apache Kafka 4.4.0 from scripts/ensure-kafka-tools' jars: one KRaft node, -Xmx1g, "
         "its log on local disk), floor (recorded answers and nothing else, producing steps "
         "only; built by scripts/ensure-floor on first use with a C compiler) "
         f"(default {' '.join(ALL_BROKERS)})",

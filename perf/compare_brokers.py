@@ -17,7 +17,7 @@
   answer; it keeps no count of records (the producers' acknowledgements are the count) and
   serves no ListOffsets, so it takes part in the producing steps only. At exit it prints
   the requests and bytes it served.
-- Apache Kafka 4.1.1: perf.kafka_broker's node (one KRaft node, broker and controller in one
+- Apache Kafka 4.4.0: perf.kafka_broker's node (one KRaft node, broker and controller in one
   JVM, `java -Xmx1g` started directly, so its pid is the whole broker), its log folder in the
   run's temporary folder on local disk, ready when its log says `Kafka Server started`;
   stopped with SIGTERM (a clean shutdown exits 143). It keeps every record (Kafka's default
@@ -204,7 +204,7 @@ def build_floor() -> Path | None:
 
 
 class ApacheKafka:
-    """Apache Kafka 4.1.1, started by perf.kafka_broker in `workdir`/kafka with
+    """Apache Kafka 4.4.0, started by perf.kafka_broker in `workdir`/kafka with
     KAFKA_PROPERTIES, as a Peer."""
 
     name = KAFKA

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from perf.kafka_broker import KAFKA_VERSION
 from perf.kafka_broker import missing as kafka_missing
 from spark_tests.conftest import java_missing_reason
 from spark_tests.jobs.session import connector_jars
@@ -133,7 +134,7 @@ def test_the_overhead_report_runs_each_job_against_nullbroker_and_a_kafka_it_sta
 
     report = json.loads(output.read_text())
     assert report["settings"]["against"] == "kafka"
-    assert report["kafka"]["version"] == "4.1.1"
+    assert report["kafka"]["version"] == KAFKA_VERSION
     runs = sorted((run["job"], run["broker"], run["rows"]) for run in report["runs"])
     assert runs == sorted(
         (job, broker, RECORDS)

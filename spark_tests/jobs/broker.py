@@ -1,5 +1,5 @@
 """The jobs' dealings with the broker itself: what the broker of `--start-broker` (started
-by nullbroker.start, jobs/cli.py) counted, `--against kafka` (Apache Kafka 4.1.1,
+by nullbroker.start, jobs/cli.py) counted, `--against kafka` (Apache Kafka 4.4.0,
 perf.kafka_broker's one KRaft node, sent the records of the source topics nullbroker
 declares), creating the topics a write needs, and checking that a read's source topic holds
 the records asked for."""

@@ -10,7 +10,7 @@ both; the ratio reported is the median of each round's ratio.
         --records 1000000 --record-size 1024 --partitions 4 --rounds 5 --output overhead.json
 
 With --against kafka, each job runs instead against nullbroker and against Apache Kafka
-4.1.1, both started by the command (Kafka as perf.kafka_broker starts it: one KRaft node,
+4.4.0, both started by the command (Kafka as perf.kafka_broker starts it: one KRaft node,
 broker and controller in one JVM with -Xmx1g, its log in a temporary folder on local disk,
 Kafka's defaults otherwise), the source topics on Kafka sent the very records nullbroker
 serves, and the report puts side by side each broker's rows/s, its CPU seconds and its
@@ -364,7 +364,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--against",
         choices=AGAINST,
-        help="run each job against nullbroker and against Apache Kafka 4.1.1, both started "
+        help="run each job against nullbroker and against Apache Kafka 4.4.0, both started "
         "here (Kafka: one KRaft node, -Xmx1g, its log on local disk; its source topics sent "
         "the records nullbroker serves first), instead of against the no-network twin, and "
         "report each broker's share of the run's CPU side by side (needs Java and "

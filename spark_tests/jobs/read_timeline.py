@@ -3,7 +3,7 @@
 with each run's task timeline from Spark's status store (spark_tests/jobs/timeline.py) and
 what the broker did meanwhile: against nullbroker, the Fetches it held at the log end and
 for how long, and the ListOffsets and Fetch requests it answered and its time on them;
-against Apache Kafka 4.1.1 (--broker kafka: perf/kafka_broker.py, sent first the very
+against Apache Kafka 4.4.0 (--broker kafka: perf/kafka_broker.py, sent first the very
 records nullbroker serves, as overhead --against kafka does), the timeline alone, to set
 beside nullbroker's.
 
@@ -279,7 +279,7 @@ def _parser() -> argparse.ArgumentParser:
         "--broker",
         choices=("nullbroker", "kafka"),
         default="nullbroker",
-        help="read from a nullbroker started here (default) or from Apache Kafka 4.1.1",
+        help="read from a nullbroker started here (default) or from Apache Kafka 4.4.0",
     )
     parser.add_argument("--runs", type=cli.positive_int, default=3, help="rounds (default 3)")
     parser.add_argument("--tasks", action="store_true", help="print every task of every run")

@@ -625,8 +625,8 @@ def test_java_fetch_v16_requests_get_responses_kio_round_trips_byte_for_byte(fil
 def test_a_topic_named_by_the_zero_id_is_unknown_with_a_session_or_without(version: int) -> None:
     """As Kafka 4.4 answers (tests/oracle/test_differential_apis.py): a partition of the zero
     topic id is UNKNOWN_TOPIC_ID, in a Fetch that opens a session (epoch 0: the session is
-    opened) as in a sessionless one (epoch -1). Kafka 4.1's fetch session cache failed the
-    first with UNKNOWN_SERVER_ERROR; 4.4's no longer does."""
+    opened) as in a sessionless one (epoch -1), where the topic has one partition asked;
+    with two, Kafka's fetch session cache fails the opening with UNKNOWN_SERVER_ERROR."""
     b, _ = source_broker()
     asked = fetch_request(version, [(uuid.UUID(int=0), [(0, 0, MIB)])])
     for session_epoch, opened in ((0, True), (-1, False)):
@@ -641,3 +641,14 @@ def test_a_topic_named_by_the_zero_id_is_unknown_with_a_session_or_without(versi
         assert [p.error_code for t in response.responses for p in t.partitions] == [
             ErrorCode.unknown_topic_id
         ]
+    # Two partitions of it fail the session's opening, as in Kafka 4.4 (and 4.1).
+    two = fetch_request(version, [(uuid.UUID(int=0), [(0, 0, MIB), (1, 0, MIB)])])
+    frame = request_frame(ApiKey.FETCH, version, dataclasses.replace(two, session_epoch=0))
+    _, response = decode_response(
+        ApiKey.FETCH, version, answered(dispatch_of(b).answer(frame, SESSION))
+    )
+    assert (response.error_code, response.session_id, response.responses) == (
+        ErrorCode.unknown_server_error,
+        0,
+        (),
+    )

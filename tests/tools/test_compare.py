@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from perf.kafka_broker import KAFKA_VERSION
 from perf.kafka_broker import missing as kafka_missing
 from tests.support.kafka_tools import requires_kafka_tools
 
@@ -124,7 +125,11 @@ def test_the_json_records_settings_machine_steps_samples_and_medians(
     assert result["settings"]["brokers"] == list(BROKERS)
     assert result["brokers"]["kfake"]["version"].startswith("v")
     kafka = result["brokers"]["kafka"]
-    assert (kafka["version"], kafka["heap"], kafka["child_processes"]) == ("4.1.1", "-Xmx1g", 0)
+    assert (kafka["version"], kafka["heap"], kafka["child_processes"]) == (
+        KAFKA_VERSION,
+        "-Xmx1g",
+        0,
+    )
     assert "process.roles=broker,controller" in kafka["server_properties"]
     assert "num.partitions=4" in kafka["server_properties"]
     for broker in BROKERS:
@@ -269,7 +274,10 @@ def test_the_markdown_table_has_a_row_per_broker_and_rate(
     assert "Not one batch a request throughout" not in one_batch
     assert "## Consuming" in page and "## nullbroker / mock" in page
     assert "## nullbroker / kfake" in page and "## Kafka's Java perf tools" in page
-    assert "## nullbroker / kafka" in page and "Kafka is Apache Kafka 4.1.1, one KRaft node" in page
+    assert (
+        "## nullbroker / kafka" in page
+        and f"Kafka is Apache Kafka {KAFKA_VERSION}, one KRaft node" in page
+    )
     assert "## nullbroker / floor" in page and f"`{FLOOR_TOPIC}`" in page
     java_producers = page.split("### kafka-producer-perf-test")[1].split("### kafka-consumer")[0]
     java_consumers = page.split("### kafka-consumer-perf-test")[1].split("## nullbroker /")[0]

@@ -17,6 +17,7 @@ a held incremental fetch is counted over all the session's partitions.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,8 @@ FIRST_TOPIC_ID_VERSION = 13
 FIRST_LEADER_HINT_VERSION = 16
 """Kafka tells a refused partition's current leader, and the leaders' endpoints, from v16."""
 READ_COMMITTED = 1  # the isolation level
+ZERO_TOPIC_ID = uuid.UUID(int=0)
+"""kio reads the zero topic id as None; a request built in-process may hold it."""
 NO_LIMIT = 2**31 - 1
 NO_RECORDS: tuple[Buffer, ...] = ()
 
@@ -184,6 +187,11 @@ def _context(broker: Broker, version: int, body: Any, node: int) -> _Context:
     by_ids = version >= FIRST_TOPIC_ID_VERSION
     if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
         cache.remove(session_id)  # a full Fetch closes the session it names
+        if _zero_id_partitions_in_new_session(by_ids, epoch, body):
+            # As Kafka 4.4 answers it (checked): its fetch session cache fails on a topic
+            # named by the zero id with several partitions (with one, UNKNOWN_TOPIC_ID on
+            # it, as a sessionless Fetch gets).
+            raise _SessionError(ErrorCode.unknown_server_error, session_id)
         return _Context(FULL if epoch == INITIAL_EPOCH else SESSIONLESS, cache)
     fetch_session = cache.get(session_id)
     if fetch_session is None:
@@ -192,6 +200,9 @@ def _context(broker: Broker, version: int, body: Any, node: int) -> _Context:
         raise _SessionError(ErrorCode.invalid_fetch_session_epoch)
     if fetch_session.by_ids != by_ids:
         raise _SessionError(ErrorCode.fetch_session_topic_id_error)
+    if _zero_id_partitions_in_new_session(by_ids, INITIAL_EPOCH, body):
+        # Kafka 4.1.1 failed alike, answering with the session's id and keeping its epoch.
+        raise _SessionError(ErrorCode.unknown_server_error, session_id)
     _update(fetch_session, body, by_ids)
     if not fetch_session.partitions:  # nothing left to fetch: the session ends
         cache.remove(session_id)
@@ -199,6 +210,16 @@ def _context(broker: Broker, version: int, body: Any, node: int) -> _Context:
     cache.touch(fetch_session, now_ms())
     fetch_session.epoch = next_epoch(fetch_session.epoch)
     return _Context(INCREMENTAL, cache, fetch_session, fetch_session.epoch)
+
+
+def _zero_id_partitions_in_new_session(by_ids: bool, epoch: int, body: Any) -> bool:
+    """Whether a Fetch asking for a session (epoch 0) names several partitions of the zero
+    topic id."""
+    return (
+        by_ids
+        and epoch == INITIAL_EPOCH
+        and sum(len(t.partitions) for t in body.topics if t.topic_id in (None, ZERO_TOPIC_ID)) > 1
+    )
 
 
 def _sessions(broker: Broker, node: int) -> FetchSessionCache:

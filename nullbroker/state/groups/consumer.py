@@ -232,28 +232,33 @@ class ConsumerGroups:
             del group.members[beat.member_id]
             group.epoch += 1
             member.epoch = LEAVE_EPOCH
+            # As Kafka 4.4: the leaving member's heartbeat makes the assignment again too,
+            # if the interval allows.
+            self._maybe_assign(group, self._clock())
             return member, None
         member = self._member(group, beat)
         member.last_heartbeat = self._clock()
         before = dict(member.owned)
         if beat.owned is not None:
             self._acknowledge(member, beat.owned)
-        now = member.last_heartbeat
-        interval = self._assignment_interval_ms(group.group_id) / 1000
-        if group.assignment_epoch < group.epoch and now - group.assigned_at >= interval:
-            # As Kafka 4.4: the target assignment is made again at most once an interval
-            # (consumer.assignment.interval.ms); a member joining sooner is told the one in
-            # force, at its epoch (nothing, for it), and gets its partitions at a heartbeat
-            # after the interval.
-            group.target = self._assign(group)
-            group.assignment_epoch = group.epoch
-            group.assigned_at = now
+        self._maybe_assign(group, member.last_heartbeat)
         assignment = self._reconcile(group, member)
         # As Kafka's coordinator: the assignment goes to a member joining, one that sent
         # everything (as a client does after an error), or one whose partitions changed.
         if beat.member_epoch == 0 or beat.is_full() or assignment != before:
             return member, assignment
         return member, None
+
+    def _maybe_assign(self, group: ConsumerGroup, now: float) -> None:
+        """As Kafka 4.4: the target assignment is made again at most once an interval
+        (consumer.assignment.interval.ms); a member joining sooner is told the one in force,
+        at its epoch (nothing, for it), and gets its partitions at a heartbeat after the
+        interval."""
+        interval = self._assignment_interval_ms(group.group_id) / 1000
+        if group.assignment_epoch < group.epoch and now - group.assigned_at >= interval:
+            group.target = self._assign(group)
+            group.assignment_epoch = group.epoch
+            group.assigned_at = now
 
     def _member(self, group: ConsumerGroup, beat: Heartbeat) -> ConsumerMember:
         member = group.members.get(beat.member_id)
