@@ -1108,13 +1108,15 @@ async def test_consumer_heartbeat_answers_leaving_and_fenced_members_as_kafka_do
     )
 
 
-async def test_a_commit_at_any_epoch_but_the_member_s_own_is_refused_as_kafka_does(
+async def test_a_commit_at_an_older_epoch_is_taken_for_partitions_owned_since(
     broker: Broker,
 ) -> None:
-    """A commit the heartbeat moving its member on has crossed carries the member's
-    previous epoch: Kafka 4.1.1 answers STALE_MEMBER_EPOCH, even for a partition the member
-    still owns (it was once taken here, as KIP-1251 proposes), and so for older and newer
-    epochs; an unknown member is UNKNOWN_MEMBER_ID."""
+    """KIP-1251, as Kafka 4.4.0 answered the same commits: a commit the heartbeat moving its
+    member on has crossed carries the member's previous epoch, and is taken for a partition
+    the member has owned since that epoch, refused (STALE_MEMBER_EPOCH) for one it gave up;
+    an epoch older than the partition's, or newer than the member's, is refused; at its own
+    epoch any partition is taken; an unknown member is UNKNOWN_MEMBER_ID. A TxnOffsetCommit
+    before v6 refuses with ILLEGAL_GENERATION."""
     first, second = sorted((NewMember(broker), NewMember(broker)), key=lambda m: m.member_id)
     await first.join()
     await first.heartbeat(owned=range(PARTITIONS))
@@ -1123,27 +1125,30 @@ async def test_a_commit_at_any_epoch_but_the_member_s_own_is_refused_as_kafka_do
     revoking = await first.heartbeat(owned=range(PARTITIONS))
     kept = [p for t in revoking.assignment.topic_partitions for p in t.partitions]
     assert 0 < len(kept) < PARTITIONS, revoking
+    given_up = next(p for p in range(PARTITIONS) if p not in kept)
     await first.heartbeat(owned=kept)
     assert first.epoch > previous
 
-    async def commit_as(member_id: str, epoch: int) -> ErrorCode:
-        """The answer to a commit of a partition the first member still owns."""
+    async def commit_as(member_id: str, epoch: int, partition: int = kept[0]) -> ErrorCode:
         [error] = await commit(
-            broker, "new", {kept[0]: 5}, generation=epoch, member=member_id, version=9
+            broker, "new", {partition: 5}, generation=epoch, member=member_id, version=9
         )
         return error
 
+    assert await commit_as(first.member_id, previous) is ErrorCode.none
+    assert await commit_as(first.member_id, previous, given_up) is ErrorCode.stale_member_epoch
     answers = {
         epoch: await commit_as(first.member_id, epoch)
-        for epoch in (previous, previous - 1, first.epoch + 1, -1)
+        for epoch in (previous - 1, first.epoch + 1, -1)
     }
     assert answers == dict.fromkeys(answers, ErrorCode.stale_member_epoch)
     assert await commit_as("nobody", first.epoch) is ErrorCode.unknown_member_id
-    assert await commit_as(first.member_id, first.epoch) is ErrorCode.none
-    # TxnOffsetCommit has no STALE_MEMBER_EPOCH: Kafka answers ILLEGAL_GENERATION there.
+    assert await commit_as(first.member_id, first.epoch, given_up) is ErrorCode.none
     producer = await begin_offsets_transaction(broker, "new")
+    newer = await txn_commit(broker, producer, "new", {kept[0]: 6}, first.member_id, previous + 9)
+    assert newer == [ErrorCode.illegal_generation]
     crossed = await txn_commit(broker, producer, "new", {kept[0]: 6}, first.member_id, previous)
-    assert crossed == [ErrorCode.illegal_generation]
+    assert crossed == [ErrorCode.none]
 
 
 async def fetch_as(broker: Broker, group: str, member_id: str | None, epoch: int) -> ErrorCode:

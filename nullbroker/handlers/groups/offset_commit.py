@@ -46,6 +46,13 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
             body.member_id,
             getattr(body, "group_instance_id", None),
             version,
+            partitions=[
+                (topic.name, partition.partition_index)
+                for asked, topic, _ in resolved
+                if topic is not None
+                for partition in asked.partitions
+                if has_partition(topic, partition.partition_index)
+            ],
         )
     topics = []
     for asked, topic, missing in resolved:

@@ -114,6 +114,7 @@ def _stage_offsets(
         getattr(body, "group_instance_id", None),
         version,
         transactional=True,
+        partitions=offsets.keys(),
     )
     if error is not ErrorCode.none:
         raise TransactionError(error)

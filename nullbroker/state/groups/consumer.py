@@ -42,6 +42,10 @@ STATIC_LEAVE_EPOCH = -2
 Assignment = dict[str, frozenset[int]]
 """Partitions by topic name."""
 
+FIRST_STALE_EPOCH_TXN_COMMIT_VERSION = 6
+"""TxnOffsetCommit v6+ (Kafka 4.4) answers an epoch it does not take STALE_MEMBER_EPOCH, as
+OffsetCommit does; older ones ILLEGAL_GENERATION (checked at v6, assumed below it)."""
+
 
 class HeartbeatError(Exception):
     """A heartbeat refused with `code`."""
@@ -69,6 +73,9 @@ class ConsumerMember:
     """What the member owns, as far as the coordinator knows."""
     revoking: Assignment = field(default_factory=dict)
     """Partitions it was told to give up and has not yet said it gave up."""
+    owned_since: dict[tuple[str, int], int] = field(default_factory=dict)
+    """The epoch at which it was given each partition it owns (KIP-1251: it may commit one
+    at any epoch from that to its own)."""
     last_heartbeat: float = 0.0
     left_static: bool = False
     """A static member that left with epoch -2: it keeps its partitions until its session
@@ -123,16 +130,18 @@ class ConsumerGroup:
         *,
         transactional: bool = False,
         api_version: int = FIRST_COMMIT_VERSION_FOR_MEMBERS,
+        partitions: Iterable[tuple[str, int]] = (),
     ) -> ErrorCode:
-        """May an OffsetCommit, or a TxnOffsetCommit (`transactional`), commit to this
-        group? As Kafka 4.1 answers: a member commits with its epoch; a commit without a
-        member (epoch -1: admin tools, assign() consumers) only to an empty group, except
-        a TxnOffsetCommit that names no member at all, which is always taken.
+        """May an OffsetCommit, or a TxnOffsetCommit (`transactional`), commit `partitions`
+        to this group? As Kafka 4.4 answers: a member commits with its epoch; a commit
+        without a member (epoch -1: admin tools, assign() consumers) only to an empty group,
+        except a TxnOffsetCommit that names no member at all, which is always taken.
 
-        Any other epoch is refused, the member's previous one too, even for partitions it
-        still owns: a commit sent while the heartbeat moving the member on was in flight
-        is lost, and the next owner reads those records again (KIP-1251 proposes taking
-        it; Kafka 4.1.1 does not)."""
+        An older epoch is taken for partitions the member has owned since that epoch or
+        before (KIP-1251, Kafka 4.4): a commit sent while the heartbeat moving the member on
+        was in flight is kept. Any other epoch is STALE_MEMBER_EPOCH (ILLEGAL_GENERATION
+        in a TxnOffsetCommit before v6). A request whose partitions are not all so owned is
+        refused whole (Kafka answers per partition; its clients commit what they own)."""
         if member_epoch < 0 and not self.members:
             return ErrorCode.none
         if transactional and member_epoch < 0 and not member_id and group_instance_id is None:
@@ -144,8 +153,16 @@ class ConsumerGroup:
             return ErrorCode.unsupported_version
         if member_epoch == member.epoch:
             return ErrorCode.none
-        # TxnOffsetCommit has no STALE_MEMBER_EPOCH: Kafka answers ILLEGAL_GENERATION there.
-        return ErrorCode.illegal_generation if transactional else ErrorCode.stale_member_epoch
+        asked = list(partitions)
+        if (
+            0 <= member_epoch < member.epoch
+            and asked
+            and all(member.owned_since.get(key, member_epoch + 1) <= member_epoch for key in asked)
+        ):
+            return ErrorCode.none
+        if transactional and api_version < FIRST_STALE_EPOCH_TXN_COMMIT_VERSION:
+            return ErrorCode.illegal_generation
+        return ErrorCode.stale_member_epoch
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode:
         """May an OffsetFetch (v9+) read this group's offsets? One naming no member (admin
@@ -279,12 +296,13 @@ class ConsumerGroups:
                     beat.rebalance_timeout_ms,
                 )
             else:  # rejoining: it owns nothing now
-                member.owned, member.revoking = {}, {}
+                member.owned, member.revoking, member.owned_since = {}, {}, {}
             if previous is not None:
                 # The same instance, back: it takes over what it had, with no rebalance.
                 del group.members[previous.member_id]
                 member.subscribed, member.regex = previous.subscribed, previous.regex
                 member.owned, member.revoking = previous.owned, previous.revoking
+                member.owned_since = previous.owned_since
                 member.epoch = previous.epoch
                 member.assignor = previous.assignor
                 if previous.member_id in group.target:
@@ -367,6 +385,8 @@ class ConsumerGroups:
         if to_revoke:
             for topic, revoked in to_revoke.items():
                 member.revoking[topic] = member.revoking.get(topic, frozenset()) | revoked
+                for partition in revoked:
+                    member.owned_since.pop((topic, partition), None)
                 kept = member.owned[topic] - revoked
                 if kept:
                     member.owned[topic] = kept
@@ -386,6 +406,8 @@ class ConsumerGroups:
             )
             if free:
                 member.owned[topic] = owned | free
+                for partition in free:
+                    member.owned_since[topic, partition] = group.assignment_epoch
         if member.epoch != group.assignment_epoch:
             member.previous_epoch, member.epoch = member.epoch, group.assignment_epoch
         return dict(member.owned)

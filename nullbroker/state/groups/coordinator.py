@@ -197,6 +197,7 @@ class GroupCoordinator:
         api_version: int,
         *,
         transactional: bool = False,
+        partitions: Iterable[tuple[str, int]] = (),
     ) -> tuple[ErrorCode, Group | ConsumerGroup | None]:
         """May this OffsetCommit, or TxnOffsetCommit (`transactional`), commit? Members
         commit in their generation (member epoch, for the new protocol's groups); a consumer
@@ -218,6 +219,7 @@ class GroupCoordinator:
             group_instance_id,
             transactional=transactional,
             api_version=api_version,
+            partitions=partitions,
         )
         return error, group if error is ErrorCode.none else None
 

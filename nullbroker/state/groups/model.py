@@ -259,6 +259,7 @@ class Group:
         *,
         transactional: bool = False,
         api_version: int = FIRST_COMMIT_VERSION_WITH_GROUP_ID_NOT_FOUND,
+        partitions: Iterable[tuple[str, int]] = (),
     ) -> ErrorCode:
         """May an OffsetCommit, or a TxnOffsetCommit (`transactional`), commit to this
         group? As Kafka answers: a member commits in its generation; one naming no member
