@@ -148,7 +148,7 @@ def test_kafka_tools_read_list_and_describe_consumer_groups(
     # Kafka's own consumer, with the new protocol, reads the whole topic.
     output = run_tool(
         "kafka-console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", "fixed",
-        "--group", "java-848", "--consumer-property", "group.protocol=consumer",
+        "--group", "java-848", "--command-property", "group.protocol=consumer",
         "--from-beginning", "--max-messages", str(PARTITIONS * 500), "--timeout-ms", "120000",
     )  # fmt: skip
     assert len(output.splitlines()) == PARTITIONS * 500
@@ -252,24 +252,24 @@ def beat(member_id: str, epoch: int, owned: dict[str, frozenset[int]] | None) ->
 def test_a_partition_is_revoked_before_another_member_gets_it() -> None:
     groups = ConsumerGroups(lambda topic: 4 if topic == "t" else None)
     a, assigned = groups.heartbeat(beat("a", 0, None))
-    assert assigned == {"t": frozenset({0, 1, 2, 3})} and a.epoch == 1
+    assert assigned == {"t": frozenset({0, 1, 2, 3})} and a.epoch == 2  # a new group's first member: 2, as Kafka 4.4
     # b joins: the target splits the partitions, but b gets none until a gives them up.
     b, assigned = groups.heartbeat(beat("b", 0, None))
-    assert assigned == {} and b.epoch == 2
-    a, assigned = groups.heartbeat(beat("a", 1, {"t": frozenset({0, 1, 2, 3})}))
+    assert assigned == {} and b.epoch == 3
+    a, assigned = groups.heartbeat(beat("a", 2, {"t": frozenset({0, 1, 2, 3})}))
     kept = assigned["t"]
-    assert len(kept) == 2 and a.epoch == 1  # told to revoke two; its epoch waits
-    b, assigned = groups.heartbeat(beat("b", 2, {}))
+    assert len(kept) == 2 and a.epoch == 2  # told to revoke two; its epoch waits
+    b, assigned = groups.heartbeat(beat("b", 3, {}))
     # Still being revoked by a: b's assignment has not changed, and Kafka sends it only to a
     # member joining, one whose partitions changed, or one that sent everything it has.
     assert assigned is None
-    _, assigned = groups.heartbeat(replace(beat("b", 2, {}), subscribed=("t",)))
+    _, assigned = groups.heartbeat(replace(beat("b", 3, {}), subscribed=("t",)))
     assert assigned == {}
     assert groups.groups["g"].state == "Reconciling"
-    a, _ = groups.heartbeat(beat("a", 1, {"t": kept}))  # a has given them up
-    assert a.epoch == 2
-    b, assigned = groups.heartbeat(beat("b", 2, {}))
-    assert assigned == {"t": frozenset({0, 1, 2, 3}) - kept} and b.epoch == 2
+    a, _ = groups.heartbeat(beat("a", 2, {"t": kept}))  # a has given them up
+    assert a.epoch == 3
+    b, assigned = groups.heartbeat(beat("b", 3, {}))
+    assert assigned == {"t": frozenset({0, 1, 2, 3}) - kept} and b.epoch == 3
     assert groups.groups["g"].state == "Stable"
 
 
