@@ -252,7 +252,8 @@ def beat(member_id: str, epoch: int, owned: dict[str, frozenset[int]] | None) ->
 def test_a_partition_is_revoked_before_another_member_gets_it() -> None:
     groups = ConsumerGroups(lambda topic: 4 if topic == "t" else None)
     a, assigned = groups.heartbeat(beat("a", 0, None))
-    assert assigned == {"t": frozenset({0, 1, 2, 3})} and a.epoch == 2  # a new group's first member: 2, as Kafka 4.4
+    # A new group's first member is at epoch 2, as in Kafka 4.4.
+    assert assigned == {"t": frozenset({0, 1, 2, 3})} and a.epoch == 2
     # b joins: the target splits the partitions, but b gets none until a gives them up.
     b, assigned = groups.heartbeat(beat("b", 0, None))
     assert assigned == {} and b.epoch == 3
