@@ -159,6 +159,9 @@ KAFKA_4_RANGES: dict[int, ApiRange] = _ranges(
     (ApiKey.ADD_OFFSETS_TO_TXN, 0, 4),
     (ApiKey.END_TXN, 0, 5),
     (ApiKey.TXN_OFFSET_COMMIT, 0, 6),
+    (ApiKey.DESCRIBE_ACLS, 1, 3),
+    (ApiKey.CREATE_ACLS, 1, 3),
+    (ApiKey.DELETE_ACLS, 1, 3),
     (ApiKey.DESCRIBE_CONFIGS, 1, 4),
     (ApiKey.SASL_AUTHENTICATE, 0, 2),
     (ApiKey.CREATE_PARTITIONS, 0, 3),
@@ -195,9 +198,6 @@ _STREAMS_GROUPS = (
 
 NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.WRITE_TXN_MARKERS: "broker to broker: nullbroker's coordinator writes its own markers",
-    ApiKey.DESCRIBE_ACLS: "no authorizer (every client may do everything)",
-    ApiKey.CREATE_ACLS: "no authorizer (every client may do everything)",
-    ApiKey.DELETE_ACLS: "no authorizer (every client may do everything)",
     ApiKey.ALTER_CONFIGS: "the legacy whole-set form; IncrementalAlterConfigs is served",
     ApiKey.ALTER_REPLICA_LOG_DIRS: "no log directories, the storage is /dev/null",
     ApiKey.DESCRIBE_LOG_DIRS: "no log directories, the storage is /dev/null",

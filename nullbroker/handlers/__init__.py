@@ -1,5 +1,5 @@
 """Request handlers, one module per Kafka API in family packages, and what the broker serves:
-every API key with a handler, at the versions Kafka 4.1 serves it (nullbroker.dispatch builds
+every API key with a handler, at the versions Kafka 4.4 serves it (nullbroker.dispatch builds
 the table).
 
 An API's module is named after it as kio names it, the lower-case name of its key
@@ -89,6 +89,7 @@ IMPORTED_ON_FIRST_USE: dict[str, tuple[ApiKey, ...]] = {
         ApiKey.LIST_TRANSACTIONS,
     ),
     "sasl": (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE),
+    "access": (ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS),
     "share": (
         ApiKey.SHARE_GROUP_HEARTBEAT,
         ApiKey.SHARE_GROUP_DESCRIBE,

@@ -86,6 +86,7 @@ ANSWERED_WHERE_ASKED = frozenset(
             ApiKey.DELETE_GROUPS,
             ApiKey.SASL_HANDSHAKE,
             ApiKey.SASL_AUTHENTICATE,
+            *IMPORTED_ON_FIRST_USE["access"],
         ),
     )
 )

@@ -9,6 +9,7 @@ import datetime
 import re
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,7 @@ from tests.support.differential import (
     uncompared_versions,
     unique,
 )
-from tests.support.kafka_wire import request_frame, size_prefix
+from tests.support.kafka_wire import decode_response, request_frame, size_prefix
 
 pytestmark = pytest.mark.differential
 __all__ = ["pair"]
@@ -1095,6 +1096,98 @@ async def delete_groups(pair: Pair) -> tuple[str, ...]:
         await pair.step(request(42, version, groups_names=[alive, unique("missing")]))
 
     await for_each_version(pair, 42, run)
+    return ()
+
+
+ACL_FILTERS = [
+    # any topic, any pattern, any principal: what `kafka-acls --list` asks
+    {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+     "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1},
+    # a literal topic's READ grants for one user; the patterns matching a group's name
+    {"resource_type_filter": 2, "resource_name_filter": "orders", "pattern_type_filter": 3,
+     "principal_filter": "User:alice", "host_filter": "*", "operation": 3,
+     "permission_type": 3},
+    {"resource_type_filter": 3, "resource_name_filter": "etl", "pattern_type_filter": 2,
+     "principal_filter": None, "host_filter": None, "operation": 2, "permission_type": 2},
+]  # fmt: skip
+"""DescribeAcls and DeleteAcls filters, the resource and pattern types as Kafka numbers
+them (ANY 1, TOPIC 2, GROUP 3; MATCH 2, LITERAL 3; operation ANY 1, ALL 2, READ 3;
+permission ANY 1, DENY 2, ALLOW 3)."""
+UNREADABLE_ACL_FILTERS = [
+    ACL_FILTERS[0] | {"resource_type_filter": 0},  # UNKNOWN resource type
+    ACL_FILTERS[0] | {"pattern_type_filter": 9},  # a code no pattern type has
+    ACL_FILTERS[0] | {"operation": 0},
+    ACL_FILTERS[0] | {"permission_type": 0},
+]
+"""Filters with an UNKNOWN element or a code Kafka has no name for."""
+
+
+async def outcome(side: Side, payload: Any) -> object:
+    """What one broker does with `payload` on a connection of its own: its answer, or
+    "closed" where it closes the connection unanswered (as Kafka does with a request its
+    request classes refuse)."""
+    connection = await side.connection()
+    try:
+        await connection.stream.send(size_prefix(request_frame(payload, 1)))
+        try:
+            frame = await connection.stream.receive_frame()
+        except EOFError:
+            return "closed"
+        return decode_response(frame, payload.__api_key__, payload.__version__)[1]
+    finally:
+        await connection.stream.aclose()
+
+
+async def same_outcome(pair: Pair, payload: Any) -> None:
+    """Kafka and nullbroker answer `payload` alike, or both close the connection."""
+    kafka, nullbroker = [await outcome(side, payload) for side in pair.sides]
+    assert kafka == nullbroker, (payload, kafka, nullbroker)
+
+
+@sweep(29)
+async def describe_acls(pair: Pair) -> tuple[str, ...]:
+    async def run(version: int) -> None:
+        for acl_filter in ACL_FILTERS:
+            await pair.step(request(29, version, **acl_filter))
+        for unreadable in UNREADABLE_ACL_FILTERS:
+            await same_outcome(pair, request(29, version, **unreadable))
+
+    await for_each_version(pair, 29, run)
+    return ()
+
+
+@sweep(30)
+async def create_acls(pair: Pair) -> tuple[str, ...]:
+    grant = {
+        "resource_type": 2, "resource_name": unique("acl"), "resource_pattern_type": 3,
+        "principal": "User:alice", "host": "*", "operation": 3, "permission_type": 3,
+    }  # fmt: skip
+    prefixed_deny = grant | {"resource_pattern_type": 4, "permission_type": 2}
+    not_one_binding = [  # an ANY or MATCH element (answered), an UNKNOWN one (closed)
+        grant | {"resource_type": 1}, grant | {"resource_pattern_type": 2},
+        grant | {"operation": 1}, grant | {"resource_type": 0},
+        grant | {"resource_pattern_type": 0}, grant | {"permission_type": 0},
+    ]  # fmt: skip
+
+    async def run(version: int) -> None:
+        await pair.step(request(30, version, creations=[grant, prefixed_deny]))
+        await pair.step(request(30, version, creations=[]))
+        for creation in not_one_binding:
+            await same_outcome(pair, request(30, version, creations=[grant, creation]))
+
+    await for_each_version(pair, 30, run)
+    return ()
+
+
+@sweep(31)
+async def delete_acls(pair: Pair) -> tuple[str, ...]:
+    async def run(version: int) -> None:
+        await pair.step(request(31, version, filters=ACL_FILTERS))
+        await pair.step(request(31, version, filters=[]))
+        for unreadable in UNREADABLE_ACL_FILTERS:
+            await same_outcome(pair, request(31, version, filters=[ACL_FILTERS[0], unreadable]))
+
+    await for_each_version(pair, 31, run)
     return ()
 
 
