@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from codec import KAFKA_4_RANGES, ApiKey, ApiRange
 
-from .configs import describe_configs, incremental_alter_configs
+from .configs import describe_configs, incremental_alter_configs, list_config_resources
 from .discovery import api_versions, describe_cluster, describe_topic_partitions, metadata
 from .log import (
     delete_records,
@@ -59,6 +59,7 @@ LOADED_AT_START: tuple[ModuleType, ...] = (
     create_partitions,
     describe_configs,
     incremental_alter_configs,
+    list_config_resources,
 )
 """The API modules every broker imports, at start: the ones every client uses, and the
 administration's, which cost little."""

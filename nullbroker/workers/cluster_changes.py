@@ -74,6 +74,7 @@ ANSWERED_WHERE_ASKED = frozenset(
             ApiKey.OFFSET_FOR_LEADER_EPOCH,
             ApiKey.DELETE_RECORDS,
             ApiKey.DESCRIBE_CONFIGS,
+            ApiKey.LIST_CONFIG_RESOURCES,
             ApiKey.OFFSET_COMMIT,
             ApiKey.OFFSET_FETCH,
             ApiKey.OFFSET_DELETE,

@@ -1191,6 +1191,48 @@ async def delete_acls(pair: Pair) -> tuple[str, ...]:
     return ()
 
 
+@sweep(74)
+async def list_config_resources(pair: Pair) -> tuple[str, ...]:
+    """The config resources of each type asked, cut down to those the sequence made (three
+    topics, a group with a config): the Kafka is the session's. Its own broker's and broker
+    logger's entries name each broker's node id, checked apart."""
+    topics = [unique("resources") for _ in range(3)]
+    for topic in topics:
+        await create_topic(pair, topic)
+    group = unique("configured")
+    await set_assignment_interval(pair, group, 500)
+    made = [*topics, group]
+
+    async def run(version: int) -> None:
+        filters: list[list[int] | None] = [None]
+        if version >= 1:
+            filters = [[], [2], [4], [8], [16], [32], [32, 2], [2, 2], [99]]
+        for types in filters:
+            spec = {} if types is None else {"resource_types": types}
+            expected = [
+                name
+                for name in made
+                if types == [] or (types and (2 if name in topics else 32) in types)
+            ]
+            await pair.step(
+                request(74, version, **spec),
+                only=Listed.of("config_resources", "resource_name", made, expected),
+            )
+            answers = await pair.step(request(74, version, **spec), compared=False)
+            for side in pair.sides:
+                nodes = {
+                    (entry.resource_type, entry.resource_name)
+                    for entry in answers[side].config_resources
+                    if entry.resource_type in (4, 8)
+                }
+                listed = {kind for kind in (4, 8) if types == [] or (types and kind in types)}
+                assert {kind for kind, _ in nodes} == listed, (side.name, types, nodes)
+                assert len(nodes) == len(listed), (side.name, types, nodes)
+
+    await for_each_version(pair, 74, run)
+    return ()
+
+
 @sweep(47)
 async def offset_delete(pair: Pair) -> tuple[str, ...]:
     topic, group = await classic_group(pair, "offsetdelete")
