@@ -163,6 +163,7 @@ KAFKA_4_RANGES: dict[int, ApiRange] = _ranges(
     (ApiKey.CREATE_ACLS, 1, 3),
     (ApiKey.DELETE_ACLS, 1, 3),
     (ApiKey.DESCRIBE_CONFIGS, 1, 4),
+    (ApiKey.ALTER_CONFIGS, 0, 2),
     (ApiKey.SASL_AUTHENTICATE, 0, 2),
     (ApiKey.CREATE_PARTITIONS, 0, 3),
     (ApiKey.DELETE_GROUPS, 0, 3),
@@ -199,7 +200,6 @@ _STREAMS_GROUPS = (
 
 NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.WRITE_TXN_MARKERS: "broker to broker: nullbroker's coordinator writes its own markers",
-    ApiKey.ALTER_CONFIGS: "the legacy whole-set form; IncrementalAlterConfigs is served",
     ApiKey.ALTER_REPLICA_LOG_DIRS: "no log directories, the storage is /dev/null",
     ApiKey.DESCRIBE_LOG_DIRS: "no log directories, the storage is /dev/null",
     ApiKey.CREATE_DELEGATION_TOKEN: "no delegation tokens",

@@ -25,7 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from codec import KAFKA_4_RANGES, ApiKey, ApiRange
 
-from .configs import describe_configs, incremental_alter_configs, list_config_resources
+from .configs import (
+    alter_configs,
+    describe_configs,
+    incremental_alter_configs,
+    list_config_resources,
+)
 from .discovery import api_versions, describe_cluster, describe_topic_partitions, metadata
 from .log import (
     delete_records,
@@ -60,6 +65,7 @@ LOADED_AT_START: tuple[ModuleType, ...] = (
     describe_configs,
     incremental_alter_configs,
     list_config_resources,
+    alter_configs,
 )
 """The API modules every broker imports, at start: the ones every client uses, and the
 administration's, which cost little."""

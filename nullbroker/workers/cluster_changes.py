@@ -54,6 +54,7 @@ CHANGING_KEYS = frozenset(
             ApiKey.DELETE_TOPICS,
             ApiKey.CREATE_PARTITIONS,
             ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            ApiKey.ALTER_CONFIGS,
         ),
     )
 )

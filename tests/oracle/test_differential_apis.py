@@ -514,6 +514,85 @@ async def incremental_alter_configs(pair: Pair) -> tuple[str, ...]:
     return ()
 
 
+@sweep(33)
+async def alter_configs(pair: Pair) -> tuple[str, ...]:
+    """The legacy AlterConfigs: a topic's overrides replaced by the set given (those it does
+    not name removed), read back; what Kafka refuses; a broker's, and every broker's, only
+    validated (the session's Kafka is every test's: a replacement would drop what others
+    set); a group's; a broker logger's, which AlterConfigs cannot alter."""
+    topic = unique("legacy")
+    await create_topic(pair, topic, configs={"segment.ms": "100000"})
+    group = unique("legacy")
+
+    def resource(kind: int, name: str, **configs: str | None) -> dict[str, object]:
+        return {
+            "resource_type": kind,
+            "resource_name": name,
+            "configs": [{"name": key.replace("_", "."), "value": v} for key, v in configs.items()],
+        }
+
+    async def run(version: int) -> None:
+        async def alter(*resources: object, validate_only: bool = False) -> None:
+            await pair.step(
+                lambda side: request(
+                    33,
+                    version,
+                    resources=[r(side) if callable(r) else r for r in resources],
+                    validate_only=validate_only,
+                )
+            )
+
+        async def read_back() -> None:
+            await pair.step(
+                request(
+                    32,
+                    pair.versions(32)[-1],
+                    resources=[
+                        {
+                            "resource_type": 2,
+                            "resource_name": topic,
+                            "configuration_keys": ["segment.ms", "retention.ms", "cleanup.policy"],
+                        }
+                    ],
+                    include_synonyms=False,
+                    include_documentation=False,
+                )
+            )
+
+        await alter(resource(2, topic, retention_ms=str(1000 + version)))
+        await read_back()  # segment.ms is gone: the set replaced it
+        await alter(resource(2, topic, cleanup_policy="compact"), validate_only=True)
+        await read_back()
+        for refused in (
+            resource(2, topic, retention_ms="soon"),
+            resource(2, topic, no_such_config="1"),
+            resource(2, topic, retention_ms=None),
+            resource(2, unique("missing"), retention_ms="1"),
+            resource(8, "1", kafka="DEBUG"),
+        ):
+            await alter(refused)
+        await alter(resource(32, group, consumer_session_timeout_ms="50000"))
+        await alter(resource(2, topic))  # no overrides left
+        await read_back()
+        for configs in (
+            {"message_max_bytes": "2000000"},
+            {"log_dirs": "/x"},
+            {"message_max_bytes": "big"},
+        ):
+            await alter(
+                lambda side, configs=configs: resource(4, broker_name(side), **configs),
+                validate_only=True,
+            )
+        for configs in (
+            {"message_max_bytes": "2000000"},  # drops min.insync.replicas: refused
+            {"min_insync_replicas": "1", "message_max_bytes": "2000000"},
+        ):
+            await alter(resource(4, "", **configs), validate_only=True)
+
+    await for_each_version(pair, 33, run)
+    return ()
+
+
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 BROKER_ALTERATIONS: tuple[tuple[tuple[tuple[str, int, str | None], ...], bool], ...] = (
     # (configs, validate_only): what Kafka takes, for one broker or for every one...

@@ -193,6 +193,12 @@ ALLOWED: tuple[Entry, ...] = (
         "a broker's config resource is named by its node id, each broker's own",
         identity="node name",
     ),
+    Entry(
+        "broker resource",
+        "AlterConfigsResponse.responses[].resource_name",
+        "a broker's config resource is named by its node id, each broker's own",
+        identity="node name",
+    ),
     *(
         Entry(
             "node id config",
@@ -299,6 +305,7 @@ UNORDERED: dict[str, str] = {
     "DescribeTransactionsResponse.transaction_states": "transactional_id",
     "DescribeTransactionsResponse.transaction_states[].topics": "topic",
     "IncrementalAlterConfigsResponse.responses": "resource_name",
+    "AlterConfigsResponse.responses": "resource_name",
     "ListGroupsResponse.groups": "group_id",
     "ListTransactionsResponse.transaction_states": "transactional_id",
     "ProduceResponse.responses": "name",

@@ -64,7 +64,9 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
                     ErrorCode.invalid_request,
                     f"resource {resource.resource_name!r} is named more than once in the request",
                 )
-            current, types_of, defaults, check = _current(broker, resource, session.node_id)
+            current, types_of, defaults, check = current_overrides(
+                broker, resource, session.node_id
+            )
             altered = _altered(current, types_of, defaults, resource.configs)
             check(altered)
             if not body.validate_only:
@@ -103,7 +105,7 @@ def message_max_bytes(broker: Broker) -> int:
 Check = Callable[[dict[str, str]], None]
 
 
-def _current(
+def current_overrides(
     broker: Broker, resource: Any, node_id: int
 ) -> tuple[dict[str, str], Mapping[str, ConfigType], Mapping[str, str], Check]:
     """The overrides a resource has now (altered in place), the configs it may have, their
