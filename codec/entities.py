@@ -23,7 +23,7 @@ def _field_names(entity_type: type) -> frozenset[str]:
     return frozenset(field.name for field in fields(entity_type))
 
 
-def make(entity_type: type, **values: Any) -> Any:
+def make(entity_type: type, /, **values: Any) -> Any:
     """An instance of `entity_type` from the values whose names it has as fields."""
     names = _field_names(entity_type)
     return entity_type(**{name: value for name, value in values.items() if name in names})

@@ -26,6 +26,7 @@ from .stats import BrokerStats
 
 if TYPE_CHECKING:
     from .sessions import Session
+    from .state.client_quotas import ClientQuotas
     from .state.groups.consumer import ConsumerGroups
     from .state.groups.coordinator import GroupCoordinator
     from .state.groups.offsets import CommittedOffset
@@ -157,6 +158,13 @@ class Broker:
         )
         self.groups.consumer_groups = consumer_groups
         return consumer_groups
+
+    @cached_property
+    def client_quotas(self) -> ClientQuotas:
+        """Quotas set on users, client ids and IP addresses (kept, never enforced)."""
+        from .state.client_quotas import ClientQuotas
+
+        return ClientQuotas()
 
     @cached_property
     def group_configs(self) -> GroupConfigs:

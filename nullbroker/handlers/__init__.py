@@ -97,6 +97,7 @@ IMPORTED_ON_FIRST_USE: dict[str, tuple[ApiKey, ...]] = {
     ),
     "sasl": (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE),
     "access": (ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS),
+    "quotas": (ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS),
     "share": (
         ApiKey.SHARE_GROUP_HEARTBEAT,
         ApiKey.SHARE_GROUP_DESCRIBE,

@@ -55,6 +55,7 @@ CHANGING_KEYS = frozenset(
             ApiKey.CREATE_PARTITIONS,
             ApiKey.INCREMENTAL_ALTER_CONFIGS,
             ApiKey.ALTER_CONFIGS,
+            ApiKey.ALTER_CLIENT_QUOTAS,
         ),
     )
 )
@@ -76,6 +77,7 @@ ANSWERED_WHERE_ASKED = frozenset(
             ApiKey.DELETE_RECORDS,
             ApiKey.DESCRIBE_CONFIGS,
             ApiKey.LIST_CONFIG_RESOURCES,
+            ApiKey.DESCRIBE_CLIENT_QUOTAS,
             ApiKey.OFFSET_COMMIT,
             ApiKey.OFFSET_FETCH,
             ApiKey.OFFSET_DELETE,

@@ -1312,6 +1312,155 @@ async def list_config_resources(pair: Pair) -> tuple[str, ...]:
     return ()
 
 
+def quota_entity(*components: tuple[str, str | None]) -> list[dict[str, str | None]]:
+    return [{"entity_type": kind, "entity_name": name} for kind, name in components]
+
+
+def quota(key: str, value: float = 0.0, remove: bool = False) -> dict[str, object]:
+    return {"key": key, "value": value, "remove": remove}
+
+
+@sweep(49)
+async def alter_client_quotas(pair: Pair) -> tuple[str, ...]:
+    """Quotas set, removed and validated on users, client ids, both, the default user and an
+    IP address, and what Kafka refuses, each alone in its request (Kafka applies a request's
+    entries in an order of its own). DescribeClientQuotas reads them back (sweep 48)."""
+
+    async def run(version: int) -> None:
+        user, client = unique(f"quota-user-v{version}"), unique(f"quota-app-v{version}")
+        entries = [
+            (quota_entity(("user", user)), [quota("producer_byte_rate", 1024.0),
+                                            quota("consumer_byte_rate", 2048.0)]),
+            (quota_entity(("client-id", client)), [quota("request_percentage", 50.5)]),
+            (quota_entity(("user", user), ("client-id", client)),
+             [quota("producer_byte_rate", 10.0)]),
+            (quota_entity(("user", None)), [quota("controller_mutation_rate", 1.5)]),
+            (quota_entity(("ip", "10.0.0.1")), [quota("connection_creation_rate", 5.0)]),
+            (quota_entity(("user", user)), [quota("consumer_byte_rate", remove=True)]),
+            (quota_entity(("user", user), ("user", user)), [quota("request_percentage", 5.0)]),
+            # refused: an unknown key, one of another entity's, a fraction of a whole
+            # quota, nothing above 0, a key twice, an entity type Kafka has not, an IP with a
+            # user, an address that is none, no entity at all
+            (quota_entity(("user", user)), [quota("no_such_key", 5.0)]),
+            (quota_entity(("ip", "10.0.0.2")), [quota("producer_byte_rate", 5.0)]),
+            (quota_entity(("user", user)), [quota("producer_byte_rate", 1.5)]),
+            (quota_entity(("user", user)), [quota("producer_byte_rate", -1.0)]),
+            (quota_entity(("user", user)), [quota("producer_byte_rate", 1.0),
+                                            quota("producer_byte_rate", 2.0)]),
+            (quota_entity(("group", "g")), [quota("producer_byte_rate", 5.0)]),
+            (quota_entity(("ip", "10.0.0.3"), ("user", user)),
+             [quota("connection_creation_rate", 5.0)]),
+            (quota_entity(("ip", "not-an-ip")), [quota("connection_creation_rate", 5.0)]),
+            ([], [quota("producer_byte_rate", 1.0)]),
+        ]  # fmt: skip
+        for entity, ops in entries:
+            await pair.step(
+                request(49, version, entries=[{"entity": entity, "ops": ops}], validate_only=False)
+            )
+        await pair.step(
+            request(
+                49,
+                version,
+                entries=[
+                    {
+                        "entity": quota_entity(("user", unique("validated"))),
+                        "ops": [quota("producer_byte_rate", 1.0)],
+                    }
+                ],
+                validate_only=True,
+            )
+        )
+        await describe_quotas(pair, user, client)
+        await remove_quotas(
+            pair,
+            [("user", user)], [("client-id", client)], [("user", user), ("client-id", client)],
+            [("user", None)], [("ip", "10.0.0.1")],
+        )  # fmt: skip
+
+    await for_each_version(pair, 49, run)
+    return ()
+
+
+QUOTA_KEYS = {
+    "user": ("producer_byte_rate", "consumer_byte_rate", "request_percentage",
+             "controller_mutation_rate"),
+    "ip": ("connection_creation_rate",),
+}  # fmt: skip
+
+
+async def remove_quotas(pair: Pair, *entities: list[tuple[str, str | None]]) -> None:
+    """Every quota of these entities removed (compared): the session's Kafka is every
+    test's, and another sweep's DescribeClientQuotas of every entity must not see them."""
+    for entity in entities:
+        keys = QUOTA_KEYS["ip" if entity[0][0] == "ip" else "user"]
+        await pair.step(
+            request(
+                49,
+                pair.versions(49)[-1],
+                entries=[
+                    {
+                        "entity": quota_entity(*entity),
+                        "ops": [quota(key, remove=True) for key in keys],
+                    }
+                ],
+                validate_only=False,
+            )
+        )
+
+
+async def describe_quotas(pair: Pair, user: str, client: str) -> None:
+    """DescribeClientQuotas of every filter kind, at every version, over what sweep 49 set."""
+    for version in pair.versions(48):
+        for components, strict in (
+            ([], False),
+            ([("user", 2, None)], False),
+            ([("user", 2, None)], True),
+            ([("user", 0, user)], False),
+            ([("user", 1, None)], False),
+            ([("client-id", 0, client)], False),
+            ([("client-id", 0, client), ("user", 0, user)], True),
+            ([("ip", 2, None)], False),
+            # refused: a type Kafka has not, a match type, an exact match of nothing, a type
+            # twice, an IP with a user
+            ([("group", 0, "g")], False),
+            ([("user", 5, None)], False),
+            ([("user", 0, None)], False),
+            ([("user", 2, None), ("user", 2, None)], False),
+            ([("ip", 2, None), ("user", 2, None)], False),
+        ):
+            await pair.step(
+                request(
+                    48,
+                    version,
+                    components=[
+                        {"entity_type": kind, "match_type": match_type, "match": match}
+                        for kind, match_type, match in components
+                    ],
+                    strict=strict,
+                )
+            )
+
+
+@sweep(48)
+async def describe_client_quotas(pair: Pair) -> tuple[str, ...]:
+    await pair.step(
+        request(
+            49,
+            pair.versions(49)[-1],
+            entries=[
+                {
+                    "entity": quota_entity(("user", "described")),
+                    "ops": [quota("producer_byte_rate", 4096.0)],
+                }
+            ],
+            validate_only=False,
+        )
+    )
+    await describe_quotas(pair, "described", "nobody")
+    await remove_quotas(pair, [("user", "described")])
+    return ()
+
+
 @sweep(47)
 async def offset_delete(pair: Pair) -> tuple[str, ...]:
     topic, group = await classic_group(pair, "offsetdelete")

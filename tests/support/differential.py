@@ -316,7 +316,7 @@ def _compare_keyed(
 # -- building requests for any version ----------------------------------------------------
 
 
-def build(entity_type: type, **spec: Any) -> Any:
+def build(entity_type: type, /, **spec: Any) -> Any:
     """An instance of `entity_type` from `spec`, keeping the fields this version has: nested
     entities may be given as dicts, arrays of them as lists of dicts."""
     values = {}

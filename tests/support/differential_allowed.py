@@ -306,6 +306,12 @@ UNORDERED: dict[str, str] = {
     "DescribeTransactionsResponse.transaction_states[].topics": "topic",
     "IncrementalAlterConfigsResponse.responses": "resource_name",
     "AlterConfigsResponse.responses": "resource_name",
+    # Kafka keeps client quotas in hash maps: of entities, of an entity's components and of
+    # its quotas
+    "DescribeClientQuotasResponse.entries": "entity",
+    "DescribeClientQuotasResponse.entries[].entity": "entity_type",
+    "DescribeClientQuotasResponse.entries[].values": "key",
+    "AlterClientQuotasResponse.entries[].entity": "entity_type",
     "ListGroupsResponse.groups": "group_id",
     "ListTransactionsResponse.transaction_states": "transactional_id",
     "ProduceResponse.responses": "name",
