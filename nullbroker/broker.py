@@ -26,6 +26,7 @@ from .stats import BrokerStats
 
 if TYPE_CHECKING:
     from .sessions import Session
+    from .sessions.sasl import Users
     from .state.client_quotas import ClientQuotas
     from .state.groups.consumer import ConsumerGroups
     from .state.groups.coordinator import GroupCoordinator
@@ -158,6 +159,16 @@ class Broker:
         )
         self.groups.consumer_groups = consumer_groups
         return consumer_groups
+
+    @cached_property
+    def sasl_users(self) -> Users:
+        """The --users file's users (none without it): their PLAIN passwords and SCRAM
+        credentials, which AlterUserScramCredentials alters."""
+        from .sessions.sasl import Users, read_users
+
+        if self.config.users:
+            return read_users(self.config.users, self.config.named("users"))
+        return Users.of({})
 
     @cached_property
     def client_quotas(self) -> ClientQuotas:

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from ..broker import Broker
     from ..dispatch import Dispatch
     from ..handlers.produce_lane import Lane
-    from ..sessions.sasl import Users
     from ..stats import BrokerStats
 
 log = logging.getLogger("nullbroker")
@@ -32,12 +31,8 @@ class Shared:
         """Each request frame's answer (nullbroker.dispatch.Dispatch.answer)."""
         self.warnings = RepeatLimitedLog(log)
         """Where connections log what goes wrong with them, a line per kind and peer."""
-        self.sasl_users: Users | None = None
-        """The --users file's users, for SASL listeners."""
         if config.users:
-            from ..sessions.sasl import read_users  # a broker given --users only
-
-            self.sasl_users = read_users(config.users, config.named("users"))
+            self.broker.sasl_users  # noqa: B018 -- read now: a bad file stops the start
         self.idle_connections = IdleConnections(config.idle_timeout_ms, self.stats, self.warnings)
         """Every open connection, closed after --idle-timeout-ms of silence."""
         self.read_budget = ReadBudget(config.max_buffered_bytes, self.stats)

@@ -89,6 +89,13 @@ class Credential:
         algorithm = HASHES[mechanism]
         salt = random_string().encode()
         salted = hashlib.pbkdf2_hmac(algorithm, password.encode(), salt, iterations)
+        return cls.salted(mechanism, salt, salted, iterations)
+
+    @classmethod
+    def salted(cls, mechanism: str, salt: bytes, salted: bytes, iterations: int) -> Credential:
+        """The credential of a salted password (what AlterUserScramCredentials sends: the
+        client salts it, the broker never sees the password)."""
+        algorithm = HASHES[mechanism]
         client_key = hmac.digest(salted, b"Client Key", algorithm)
         return cls(
             salt,

@@ -56,6 +56,7 @@ CHANGING_KEYS = frozenset(
             ApiKey.INCREMENTAL_ALTER_CONFIGS,
             ApiKey.ALTER_CONFIGS,
             ApiKey.ALTER_CLIENT_QUOTAS,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
         ),
     )
 )
@@ -78,6 +79,7 @@ ANSWERED_WHERE_ASKED = frozenset(
             ApiKey.DESCRIBE_CONFIGS,
             ApiKey.LIST_CONFIG_RESOURCES,
             ApiKey.DESCRIBE_CLIENT_QUOTAS,
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
             ApiKey.OFFSET_COMMIT,
             ApiKey.OFFSET_FETCH,
             ApiKey.OFFSET_DELETE,

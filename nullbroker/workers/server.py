@@ -403,15 +403,14 @@ class BrokerServer:
             ports=self.listener_ports.get(listener.name),
         )
         if listener.sasl:
-            from ..sessions.sasl import (  # imported by a SASL listener's first connection
-                SaslSession,
-                Users,
-            )
+            # imported by a SASL listener's first connection
+            from ..sessions.sasl import SaslSession
 
             broker = self.broker
             session.sasl = SaslSession(
-                # None: only OAUTHBEARER is offered, whose principals come from tokens.
-                self.shared.sasl_users if self.shared.sasl_users is not None else Users.of({}),
+                # Without --users, none but those AlterUserScramCredentials makes (OAUTHBEARER
+                # takes its principals from tokens).
+                broker.sasl_users,
                 self.config.sasl_mechanism_list,
                 self.config.sasl_session_lifetime_ms,
                 broker.stats.authentications,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
 import re
 import uuid
 from collections.abc import Awaitable, Callable
@@ -1458,6 +1459,90 @@ async def describe_client_quotas(pair: Pair) -> tuple[str, ...]:
     )
     await describe_quotas(pair, "described", "nobody")
     await remove_quotas(pair, [("user", "described")])
+    return ()
+
+
+SALTED = hashlib.pbkdf2_hmac("sha256", b"secret", b"salt", 4096)
+
+
+def upsertion(user: str, mechanism: int = 1, iterations: int = 4096) -> dict[str, object]:
+    return {
+        "name": user, "mechanism": mechanism, "iterations": iterations,
+        "salt": b"salt", "salted_password": SALTED,
+    }  # fmt: skip
+
+
+@sweep(51)
+async def alter_user_scram_credentials(pair: Pair) -> tuple[str, ...]:
+    """SCRAM credentials set, replaced and deleted for users of the sequence's own, and what
+    Kafka refuses, then described (the users' listing cut down to them: the session's Kafka
+    has its fixture's users, and nullbroker none), then deleted."""
+    carol, dave, erin = (unique("scram") for _ in range(3))
+    made = (carol, dave, erin)
+    steps: list[tuple[list[dict[str, object]], list[dict[str, object]]]] = [
+        ([], [upsertion(carol)]),
+        ([], [upsertion(carol, 2, 8192)]),
+        ([], [upsertion(dave), upsertion(erin, 2)]),
+        ([{"name": carol, "mechanism": 1}], []),
+        # refused: a mechanism Kafka has not, too few or too many iterations, no name, a
+        # user twice, a deletion of nothing, of a mechanism Kafka has not
+        ([], [upsertion(dave, 3)]),
+        ([], [upsertion(dave, 0)]),
+        ([], [upsertion(dave, 1, 100)]),
+        ([], [upsertion(dave, 1, 20000)]),
+        ([], [upsertion("")]),
+        ([], [upsertion(dave), upsertion(dave, 2)]),
+        ([{"name": carol, "mechanism": 2}], [upsertion(carol)]),
+        ([{"name": unique("nobody"), "mechanism": 1}], []),
+        ([{"name": dave, "mechanism": 3}], []),
+    ]
+    for version in pair.versions(51):
+        for deletions, upsertions in steps:
+            await pair.step(request(51, version, deletions=deletions, upsertions=upsertions))
+        for users in (None, []):
+            await pair.step(
+                request(50, pair.versions(50)[-1], users=users),
+                only=Listed.of("results", "user", made, made),
+            )
+        await pair.step(
+            request(
+                50,
+                pair.versions(50)[-1],
+                users=[{"name": carol}, {"name": unique("nobody")}, {"name": dave}],
+            )
+        )
+        await pair.step(request(50, pair.versions(50)[-1], users=[{"name": erin}, {"name": erin}]))
+        await pair.step(
+            request(
+                51,
+                version,
+                deletions=[
+                    {"name": carol, "mechanism": 2},
+                    {"name": dave, "mechanism": 1},
+                    {"name": erin, "mechanism": 2},
+                ],
+                upsertions=[],
+            )
+        )
+    return ()
+
+
+@sweep(50)
+async def describe_user_scram_credentials(pair: Pair) -> tuple[str, ...]:
+    user = unique("described")
+    await pair.step(request(51, pair.versions(51)[-1], deletions=[], upsertions=[upsertion(user)]))
+    for version in pair.versions(50):
+        for users in (None, []):
+            await pair.step(
+                request(50, version, users=users), only=Listed.of("results", "user", [user], [user])
+            )
+        await pair.step(request(50, version, users=[{"name": user}, {"name": unique("nobody")}]))
+        await pair.step(request(50, version, users=[{"name": user}, {"name": user}]))
+    await pair.step(
+        request(
+            51, pair.versions(51)[-1], deletions=[{"name": user, "mechanism": 1}], upsertions=[]
+        )
+    )
     return ()
 
 

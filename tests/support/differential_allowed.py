@@ -312,6 +312,9 @@ UNORDERED: dict[str, str] = {
     "DescribeClientQuotasResponse.entries[].entity": "entity_type",
     "DescribeClientQuotasResponse.entries[].values": "key",
     "AlterClientQuotasResponse.entries[].entity": "entity_type",
+    # and SCRAM credentials, by user and mechanism
+    "DescribeUserScramCredentialsResponse.results": "user",
+    "DescribeUserScramCredentialsResponse.results[].credential_infos": "mechanism",
     "ListGroupsResponse.groups": "group_id",
     "ListTransactionsResponse.transaction_states": "transactional_id",
     "ProduceResponse.responses": "name",
