@@ -176,6 +176,58 @@ def record_timestamps(
     return found
 
 
+class RecordSpan(NamedTuple):
+    """Where one record of a batch's uncompressed records lies, and what compaction needs
+    of it: its key, and whether it is a tombstone (a null value)."""
+
+    start: int
+    end: int
+    offset_delta: int
+    key: bytes | None
+    tombstone: bool
+
+
+def record_spans(records: bytes | bytearray | memoryview, count: int) -> list[RecordSpan]:
+    """Each record of a batch's uncompressed records: its bytes' span, offset delta, key
+    and whether its value is null."""
+    view = memoryview(records)
+    found = []
+    position = 0
+    for _ in range(count):
+        start = position
+        length, position = _varint(view, position)
+        end = position + length
+        position += 1  # attributes
+        _, position = _varint(view, position)  # timestamp delta
+        offset_delta, position = _varint(view, position)
+        key_length, position = _varint(view, position)
+        key = None
+        if key_length >= 0:
+            key = bytes(view[position : position + key_length])
+            position += key_length
+        value_length, position = _varint(view, position)
+        found.append(RecordSpan(start, end, offset_delta, key, value_length < 0))
+        position = end
+    return found
+
+
+def with_records(
+    batch: bytes | bytearray | memoryview, records: bytes | bytearray, count: int
+) -> bytearray:
+    """A copy of a batch's header over other, uncompressed, records (`count` of them): its
+    base offset, last offset delta, timestamps and producer fields kept, so each record's
+    offset and timestamp (deltas from the header's) stay what they were; the length, count,
+    compression and CRC-32C made anew. What a log cleaner writes of a batch it keeps part
+    of."""
+    rebuilt = bytearray(batch[:HEADER_BYTES]) + records
+    _LENGTH.pack_into(rebuilt, BATCH_LENGTH_OFFSET, len(rebuilt) - LOG_OVERHEAD)
+    attributes = struct.unpack_from(">h", rebuilt, ATTRIBUTES_OFFSET)[0] & ~0x07
+    struct.pack_into(">h", rebuilt, ATTRIBUTES_OFFSET, attributes)
+    struct.pack_into(">i", rebuilt, HEADER_BYTES - 4, count)
+    struct.pack_into(">I", rebuilt, CRC_OFFSET, crc32c(memoryview(rebuilt)[ATTRIBUTES_OFFSET:]))
+    return rebuilt
+
+
 def _varint(view: memoryview, position: int) -> tuple[int, int]:
     """A zigzag varint (or varlong) at `position`, and the position after it."""
     shift = unsigned = 0

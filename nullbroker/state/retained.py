@@ -15,6 +15,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import deque
 
+from codec.compression import inflated
 from codec.framing import Buffer
 from codec.record_batch import (
     HEADER_BYTES,
@@ -26,13 +27,14 @@ from codec.record_batch import (
 )
 
 from ..stats import PartitionCounters
+from .compaction import Compaction
 
 Found = tuple[int, int, int]
 """A ListOffsets answer from the batches: (offset, timestamp, leader epoch)."""
 
 
 class RetainedBatches:
-    __slots__ = ("_bases", "_batches", "_ends", "capacity", "counters")
+    __slots__ = ("_bases", "_batches", "_ends", "capacity", "compaction", "counters")
 
     def __init__(self, capacity: int, counters: PartitionCounters) -> None:
         self.capacity = capacity
@@ -41,6 +43,9 @@ class RetainedBatches:
         self._bases: deque[int] = deque()
         self._ends: deque[int] = deque()
         self._batches: deque[bytearray] = deque()
+        self.compaction: Compaction | None = None
+        """Set while the topic's cleanup.policy compacts (Topic.compacts): what must go is
+        cleaned first (nullbroker.state.compaction)."""
 
     def append(
         self, base_offset: int, record_count: int, records: Buffer, leader_epoch: int = 0
@@ -53,10 +58,18 @@ class RetainedBatches:
         self._ends.append(base_offset + record_count)
         self._batches.append(batch)
         held = self.counters.retained_bytes + len(batch)
+        compaction = self.compaction
+        if compaction is not None:
+            compaction.index(batch, base_offset)
+            if held > self.capacity:
+                held = compaction.clean(self._bases, self._ends, self._batches)
         while held > self.capacity and len(self._batches) > 1:
-            self._bases.popleft()
+            base = self._bases.popleft()
             self._ends.popleft()
-            held -= len(self._batches.popleft())
+            dropped = self._batches.popleft()
+            if compaction is not None:
+                compaction.dropping(base, dropped)
+            held -= len(dropped)
         self.counters.retained_bytes = held
         return self._bases[0]
 
@@ -80,6 +93,17 @@ class RetainedBatches:
         self._ends.clear()
         self._batches.clear()
         self.counters.retained_bytes = 0
+        if self.compaction is not None:
+            self.compaction = Compaction(self.compaction.name)
+
+    def compact(self, name: str | None) -> None:
+        """Compact from now on, naming the partition `name` in what it logs, or stop (None):
+        a topic's cleanup.policy came to include compact, or ceased to."""
+        if name is None:
+            self.compaction = None
+        elif self.compaction is None:
+            self.compaction = Compaction(name)
+            self.compaction.reindex(self._bases, self._ends, self._batches)
 
     def take(self) -> list[tuple[int, int, bytearray]]:
         """Every batch held, as (base offset, end offset, batch), leaving none: the
@@ -96,6 +120,8 @@ class RetainedBatches:
             self._ends.append(end)
             self._batches.append(batch)
         self.counters.retained_bytes = sum(len(batch) for _, _, batch in held)
+        if self.compaction is not None:  # what it knew stayed with the process it came from
+            self.compaction.reindex(self._bases, self._ends, self._batches)
 
     def read(
         self,
@@ -122,7 +148,10 @@ class RetainedBatches:
                 break
             parts.append(batch)
             size += len(batch)
-            count += self._ends[position] - max(self._bases[position], offset)
+            if self.compaction is None:
+                count += self._ends[position] - max(base, offset)
+            else:  # a cleaned batch holds fewer records than offsets
+                count += self.compaction.records_from(base, self._ends[position], offset)
         return parts, count, size
 
     def offset_for_timestamp(self, target: int, start: int) -> Found | None:
@@ -158,36 +187,8 @@ def _records(batch: bytearray, base_offset: int) -> list[tuple[int, int]]:
     """(offset, timestamp) of each record of a held batch, inflated if compressed."""
     header = read_batch_header(batch)
     base_timestamp = batch_timestamps(batch)[0]
-    payload = _inflated(header.compression, memoryview(batch)[HEADER_BYTES:])
+    payload = inflated(header.compression, memoryview(batch)[HEADER_BYTES:])
     return [
         (base_offset + delta, timestamp)
         for delta, timestamp in record_timestamps(payload, header.record_count, base_timestamp)
     ]
-
-
-_XERIAL = b"\x82SNAPPY\x00"
-
-
-def _inflated(compression: str, payload: memoryview) -> bytes | memoryview:
-    """A batch's records uncompressed (cramjam, imported only for a compressed batch)."""
-    if compression == "none":
-        return payload
-    import cramjam
-
-    data = bytes(payload)
-    if compression == "gzip":
-        return bytes(cramjam.gzip.decompress(data))
-    if compression == "lz4":
-        return bytes(cramjam.lz4.decompress(data))
-    if compression == "zstd":
-        return bytes(cramjam.zstd.decompress(data))
-    if data.startswith(_XERIAL):  # Java's snappy: framed blocks after a 16-byte header
-        blocks, position = [], 16
-        while position < len(data):
-            size = int.from_bytes(data[position : position + 4], "big")
-            blocks.append(
-                bytes(cramjam.snappy.decompress_raw(data[position + 4 : position + 4 + size]))
-            )
-            position += 4 + size
-        return b"".join(blocks)
-    return bytes(cramjam.snappy.decompress_raw(data))

@@ -125,6 +125,17 @@ class Topic:
             if self.retain and self.source is None and not self.internal:
                 partition.retained = RetainedBatches(self.retain, produced)
             self.partitions.append(partition)
+        self.configs_changed()
+
+    def configs_changed(self) -> None:
+        """Compact the retained partitions while cleanup.policy says compact (alone or with
+        delete), as Kafka's cleaner would (nullbroker.state.compaction)."""
+        policy = self.configs.get("cleanup.policy", "delete")
+        compacts = "compact" in (part.strip() for part in policy.split(","))
+        for partition in self.partitions:
+            if partition.retained is not None:
+                name = f"{self.name}-{partition.index}" if compacts else None
+                partition.retained.compact(name)
 
     def advance(self, now_ms: int) -> None:
         """Bring a growing source topic's log end up to `now_ms`: `rate` records/s per
@@ -261,6 +272,7 @@ class TopicRegistry:
         self.message_max_bytes = message_max_bytes
         for topic in self._by_name.values():
             topic.max_message_bytes = max_message_bytes(topic.configs, message_max_bytes)
+            topic.configs_changed()
 
     def get_or_auto_create(self, name: str) -> Topic | None:
         """The topic, auto-created if allowed and the name is legal; None otherwise."""
