@@ -57,10 +57,7 @@ def read_all(ring: RetainedBatches) -> list[tuple[int, bytes | None, bytes | Non
         while position < len(data):
             batch, size = read_batch(memoryview(data), position)
             position += size
-            found += [
-                (record.offset, record.key, record.value)
-                for record in batch.records
-            ]
+            found += [(record.offset, record.key, record.value) for record in batch.records]
     assert count == len(found), "a Fetch counts the records a cleaned batch holds"
     return found
 
