@@ -90,6 +90,9 @@ class PartitionCounters:
     batches: int = 0
     retained_bytes: int = 0
     """Bytes of batches held for Fetch by --retain (a gauge, not a count)."""
+    compaction_dropped: int = 0
+    """Records a compacted partition's ring let go of that were still the latest of their
+    key: its keys' latest values outgrew --retain (nullbroker.state.compaction)."""
 
 
 @dataclass(slots=True)
@@ -364,6 +367,7 @@ class BrokerStats:
             mine.bytes += produced.bytes
             mine.batches += produced.batches
             mine.retained_bytes += produced.retained_bytes
+            mine.compaction_dropped += produced.compaction_dropped
         for key, fetched in other.fetched.items():
             served = self.fetch_counters(*key)
             served.records += fetched.records

@@ -42,13 +42,21 @@ class BrokerCollector(Collector):
             "Bytes of produced batches held for Fetch (--retain).",
             labels=labels,
         )
+        compaction_dropped = CounterMetricFamily(
+            "nullbroker_compaction_dropped_records",
+            "Records of a compacted topic let go of while still the latest of their key "
+            "(--retain too small for its keys).",
+            labels=labels,
+        )
         for (topic, partition), counters in sorted(stats.produced.items()):
             key = [topic, str(partition)]
             records.add_metric(key, counters.records)
             produced_bytes.add_metric(key, counters.bytes)
             batches.add_metric(key, counters.batches)
             retained.add_metric(key, counters.retained_bytes)
-        yield from (records, produced_bytes, batches, retained)
+            if counters.compaction_dropped:
+                compaction_dropped.add_metric(key, counters.compaction_dropped)
+        yield from (records, produced_bytes, batches, retained, compaction_dropped)
 
         fetched_records = CounterMetricFamily(
             "nullbroker_fetched_records",

@@ -30,7 +30,7 @@ CONTROL = 0x20
 class Compaction:
     """The latest offset of each key a partition holds, and the batches cleaned so far."""
 
-    __slots__ = ("dropped", "kept_offsets", "latest", "name", "warned")
+    __slots__ = ("kept_offsets", "latest", "name", "warned")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -39,8 +39,6 @@ class Compaction:
         self.kept_offsets: dict[int, list[int]] = {}
         """The offsets a cleaned batch still holds, by its base offset: what a Fetch of it
         counts as records."""
-        self.dropped = 0
-        """Records whose key's latest value was dropped: the keys outgrew the ring."""
         self.warned = False
 
     def reindex(self, bases: deque[int], ends: deque[int], batches: deque[bytearray]) -> None:
@@ -119,20 +117,19 @@ class Compaction:
             return end - max(base, offset)
         return len(kept) - bisect_left(kept, offset)
 
-    def dropping(self, base: int, batch: bytearray) -> None:
+    def dropping(self, base: int, batch: bytearray) -> int:
         """A batch leaves the ring for want of room: the keys whose latest record it held
-        are lost, counted, and said once."""
+        are lost, said once; how many (the caller counts them)."""
         header = read_batch_header(batch)
         self.kept_offsets.pop(base, None)
         if header.attributes & CONTROL:
-            return
+            return 0
         payload = inflated(header.compression, memoryview(batch)[HEADER_BYTES:])
         lost = 0
         for span in record_spans(payload, header.record_count):
             if self.latest.get(span.key) == base + span.offset_delta:
                 del self.latest[span.key]
                 lost += 1
-        self.dropped += lost
         if lost and not self.warned:
             self.warned = True
             log.warning(
@@ -140,3 +137,4 @@ class Compaction:
                 "keys are dropped (counted; said once)",
                 self.name,
             )
+        return lost

@@ -68,7 +68,7 @@ class RetainedBatches:
             self._ends.popleft()
             dropped = self._batches.popleft()
             if compaction is not None:
-                compaction.dropping(base, dropped)
+                self.counters.compaction_dropped += compaction.dropping(base, dropped)
             held -= len(dropped)
         self.counters.retained_bytes = held
         return self._bases[0]

@@ -42,8 +42,8 @@ UNSERVED_APIS: dict[int, str] = {
     72: "PushTelemetry",
 }
 """API keys the recorded clients send that KAFKA_4_RANGES leaves out: log dirs and KIP-714
-telemetry (ACLs are served, as a broker without an authorizer answers them). decode_request must refuse each frame
-of these with UnsupportedApi, before decoding a byte of its body."""
+telemetry (ACLs are served, as a broker without an authorizer answers them). decode_request
+must refuse each frame of these with UnsupportedApi, before decoding a byte of its body."""
 
 SERVED_REQUESTS = [entry for entry in requests() if entry["api_key"] not in UNSERVED_APIS]
 UNSERVED_REQUESTS = [entry for entry in requests() if entry["api_key"] in UNSERVED_APIS]
