@@ -314,6 +314,7 @@ UNORDERED: dict[str, str] = {
     "AlterClientQuotasResponse.entries[].entity": "entity_type",
     # and SCRAM credentials, by user and mechanism
     "DescribeUserScramCredentialsResponse.results": "user",
+    "AlterUserScramCredentialsResponse.results": "user",
     "DescribeUserScramCredentialsResponse.results[].credential_infos": "mechanism",
     "ListGroupsResponse.groups": "group_id",
     "ListTransactionsResponse.transaction_states": "transactional_id",
