@@ -7,7 +7,6 @@ and nullbroker words them as it does."""
 from __future__ import annotations
 
 import re
-from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -15,8 +14,8 @@ from kio.schema.errors import ErrorCode
 from codec import ApiKey, Request
 from codec.entities import make, response_module
 
-from ..common import NO_THROTTLE, Refusal, counted
-from .incremental_alter_configs import current_overrides, message_max_bytes
+from ..common import NO_THROTTLE, Refusal
+from .incremental_alter_configs import alteration_responses, current_overrides
 from .resources import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
 
 if TYPE_CHECKING:
@@ -36,38 +35,22 @@ prints a list: "Set(log.dirs)" there is "[log.dirs]" here."""
 
 def handle(broker: Broker, request: Request, session: Session) -> Any:
     types = response_module(ApiKey.ALTER_CONFIGS, request.header.api_version)
-    body = request.body
-    named = Counter((resource.resource_type, resource.resource_name) for resource in body.resources)
-    responses = []
-    for resource in body.resources:
-        error, message = ErrorCode.none, None
-        try:
-            if named[(resource.resource_type, resource.resource_name)] > 1:
-                raise Refusal(
-                    ErrorCode.invalid_request,
-                    f"resource {resource.resource_name!r} is named more than once in the request",
-                )
-            current, check = _replaced(broker, resource, session.node_id)
-            replacement = _replacement(resource)
-            check(replacement)
-            if not body.validate_only:
-                current.clear()
-                current.update(replacement)
-                broker.topics.configs_changed(message_max_bytes(broker))
-        except Refusal as refusal:
-            error, message = refusal.error, refusal.message
-            if message is not None:
-                message = _SCALA_SET.sub(r"[\1]", message)
-        responses.append(
-            make(
-                types.AlterConfigsResourceResponse,
-                error_code=counted(broker, error),
-                error_message=message,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
-        )
-    return make(types.AlterConfigsResponse, throttle_time=NO_THROTTLE, responses=tuple(responses))
+
+    def alteration(resource: Any) -> tuple[dict[str, str], dict[str, str]]:
+        current, check = _replaced(broker, resource, session.node_id)
+        replacement = _replacement(resource)
+        check(replacement)
+        return current, replacement
+
+    return make(
+        types.AlterConfigsResponse,
+        throttle_time=NO_THROTTLE,
+        responses=alteration_responses(broker, request.body, types, alteration, _java_lists),
+    )
+
+
+def _java_lists(message: str | None) -> str | None:
+    return None if message is None else _SCALA_SET.sub(r"[\1]", message)
 
 
 def _replaced(broker: Broker, resource: Any, node_id: int) -> tuple[dict[str, str], Any]:

@@ -53,7 +53,35 @@ KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 
 def handle(broker: Broker, request: Request, session: Session) -> Any:
     types = response_module(ApiKey.INCREMENTAL_ALTER_CONFIGS, request.header.api_version)
-    body = request.body
+
+    def alteration(resource: Any) -> tuple[dict[str, str], dict[str, str]]:
+        current, types_of, defaults, check = current_overrides(broker, resource, session.node_id)
+        altered = _altered(current, types_of, defaults, resource.configs)
+        check(altered)
+        return current, altered
+
+    return make(
+        types.IncrementalAlterConfigsResponse,
+        throttle_time=NO_THROTTLE,
+        responses=alteration_responses(broker, request.body, types, alteration),
+    )
+
+
+Alteration = Callable[[Any], tuple[dict[str, str], dict[str, str]]]
+"""A resource of the request, to its overrides now and what they become, checked (raises
+Refusal)."""
+
+
+def alteration_responses(
+    broker: Broker,
+    body: Any,
+    types: Any,
+    alteration: Alteration,
+    worded: Callable[[str | None], str | None] = lambda message: message,
+) -> tuple[Any, ...]:
+    """Each resource of an IncrementalAlterConfigs or AlterConfigs request altered (unless
+    validate_only), and its response: a refusal's error and message (`worded` as the API
+    words it), a resource named twice refused."""
     named = Counter((resource.resource_type, resource.resource_name) for resource in body.resources)
     responses = []
     for resource in body.resources:
@@ -64,17 +92,13 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
                     ErrorCode.invalid_request,
                     f"resource {resource.resource_name!r} is named more than once in the request",
                 )
-            current, types_of, defaults, check = current_overrides(
-                broker, resource, session.node_id
-            )
-            altered = _altered(current, types_of, defaults, resource.configs)
-            check(altered)
+            current, altered = alteration(resource)
             if not body.validate_only:
                 current.clear()
                 current.update(altered)
                 broker.topics.configs_changed(message_max_bytes(broker))
         except Refusal as refusal:
-            error, message = refusal.error, refusal.message
+            error, message = refusal.error, worded(refusal.message)
         responses.append(
             make(
                 types.AlterConfigsResourceResponse,
@@ -84,9 +108,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
                 resource_name=resource.resource_name,
             )
         )
-    return make(
-        types.IncrementalAlterConfigsResponse, throttle_time=NO_THROTTLE, responses=tuple(responses)
-    )
+    return tuple(responses)
 
 
 def message_max_bytes(broker: Broker) -> int:
