@@ -135,6 +135,7 @@ class RetainedBatches:
         `offset`, and their size; none from `end` on (a read_committed Fetch's last stable
         offset)."""
         parts: list[Buffer] = []
+        compaction = self.compaction
         index = max(bisect_right(self._bases, offset) - 1, 0)
         size = count = 0
         for position in range(index, len(self._batches)):
@@ -148,10 +149,10 @@ class RetainedBatches:
                 break
             parts.append(batch)
             size += len(batch)
-            if self.compaction is None:
+            if compaction is None:
                 count += self._ends[position] - max(base, offset)
             else:  # a cleaned batch holds fewer records than offsets
-                count += self.compaction.records_from(base, self._ends[position], offset)
+                count += compaction.records_from(base, self._ends[position], offset)
         return parts, count, size
 
     def offset_for_timestamp(self, target: int, start: int) -> Found | None:

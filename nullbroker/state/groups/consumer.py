@@ -271,8 +271,10 @@ class ConsumerGroups:
         (consumer.assignment.interval.ms); a member joining sooner is told the one in force,
         at its epoch (nothing, for it), and gets its partitions at a heartbeat after the
         interval."""
+        if group.assignment_epoch == group.epoch:
+            return  # nothing changed since the assignment in force: no config to read
         interval = self._assignment_interval_ms(group.group_id) / 1000
-        if group.assignment_epoch < group.epoch and now - group.assigned_at >= interval:
+        if now - group.assigned_at >= interval:
             group.target = self._assign(group)
             group.assignment_epoch = group.epoch
             group.assigned_at = now
