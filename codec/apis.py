@@ -185,9 +185,12 @@ KAFKA_4_RANGES: dict[int, ApiRange] = _ranges(
     (ApiKey.SHARE_GROUP_DESCRIBE, 1, 1),
     (ApiKey.SHARE_FETCH, 1, 2),
     (ApiKey.SHARE_ACKNOWLEDGE, 1, 2),
+    (ApiKey.STREAMS_GROUP_HEARTBEAT, 0, 1),
+    (ApiKey.STREAMS_GROUP_DESCRIBE, 0, 1),
     (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1),
     (ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0),
     (ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0),
+    (ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0, 0),
 )
 """Every API nullbroker may serve; the broker advertises the subset it has handlers for."""
 
@@ -202,9 +205,6 @@ _DELEGATION_TOKENS = (
     "no delegation tokens, and not yet Kafka's refusal of them either: kio models their "
     "timestamps and periods as dates, which cannot hold the -1 Java clients send and Kafka's "
     "refusals carry (codec/schemas would need their messages)"
-)
-_STREAMS_GROUPS = (
-    "streams groups (KIP-1071) are not served yet: a Streams app uses the classic protocol"
 )
 
 NOT_SERVED: dict[ApiKey, str] = {
@@ -228,9 +228,6 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.WRITE_SHARE_GROUP_STATE: _SHARE_STATE,
     ApiKey.DELETE_SHARE_GROUP_STATE: _SHARE_STATE,
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: _SHARE_STATE,
-    ApiKey.STREAMS_GROUP_HEARTBEAT: _STREAMS_GROUPS,
-    ApiKey.STREAMS_GROUP_DESCRIBE: _STREAMS_GROUPS,
-    ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: _STREAMS_GROUPS,
     ApiKey.UNREGISTER_CONTROLLER: "KRaft controller API, no quorum here",
 }
 """The APIs Kafka 4.4.0 lists in ApiVersions that nullbroker does not serve, by key, each with

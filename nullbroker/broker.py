@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from .state.groups.offsets import CommittedOffset
     from .state.share.configs import GroupConfigs
     from .state.share.groups import ShareGroups
+    from .state.streams.groups import StreamsGroups
+    from .state.streams.topology import TopicInfo
     from .state.transactions import Marker, TransactionCoordinator
 
 log = logging.getLogger("nullbroker")
@@ -139,6 +141,8 @@ class Broker:
             groups.consumer_groups = self.consumer_groups
         if "share_groups" in self.__dict__:
             groups.share_groups = self.share_groups
+        if "streams_groups" in self.__dict__:
+            groups.streams_groups = self.streams_groups
         if self._group_services is not None:
             groups.start_in(self._group_services)
         return groups
@@ -195,6 +199,26 @@ class Broker:
         )
         self.groups.share_groups = share_groups
         return share_groups
+
+    @cached_property
+    def streams_groups(self) -> StreamsGroups:
+        """Streams groups (KIP-1071), beside the consumer and share groups."""
+        from .state.streams.groups import StreamsGroups, streams_settings
+
+        streams_groups = StreamsGroups(
+            self._partition_count,
+            self._create_internal_topic,
+            partial(streams_settings, self.group_configs),
+            trio.current_time,
+        )
+        self.groups.streams_groups = streams_groups
+        return streams_groups
+
+    def _create_internal_topic(self, name: str, partitions: int, info: TopicInfo) -> None:
+        """A streams group's repartition or changelog topic, with the configs its topology
+        gives it, as Kafka's coordinator has its controller create them."""
+        self.topics.create(name, partitions, dict(info.configs))
+        log.info("created internal topic %s (%d partitions) for a streams group", name, partitions)
 
     @cached_property
     def transactions(self) -> TransactionCoordinator:

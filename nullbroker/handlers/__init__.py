@@ -112,6 +112,11 @@ IMPORTED_ON_FIRST_USE: dict[str, tuple[ApiKey, ...]] = {
         ApiKey.ALTER_SHARE_GROUP_OFFSETS,
         ApiKey.DELETE_SHARE_GROUP_OFFSETS,
     ),
+    "streams": (
+        ApiKey.STREAMS_GROUP_HEARTBEAT,
+        ApiKey.STREAMS_GROUP_DESCRIBE,
+        ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
+    ),
 }
 """The families only some clients use, by package, with the API keys their modules serve
 (listed here, since reading a module's KEY would import it). An API's module, and the state

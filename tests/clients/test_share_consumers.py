@@ -10,10 +10,8 @@ Every loop is bounded in records and time; no assertion is about time."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -39,6 +37,7 @@ from nullbroker.app.launcher import RunningBroker
 from nullbroker.app.pytest_plugin import StartBroker
 from perf.java_perf import CACHE
 from perf.kafka_broker import KAFKA_VERSION, KafkaBroker
+from tests.support.java_classes import compiled
 
 DEADLINE_S = 120.0
 """Each reading loop stops by itself after this long (a failure, never a wait to pass)."""
@@ -287,27 +286,11 @@ did: "A" accepted, "R" released, "H" held."""
 @pytest.fixture(scope="session")
 def java_member_classes() -> Path:
     """ShareMember.java compiled against Kafka 4.4.0's client, once per source text."""
-    javac = shutil.which("javac")
-    if javac is None:
-        pytest.skip("javac is not installed (scripts/ensure-test-tools installs a JDK)")
     if not (JAVA_LIB / "kafka-clients-4.4.0.jar").exists():
         pytest.skip(
             f"Kafka {KAFKA_VERSION}'s jars are not provisioned (scripts/ensure-kafka-tools)"
         )
-    digest = hashlib.sha256(JAVA_MEMBER.read_bytes()).hexdigest()[:12]
-    classes = CACHE.parent / "java-share-member" / digest
-    if not (classes / "ShareMember.class").exists():
-        building = classes.with_name(f"{digest}.{os.getpid()}")
-        subprocess.run(
-            [javac, "-cp", f"{JAVA_LIB}/*", "-d", str(building), str(JAVA_MEMBER)],
-            check=True, timeout=180,
-        )  # fmt: skip
-        # Built aside and moved in whole, as another test process may be building it too.
-        if classes.exists():
-            shutil.rmtree(building)
-        else:
-            building.replace(classes)
-    return classes
+    return compiled(JAVA_MEMBER, JAVA_LIB, CACHE.parent / "java-share-member")
 
 
 class JavaMember:

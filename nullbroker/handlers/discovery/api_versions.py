@@ -22,27 +22,28 @@ SUPPORTED_FEATURES: tuple[tuple[str, int, int], ...] = (
     ("kraft.version", 0, 1),
     ("metadata.version", 7, 33),
     ("share.version", 0, 2),
+    ("streams.version", 0, 1),
     ("transaction.version", 0, 2),
     ("eligible.leader.replicas.version", 0, 1),
 )
-"""(name, min, max) of each feature, as Apache Kafka 4.4.0 lists them, but streams.version
-(0-1 there): streams groups (KIP-1071) are not served, and a Streams app that sees the
-feature missing uses the classic protocol's rebalances, as against Kafka 4.1."""
+"""(name, min, max) of each feature, as Apache Kafka 4.4.0 lists them."""
 
 FINALIZED_FEATURES: tuple[tuple[str, int], ...] = (
     ("group.version", 1),
     ("kraft.version", 1),
     ("share.version", 2),
+    ("streams.version", 1),
     ("metadata.version", 33),
     ("transaction.version", 2),
     ("eligible.leader.replicas.version", 1),
 )
-"""(name, level) of each feature a new Kafka 4.4.0 cluster finalizes (but streams.version, as
-above). Clients act on three: transaction.version 2 makes a Java 4.x producer run
-transactions v2 (KIP-890: the epoch bumps at every commit or abort, Produce v12 and
-TxnOffsetCommit v5 add to the transaction), which nullbroker serves; group.version 1 is the
-new consumer group protocol (KIP-848); share.version 2 is share groups (KIP-932) with
-ShareFetch and ShareAcknowledge v2."""
+"""(name, level) of each feature a new Kafka 4.4.0 cluster finalizes. Clients act on four:
+transaction.version 2 makes a Java 4.x producer run transactions v2 (KIP-890: the epoch
+bumps at every commit or abort, Produce v12 and TxnOffsetCommit v5 add to the transaction),
+which nullbroker serves; group.version 1 is the new consumer group protocol (KIP-848);
+share.version 2 is share groups (KIP-932) with ShareFetch and ShareAcknowledge v2;
+streams.version 1 is Kafka Streams' own group protocol
+(KIP-1071), without which a Streams app with group.protocol=streams will not start."""
 
 FIRST_ZERO_MIN_FEATURES_VERSION = 4
 

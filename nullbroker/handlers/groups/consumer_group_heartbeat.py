@@ -53,6 +53,11 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
 
     if coordinated_elsewhere(broker, session, body.group_id):
         return refused(ErrorCode.not_coordinator)
+    streams = broker.groups.streams_groups
+    if streams is not None and body.group_id in streams.groups:
+        return refused(
+            ErrorCode.group_id_not_found, f"Group {body.group_id} is not a consumer group."
+        )
     if body.member_epoch == 0 and body.group_id not in broker.consumer_groups.groups:
         # A classic group of that id becomes a consumer group if it has no members (its
         # offsets kept); while it has, members of the new protocol are refused.

@@ -20,10 +20,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from kio.schema.errors import ErrorCode
 
 from ...cluster.nodes import java_string_hash
+from .model import CONSUMER_GROUP_TYPE
 from .offsets import CommittedOffset
 
 HEARTBEAT_INTERVAL_MS = 5000
@@ -84,6 +86,7 @@ class ConsumerMember:
 
 @dataclass(slots=True)
 class ConsumerGroup:
+    GROUP_TYPE: ClassVar[str] = CONSUMER_GROUP_TYPE
     group_id: str
     epoch: int = 0
     assignment_epoch: int = 0

@@ -39,6 +39,7 @@ from .replies import Reply
 
 if TYPE_CHECKING:
     from ..share.groups import ShareGroups
+    from ..streams.groups import StreamsGroup, StreamsGroups
     from .consumer import ConsumerGroup, ConsumerGroups
 
 
@@ -61,6 +62,9 @@ class GroupCoordinator:
         self.share_groups: ShareGroups | None = None
         """Share groups (KIP-932): they share the group ids, ListGroups and DeleteGroups
         with the others, not the offset APIs (their offsets are share partitions')."""
+        self.streams_groups: StreamsGroups | None = None
+        """Streams groups (KIP-1071): they share the group ids, the offset APIs (their
+        members commit as consumers do), ListGroups and DeleteGroups with the others."""
 
     # Running the classic groups' timers.
 
@@ -80,13 +84,16 @@ class GroupCoordinator:
     def group(self, group_id: str) -> Group | None:
         return self._groups.get(group_id)
 
-    def find(self, group_id: str) -> Group | ConsumerGroup | None:
-        """The group of that id, of either protocol: classic groups and the new protocol's
-        (KIP-848) share their ids, their offsets' APIs and the administration's. Every
-        request that is not one protocol's own looks its group up here."""
+    def find(self, group_id: str) -> Group | ConsumerGroup | StreamsGroup | None:
+        """The group of that id that keeps committed offsets: classic groups, the new
+        consumer protocol's (KIP-848) and streams groups (KIP-1071) share their ids, their
+        offsets' APIs and the administration's. Every request that is not one protocol's
+        own looks its group up here."""
         group = self._groups.get(group_id)
         if group is None and self.consumer_groups is not None:
-            return self.consumer_groups.get(group_id)
+            group = self.consumer_groups.get(group_id)
+        if group is None and self.streams_groups is not None:
+            return self.streams_groups.get(group_id)
         return group
 
     # The classic protocol's requests: checked here, run by the state machine.
@@ -118,9 +125,11 @@ class GroupCoordinator:
         if group is None:
             if member_id:
                 return Reply.now(JoinResult(ErrorCode.unknown_member_id, member_id))
-            consumer = self.consumer_groups
+            consumer, streams = self.consumer_groups, self.streams_groups
             offsets = consumer.take_if_empty(group_id) if consumer is not None else {}
-            if offsets is None:  # a consumer group with members: not for this protocol
+            if offsets == {} and streams is not None:
+                offsets = streams.take_if_empty(group_id)
+            if offsets is None:  # a group of another kind with members: not for this one
                 return Reply.now(JoinResult(ErrorCode.inconsistent_group_protocol, member_id))
             group = self._classic.create(group_id)
             group.offsets = offsets  # an empty consumer group becomes a classic one
@@ -229,6 +238,16 @@ class GroupCoordinator:
         None while it has members."""
         return self._classic.take_if_empty(group_id)
 
+    def take_offsets(self, group_id: str) -> dict[str, dict[int, CommittedOffset]]:
+        """The committed offsets of an empty classic or consumer group, which goes, so that
+        a group of another kind (streams) takes its place."""
+        offsets = self._classic.take_if_empty(group_id)
+        if offsets is None:
+            return {}
+        if not offsets and self.consumer_groups is not None:
+            return self.consumer_groups.take_if_empty(group_id) or {}
+        return offsets
+
     commit = staticmethod(commits.commit)
 
     def commit_transaction_offsets(
@@ -261,9 +280,9 @@ class GroupCoordinator:
     # DescribeGroups, ListGroups, DeleteGroups: the coordinator finds, listing.py answers.
 
     def describe(self, group_id: str) -> DescribedGroup:
-        return listing.describe(group_id, self.find(group_id) or self._share_group(group_id))
+        return listing.describe(group_id, self.find(group_id) or self.share_group(group_id))
 
-    def _share_group(self, group_id: str) -> object | None:
+    def share_group(self, group_id: str) -> object | None:
         """The share group of that id, for the requests that name a group of any kind."""
         shares = self.share_groups
         return None if shares is None else shares.get(group_id)
@@ -273,9 +292,11 @@ class GroupCoordinator:
 
     def snapshots(self) -> dict[str, GroupSnapshot]:
         """Every group's members and committed offsets, of either protocol, by group id."""
-        groups: list[Group | ConsumerGroup] = [*self._groups.values()]
+        groups: list[Group | ConsumerGroup | StreamsGroup] = [*self._groups.values()]
         if self.consumer_groups is not None:
             groups += self.consumer_groups.groups.values()
+        if self.streams_groups is not None:
+            groups += self.streams_groups.groups.values()
         return {group.group_id: listing.snapshot(group) for group in groups}
 
     def hand_over(self, group_id: str) -> dict[str, dict[int, CommittedOffset]]:
@@ -295,24 +316,34 @@ class GroupCoordinator:
         self, states: Iterable[str] = (), types: Iterable[str] = ()
     ) -> list[ListedGroup]:
         return listing.list_groups(
-            self._groups.values(), self.consumer_groups, states, types, self.share_groups
+            self._groups.values(),
+            self.consumer_groups,
+            states,
+            types,
+            self.share_groups,
+            self.streams_groups,
         )
 
     def delete_groups(self, group_ids: Iterable[str]) -> list[tuple[str, ErrorCode]]:
         """DeleteGroups: a group without members goes, with its offsets."""
         return [(group_id, self._delete_group(group_id)) for group_id in group_ids]
 
+    def _consumer_ids(self) -> dict[str, object]:
+        return {} if self.consumer_groups is None else self.consumer_groups.groups
+
     def _delete_group(self, group_id: str) -> ErrorCode:
         if not group_id:
             return ErrorCode.invalid_group_id
         group = self.find(group_id)
         if group is None:
-            if self._share_group(group_id) is not None:
+            if self.share_group(group_id) is not None:
                 assert self.share_groups is not None
                 return self.share_groups.delete(group_id)
             return ErrorCode.group_id_not_found
         if not isinstance(group, Group):
-            assert self.consumer_groups is not None
-            offsets = self.consumer_groups.take_if_empty(group_id)
+            kind = self.consumer_groups if group_id in self._consumer_ids() else None
+            owner = kind or self.streams_groups
+            assert owner is not None
+            offsets = owner.take_if_empty(group_id)
             return ErrorCode.non_empty_group if offsets is None else ErrorCode.none
         return self._classic.delete(group)

@@ -11,10 +11,18 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 
 from ...stats import GroupMember, GroupSnapshot
-from .model import CLASSIC_GROUP_TYPE, CONSUMER_GROUP_TYPE, SHARE_GROUP_TYPE, Group, GroupState
+from .model import (
+    CLASSIC_GROUP_TYPE,
+    CONSUMER_GROUP_TYPE,
+    SHARE_GROUP_TYPE,
+    STREAMS_GROUP_TYPE,
+    Group,
+    GroupState,
+)
 
 if TYPE_CHECKING:
     from ..share.groups import ShareGroups
+    from ..streams.groups import StreamsGroup, StreamsGroups
     from .consumer import ConsumerGroup, ConsumerGroups
 
 
@@ -89,6 +97,7 @@ def list_groups(
     states: Iterable[str] = (),
     types: Iterable[str] = (),
     share_groups: ShareGroups | None = None,
+    streams_groups: StreamsGroups | None = None,
 ) -> list[ListedGroup]:
     """Every group, or those in one of `states` and of one of `types` (both compared
     ignoring case, as Kafka does)."""
@@ -111,13 +120,18 @@ def list_groups(
             ListedGroup(group.group_id, SHARE_GROUP_TYPE, group.state, SHARE_GROUP_TYPE)
             for group in share_groups.list(wanted_states)
         ]
+    if streams_groups is not None and (not wanted_types or STREAMS_GROUP_TYPE in wanted_types):
+        listed += [
+            ListedGroup(group.group_id, STREAMS_GROUP_TYPE, group.state, STREAMS_GROUP_TYPE)
+            for group in streams_groups.list(wanted_states)
+        ]
     return listed
 
 
-def snapshot(group: Group | ConsumerGroup) -> GroupSnapshot:
+def snapshot(group: Group | ConsumerGroup | StreamsGroup) -> GroupSnapshot:
     """The group's members and committed offsets for the accounts (its lag)."""
     return GroupSnapshot(
-        CLASSIC_GROUP_TYPE if isinstance(group, Group) else CONSUMER_GROUP_TYPE,
+        CLASSIC_GROUP_TYPE if isinstance(group, Group) else group.GROUP_TYPE,
         str(group.state),
         tuple(
             GroupMember(member.member_id, member.client_id, member.client_host)

@@ -37,6 +37,7 @@ CONSUMER_PROTOCOL_TYPE = "consumer"
 CLASSIC_GROUP_TYPE = "classic"
 CONSUMER_GROUP_TYPE = "consumer"
 SHARE_GROUP_TYPE = "share"
+STREAMS_GROUP_TYPE = "streams"
 """The new protocol's groups (KIP-848): nullbroker.state.groups.consumer."""
 NO_GENERATION = -1
 NO_OFFSET = -1
