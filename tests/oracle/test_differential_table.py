@@ -20,6 +20,7 @@ from kio.schema.metadata.v12.response import (
 from nullbroker.handlers import SERVED_KEYS
 from tests.oracle.test_differential_apis import SWEEP
 from tests.oracle.test_differential_share import SHARE_SWEEP
+from tests.oracle.test_differential_streams import STREAMS_SWEEP
 from tests.support.differential import (
     Difference,
     Listed,
@@ -36,8 +37,10 @@ SEQUENCES = sorted(Path(__file__).parent.glob("test_differential_*.py"))
 
 
 def test_every_api_key_nullbroker_serves_is_compared_with_kafka() -> None:
-    # Share groups' APIs are compared with Kafka 4.4.0 (test_differential_share.py).
-    assert set(SWEEP) | set(SHARE_SWEEP) | set(COMPARED_ELSEWHERE) == set(SERVED_KEYS)
+    # Share and streams groups' APIs have sweeps of their own (test_differential_share.py,
+    # test_differential_streams.py).
+    swept = set(SWEEP) | set(SHARE_SWEEP) | set(STREAMS_SWEEP)
+    assert swept | set(COMPARED_ELSEWHERE) == set(SERVED_KEYS)
 
 
 def test_every_known_difference_is_named_by_a_sequence() -> None:

@@ -55,9 +55,11 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
                 assignor_name=None,
             )
 
+        if not group_id:
+            return refused(ErrorCode.invalid_group_id)
         if coordinated_elsewhere(broker, session, group_id):
             return refused(ErrorCode.not_coordinator)
-        group = broker.streams_groups.get(group_id) if group_id else None
+        group = broker.streams_groups.get(group_id)
         if group is None:
             if group_id and (broker.groups.find(group_id) or broker.groups.share_group(group_id)):
                 return refused(
@@ -83,7 +85,9 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     return make(
         types.StreamsGroupDescribeResponse,
         throttle_time=NO_THROTTLE,
-        groups=tuple(described(group_id) for group_id in body.group_ids),
+        # As Kafka: the ids it refuses as invalid first, then the others in the order asked.
+        groups=tuple(described(group_id) for group_id in body.group_ids if not group_id)
+        + tuple(described(group_id) for group_id in body.group_ids if group_id),
     )
 
 

@@ -46,7 +46,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
             member_id="",  # Kafka's error response: the defaults
             member_epoch=0,
             heartbeat_interval=datetime.timedelta(0),
-            acceptable_recovery_lag=-1,
+            acceptable_recovery_lag=acceptable_recovery_lag(types, -1),
             task_offset_interval=datetime.timedelta(0),
             status=(),
             active_tasks=None,
@@ -124,7 +124,7 @@ def _answer(types: Any, heartbeat_interval_ms: int, answer: Answer) -> Any:
             member_id=member.member_id,
             member_epoch=member.epoch,
             heartbeat_interval=datetime.timedelta(0),
-            acceptable_recovery_lag=-1,
+            acceptable_recovery_lag=acceptable_recovery_lag(types, -1),
             task_offset_interval=datetime.timedelta(0),
             status=(),
             active_tasks=None,
@@ -142,7 +142,7 @@ def _answer(types: Any, heartbeat_interval_ms: int, answer: Answer) -> Any:
         member_id=member.member_id,
         member_epoch=member.epoch,
         heartbeat_interval=datetime.timedelta(milliseconds=heartbeat_interval_ms),
-        acceptable_recovery_lag=acceptable_recovery_lag(types),
+        acceptable_recovery_lag=acceptable_recovery_lag(types, ACCEPTABLE_RECOVERY_LAG),
         task_offset_interval=datetime.timedelta(milliseconds=TASK_OFFSET_INTERVAL_MS),
         status=tuple(
             make(types.Status, status_code=status.code, status_detail=status.detail)
@@ -167,10 +167,9 @@ def _answer(types: Any, heartbeat_interval_ms: int, answer: Answer) -> Any:
     )
 
 
-def acceptable_recovery_lag(types: Any) -> int:
+def acceptable_recovery_lag(types: Any, lag: int) -> int:
     """v1's acceptable recovery lag; v0's field of that place is a legacy one Kafka leaves 0."""
-    legacy = types.StreamsGroupHeartbeatResponse.__version__ == 0
-    return 0 if legacy else ACCEPTABLE_RECOVERY_LAG
+    return 0 if types.StreamsGroupHeartbeatResponse.__version__ == 0 else lag
 
 
 def _listed(types: Any, tasks: Tasks) -> tuple[Any, ...]:

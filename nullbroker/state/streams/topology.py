@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from ...java_hashing import java_hash_order
+
 NOT_FIXED = 0
 """A topic size the member leaves to the broker (changelogs always: their subtopology's)."""
 
@@ -110,7 +112,7 @@ def configure(topology: Topology, partitions_of: Callable[[str], int | None]) ->
     if missing:
         configured.statuses.append(
             StatusDetail(
-                Status.MISSING_SOURCE_TOPICS, f"Source topics {', '.join(missing)} are missing."
+                Status.MISSING_SOURCE_TOPICS, f"Source topics {summarize(missing)} are missing."
             )
         )
         return configured
@@ -146,10 +148,16 @@ def configure(topology: Topology, partitions_of: Callable[[str], int | None]) ->
         configured.statuses.append(
             StatusDetail(
                 Status.MISSING_INTERNAL_TOPICS,
-                f"Internal topics are missing: {', '.join(sorted(configured.to_create))}",
+                f"Internal topics are missing: {summarize(java_hash_order(configured.to_create))}",
             )
         )
     return configured
+
+
+def summarize(names: list[str]) -> str:
+    """Topic names as Kafka's statuses list them: the first three, and how many more."""
+    shown = ", ".join(names[:3])
+    return shown if len(names) <= 3 else f"{shown} and {len(names) - 3} additional topics"
 
 
 def _expect(
@@ -168,8 +176,8 @@ def _expect(
         configured.statuses.append(
             StatusDetail(
                 Status.INCORRECTLY_PARTITIONED_TOPICS,
-                f"Existing internal topic {info.name} has invalid number of partitions: "
-                f"expected: {wanted}; actual: {have}.",
+                f"Existing topic {info.name} has different number of partitions: "
+                f"expected {wanted}, found {have}",
             )
         )
 
@@ -227,8 +235,8 @@ def _copartitioning_errors(
         for group in subtopology.copartition_groups:
             counts = {topic: sizes.get(topic) or partitions_of(topic) for topic in sorted(group)}
             if len(set(counts.values())) > 1:
+                listed = ", ".join(f"{topic}={count}" for topic, count in counts.items())
                 errors.append(
-                    "Following topics do not have the same number of partitions: "
-                    f"[{', '.join(f'{topic}={count}' for topic, count in counts.items())}]"
+                    f"Following topics do not have the same number of partitions: [{{{listed}}}]"
                 )
     return errors
