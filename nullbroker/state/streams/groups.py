@@ -106,6 +106,8 @@ class StreamsGroup:
     """Moves when a member with an endpoint changes it or its tasks: members serving
     interactive queries learn where every task runs when theirs is older."""
     offsets: dict[str, dict[int, CommittedOffset]] = field(default_factory=dict)
+    rebalances: int = 0
+    """Target assignments made for the group (the accounts' count)."""
 
     @property
     def state(self) -> str:
@@ -281,8 +283,6 @@ class StreamsGroups:
         self.settings = settings
         self._clock = clock
         self.groups: dict[str, StreamsGroup] = {}
-        self.rebalances = 0
-        """Target assignments made, over every group (the accounts' count)."""
 
     def heartbeat(self, beat: Heartbeat) -> Answer:
         """Apply one heartbeat. Raises HeartbeatError."""
@@ -530,7 +530,7 @@ class StreamsGroups:
         group.target = assign(members, tasks, settings.num_standby_replicas, stateful)
         group.assignment_epoch = group.epoch
         group.assigned_at = now
-        self.rebalances += 1
+        group.rebalances += 1
         return None
 
     def _reconcile(self, group: StreamsGroup, member: StreamsMember, owned: Tasks3 | None) -> None:
