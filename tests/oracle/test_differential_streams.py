@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.support.differential import (
+    Listed,
     Pair,
     Side,
     create_topic,
@@ -311,3 +312,99 @@ async def test_every_version_answers_as_kafka_4_4_does(pair: Pair, api_key: int)
     pair.check(*known)
     uncompared = uncompared_versions(pair.compared, api_key, pair.advertised(api_key))
     assert not uncompared, f"versions both advertise the sweep never compared: {uncompared}"
+
+
+def offset_commit(group: str, member: str, epoch: int | None, topic: str, version: int) -> Any:
+    """An OffsetCommit of partition 0 of `topic`, at the member's epoch on each side (None)
+    or at `epoch`."""
+    return lambda side: request(
+        8,
+        version,
+        group_id=group,
+        generation_id_or_member_epoch=side.learned["epoch", member] if epoch is None else epoch,
+        member_id=member,
+        group_instance_id=None,
+        retention_time=datetime.timedelta(milliseconds=-1),
+        topics=[
+            {
+                "name": topic,
+                "topic_id": side.learned.get(("topic_id", topic), uuid.UUID(int=0)),
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "committed_offset": 3,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": "",
+                    }
+                ],
+            }
+        ],
+    )
+
+
+async def test_the_group_apis_know_a_streams_group(pair: Pair) -> None:
+    """ListGroups, DescribeGroups, the offsets' APIs, DeleteGroups and the other protocols'
+    heartbeats on a streams group, as Kafka 4.4.0 answers them."""
+    source = unique("sgo-words")
+    await create_topic(pair, source, partitions=2, compared=False)
+    await until_assignable(pair, source, 2)
+    group, member = unique("sgo"), str(uuid.uuid4())
+    version = pair.versions(88)[-1]
+    await joined(pair, version, group, source, member)
+    learn(pair, member, await pair.step(at_epoch(version, group, member)))
+    listed = Listed.of("groups", "group_id", [group], [group])
+    for states, types in (([], ["streams"]), (["stable"], []), (["not_ready"], ["streams"])):
+        await pair.step(
+            request(16, 5, states_filter=states, types_filter=types),
+            only=listed
+            if "not_ready" not in states
+            else Listed.of("groups", "group_id", [group], []),
+        )
+    for describe_version in (5, 6):
+        await pair.step(
+            request(15, describe_version, groups=[group], include_authorized_operations=False)
+        )
+    commit = pair.versions(8)[-1]
+    await pair.step(offset_commit(group, member, None, source, commit))  # at its epoch
+    await pair.step(offset_commit(group, member, 99, source, commit))  # STALE_MEMBER_EPOCH
+    await pair.step(offset_commit(group, member, None, source, 8))  # below v9: refused
+    fetch = pair.versions(9)[-1]
+    for epoch in (None, 99):
+        await pair.step(
+            lambda side, epoch=epoch: request(
+                9,
+                fetch,
+                groups=[
+                    {
+                        "group_id": group,
+                        "member_id": member,
+                        "member_epoch": side.learned["epoch", member] if epoch is None else epoch,
+                        "topics": None,
+                    }
+                ],
+                require_stable=False,
+            )
+        )
+    await pair.step(
+        request(
+            47, 0, group_id=group, topics=[{"name": source, "partitions": [{"partition_index": 0}]}]
+        )
+    )  # the group reads it: GROUP_SUBSCRIBED_TO_TOPIC
+    await pair.step(request(42, pair.versions(42)[-1], groups_names=[group]))  # NON_EMPTY_GROUP
+    await pair.step(
+        request(
+            68,
+            pair.versions(68)[-1],
+            group_id=group,
+            member_id=str(uuid.uuid4()),
+            member_epoch=0,
+            rebalance_timeout=REBALANCE_TIMEOUT,
+            subscribed_topic_names=[source],
+            topic_partitions=[],
+        )
+    )  # not a consumer group
+    await pair.step(heartbeat(version, group, member, -1))
+    await pair.step(request(42, pair.versions(42)[-1], groups_names=[group]))
+    await pair.step(request(89, pair.versions(89)[-1], group_ids=[group],
+                            include_authorized_operations=False))  # fmt: skip
+    pair.check()
