@@ -129,13 +129,27 @@ class Topic:
 
     def configs_changed(self) -> None:
         """Compact the retained partitions while cleanup.policy says compact (alone or with
-        delete), as Kafka's cleaner would (nullbroker.state.compaction)."""
+        delete), as Kafka's cleaner would (nullbroker.state.compaction); keep no more of
+        each than the topic's retention.bytes, where it sets less than --retain."""
         policy = self.configs.get("cleanup.policy", "delete")
         compacts = "compact" in (part.strip() for part in policy.split(","))
+        capacity = self.retained_bytes()
         for partition in self.partitions:
             if partition.retained is not None:
                 name = f"{self.name}-{partition.index}" if compacts else None
                 partition.retained.compact(name)
+                partition.retained.capacity = capacity
+
+    def retained_bytes(self) -> int:
+        """What each partition keeps for Fetch: --retain, or the topic's retention.bytes
+        (Kafka's limit per partition) where it is set and smaller. A compacted topic is
+        cleaned to fit it, where Kafka lets a compact-only topic grow past it: a test sets it
+        on a changelog to see a store restored from a cleaned log."""
+        try:
+            limit = int(self.configs.get("retention.bytes", "-1"))
+        except ValueError:
+            limit = -1
+        return min(self.retain, limit) if limit > 0 else self.retain
 
     def advance(self, now_ms: int) -> None:
         """Bring a growing source topic's log end up to `now_ms`: `rate` records/s per

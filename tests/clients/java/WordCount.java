@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Properties;
 import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
@@ -11,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
@@ -23,6 +25,7 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.processor.StateRestoreListener;
+import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
  * Kafka Streams' WordCount, as Kafka's quickstart writes it: the lines of the input topic split
@@ -33,7 +36,10 @@ import org.apache.kafka.streams.processor.StateRestoreListener;
  * P. Driven by tests/clients/test_streams_groups.py.
  *
  * Arguments: bootstrap, application id, input topic, output topic, processing guarantee
- * (at_least_once | exactly_once_v2), group protocol (streams | classic), state dir, seconds.
+ * (at_least_once | exactly_once_v2), group protocol (streams | classic), state dir, seconds,
+ * and optionally the changelog's retention.bytes (a compacted topic: Kafka keeps it whole
+ * whatever it says; nullbroker --retain keeps no more than it, cleaned), which also turns the
+ * store's cache off, so that every count is written to the changelog.
  *
  * It prints one JSON line whenever its state or its active tasks change
  * ({"state":"RUNNING","active":["0_0","1_1"]}), one when it has restored a store's
@@ -48,6 +54,8 @@ public final class WordCount {
         String bootstrap = args[0], applicationId = args[1], input = args[2], output = args[3];
         String guarantee = args[4], protocol = args[5], stateDir = args[6];
         long seconds = Long.parseLong(args[7]);
+        Map<String, String> changelog = args.length > 8
+            ? Map.of("retention.bytes", args[8]) : Map.of();
 
         Properties config = new Properties();
         config.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
@@ -60,12 +68,16 @@ public final class WordCount {
         config.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         config.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         config.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        if (!changelog.isEmpty()) {
+            config.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        }
 
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> lines = builder.stream(input);
         lines.flatMapValues(line -> Arrays.asList(line.toLowerCase(Locale.ROOT).split("\\W+")))
             .groupBy((key, word) -> word)
-            .count(Materialized.as("counts"))
+            .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts")
+                .withLoggingEnabled(changelog))
             .toStream()
             .to(output, Produced.with(Serdes.String(), Serdes.Long()));
 
