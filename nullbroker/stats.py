@@ -114,15 +114,41 @@ class GroupMember:
 
 
 @dataclass(frozen=True, slots=True)
+class StreamsSnapshot:
+    """What only a streams group (KIP-1071) has, as it stood when the accounts were read."""
+
+    topology_epoch: int
+    """The epoch of the topology the group keeps (-1 until a member gave it one)."""
+    epoch: int
+    """The group epoch: moves with every change of its members or of the topics it reads."""
+    assignment_epoch: int
+    """The group epoch its target assignment was made at (behind `epoch`: Assigning)."""
+    active_tasks: int
+    standby_tasks: int
+    warmup_tasks: int
+    """Tasks assigned to its members, of each kind, summed over the members, as
+    StreamsGroupDescribe gives them: a task a member is told to give up counts no more, and
+    one it waits for (another member still holds it) not yet, so while tasks move the sums
+    may be short of the topology's."""
+    rebalances: int
+    """Target assignments made for the group since it was created: the group's own count,
+    which a reset of the accounts leaves, as it leaves the group."""
+
+
+@dataclass(frozen=True, slots=True)
 class GroupSnapshot:
     """One consumer group as it stood when the accounts were read: its protocol (`classic`,
-    or `consumer` for KIP-848's), state, members and committed offsets."""
+    `consumer` for KIP-848's, or `streams` for KIP-1071's), state, members and committed
+    offsets, and a streams group's own numbers."""
 
     protocol: str
     state: str
     members: tuple[GroupMember, ...]
     committed: dict[tuple[str, int], int]
     """The offset committed for each topic and partition."""
+    streams: StreamsSnapshot | None = None
+    """A streams group's topology and group epochs, tasks and rebalances; None for the other
+    kinds."""
 
 
 SHARE_COUNTS = (

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -95,21 +95,44 @@ class PartitionLag:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StreamsGroup:
+    """What only a streams group (KIP-1071) has, now: the epoch of its topology (-1 until a
+    member gave it one), its group epoch and the epoch its target assignment was made at
+    (behind the group epoch while it is Assigning), the tasks assigned to its members, of
+    each kind, summed over them (as StreamsGroupDescribe gives each member's: while tasks
+    move, those being given up or waited for are not counted), and the target assignments
+    made for it since it was created (`rebalances`: the group's own count, which a reset of
+    the accounts leaves, as it leaves the group)."""
+
+    topology_epoch: int
+    epoch: int
+    assignment_epoch: int
+    active_tasks: int
+    standby_tasks: int
+    warmup_tasks: int
+    rebalances: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Group:
-    """One consumer group now: its protocol (`classic`, or KIP-848's `consumer`), state,
-    members and lag, in all and per topic and partition it committed offsets to."""
+    """One consumer group now: its protocol (`classic`, KIP-848's `consumer`, or KIP-1071's
+    `streams`), state, members and lag, in all and per topic and partition it committed
+    offsets to; and for a streams group, its epochs, tasks and rebalances (`streams`, None
+    for the other kinds)."""
 
     protocol: str
     state: str
     members: tuple[GroupMember, ...]
     lag: int
     partitions: Mapping[str, Mapping[int, PartitionLag]]
+    streams: StreamsGroup | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Groups:
     """Consumer groups by state (a gauge: how many are in each now), the rebalances
-    completed, and each group with its members and lag (`by_group`, by group id)."""
+    completed, and each group with its members and lag, and a streams group's tasks
+    (`by_group`, by group id)."""
 
     by_state: Mapping[str, int]
     rebalances: int
@@ -280,10 +303,17 @@ def _groups(entry: Mapping[str, Any]) -> Groups:
                     }
                     for topic, partitions in group["partitions"].items()
                 },
+                streams=_streams(group.get("streams")),
             )
             for name, group in entry["by_group"].items()
         },
     )
+
+
+def _streams(entry: Mapping[str, Any] | None) -> StreamsGroup | None:
+    if entry is None:
+        return None
+    return StreamsGroup(**{number.name: int(entry[number.name]) for number in fields(StreamsGroup)})
 
 
 def _latencies(entries: Mapping[str, Mapping[str, Any]]) -> dict[str, Latency]:

@@ -186,6 +186,7 @@ class BrokerCollector(Collector):
             groups.add_metric([state], count)
         yield groups
         yield from _group_members_and_lag(stats)
+        yield from _streams_groups(stats)
         yield from _share_groups(stats)
         yield _counter(
             "nullbroker_fetch_requests",
@@ -227,6 +228,48 @@ def _group_members_and_lag(stats: BrokerStats) -> Iterator[Metric]:
         for (topic, partition), (_, records) in lags.items():
             lag.add_metric([group, topic, str(partition)], records)
     yield from (members, lag)
+
+
+_TASK_KINDS = (("active", "active_tasks"), ("standby", "standby_tasks"),
+               ("warmup", "warmup_tasks"))  # fmt: skip
+_STREAMS_EPOCHS = (
+    ("nullbroker_streams_group_topology_epoch", "topology_epoch", "The epoch of each streams "
+     "group's topology (-1 until a member gives it one)."),
+    ("nullbroker_streams_group_epoch", "epoch", "Each streams group's epoch: it moves with "
+     "every change of its members or of the topics its topology reads."),
+    ("nullbroker_streams_group_assignment_epoch", "assignment_epoch", "The group epoch each "
+     "streams group's target assignment was made at."),
+)  # fmt: skip
+
+
+def _streams_groups(stats: BrokerStats) -> Iterator[Metric]:
+    """Streams groups' own numbers (KIP-1071), each series by group: a group's members and
+    lag are nullbroker_group_members' and nullbroker_group_lag's, as for every group."""
+    tasks = GaugeMetricFamily(
+        "nullbroker_streams_group_tasks",
+        "Tasks assigned to each streams group's members, by kind: active, standby, warmup.",
+        labels=["group", "kind"],
+    )
+    rebalances = CounterMetricFamily(
+        "nullbroker_streams_group_rebalances",
+        "Target assignments made for each streams group since it was created.",
+        labels=["group"],
+    )
+    epochs = [
+        (GaugeMetricFamily(name, documentation, labels=["group"]), field)
+        for name, field, documentation in _STREAMS_EPOCHS
+    ]
+    for group, snapshot in sorted(stats.group_snapshots.items()):
+        streams = snapshot.streams
+        if streams is None:
+            continue
+        for kind, field in _TASK_KINDS:
+            tasks.add_metric([group, kind], getattr(streams, field))
+        rebalances.add_metric([group], streams.rebalances)
+        for family, field in epochs:
+            family.add_metric([group], getattr(streams, field))
+    yield from (tasks, rebalances)
+    yield from (family for family, _ in epochs)
 
 
 _SHARE_COUNTERS = (

@@ -7,7 +7,7 @@ import datetime
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
 from ..stats import SHARE_COUNTS, BrokerStats, LatencyHistogram, ShareCounters, percentile_ns
@@ -165,7 +165,8 @@ def summary(stats: BrokerStats) -> dict[str, Any]:
 
 def _groups(stats: BrokerStats) -> dict[str, Any]:
     """Each consumer group's state, members and lag, in all and per partition committed to
-    (the numbers of /metrics' nullbroker_group_members and nullbroker_group_lag)."""
+    (the numbers of /metrics' nullbroker_group_members and nullbroker_group_lag), and a
+    streams group's epochs, tasks and rebalances (nullbroker_streams_group_*)."""
     groups = {}
     for group, lags in stats.group_lags().items():
         snapshot = stats.group_snapshots[group]
@@ -190,6 +191,8 @@ def _groups(stats: BrokerStats) -> dict[str, Any]:
             "lag": sum(lag for _, lag in lags.values()),
             "partitions": partitions,
         }
+        if snapshot.streams is not None:
+            groups[group]["streams"] = asdict(snapshot.streams)
     return groups
 
 

@@ -15,11 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 from confluent_kafka import Consumer, Producer
 
 import nullbroker
 from nullbroker import Accounts, RunningBroker
 from tests.support.broker_counts import read_and_commit
+from tests.support.kafka_wire import FrameStream
 from tests.support.prometheus import (
     Prometheus,
     Samples,
@@ -28,6 +30,7 @@ from tests.support.prometheus import (
     quantile_bucket,
     rate,
 )
+from tests.support.streams_app import StreamsApp
 
 pytestmark = pytest.mark.clients  # confluent-kafka's producer and consumer
 
@@ -42,6 +45,7 @@ ORDERS, CLICKS, READ = 1000, 500, 600
 ALL = {"orders": ORDERS, "clicks": CLICKS}
 FIRST = {"orders": 10, "clicks": 10}
 GROUP = "prometheus-readers"
+STREAMS_APP, STREAMS_SOURCE = "prometheus-wordcount", "sentences"
 UP = 'up{job="nullbroker"}'
 """1 for a scrape of the broker that succeeded, 0 for one that failed."""
 
@@ -71,6 +75,8 @@ QUERIES = {
     "request seconds by API": "sum by (api) (nullbroker_request_latency_seconds_sum)",
     "lag by group": "sum by (group) (nullbroker_group_lag)",
     "members by group": "sum by (group) (nullbroker_group_members)",
+    "tasks by streams group": "sum by (group, kind) (nullbroker_streams_group_tasks)",
+    "rebalances by streams group": "sum by (group) (nullbroker_streams_group_rebalances_total)",
     "open connections": "sum(nullbroker_connections)",
     "RSS": 'process_resident_memory_bytes{job="nullbroker"}',
 }
@@ -114,6 +120,47 @@ def run(
             yield prometheus, broker, accounts, at
         finally:
             prometheus.close()
+
+
+@pytest.fixture(scope="module")
+def streams_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Prometheus, Accounts, int]]:
+    """A broker scraped by Prometheus while a streams group's one member (raw heartbeats:
+    tests/support/streams_app.py) joins and is given WordCount's four tasks: Prometheus, the
+    accounts once it has gone, and the time of a scrape after it (as `run`'s). Apart from
+    `run`, whose topics and groups it would add to."""
+    binary = find_prometheus()
+    if binary is None:
+        pytest.skip("no prometheus: scripts/ensure-test-tools installs Debian's package")
+    folder = tmp_path_factory.mktemp("prometheus-streams")
+    with nullbroker.start(partitions=PARTITIONS, workdir=folder) as broker:
+        prometheus = Prometheus(binary, folder, [broker.http_address])
+        try:
+            trio.run(run_word_count, broker.bootstrap)
+            accounts = quiet_accounts(broker)
+            at = wait_for_scrape_after(prometheus, round(time.time() * 1000))
+            wait_for_scrape_after(prometheus, at)
+            yield prometheus, accounts, at
+        finally:
+            prometheus.close()
+
+
+async def run_word_count(bootstrap: str) -> None:
+    """STREAMS_APP's member joins (the group makes its internal topics) and heartbeats once
+    more, to be given every task; then its connection closes, the member staying in the
+    group until its session times out."""
+    host, port = bootstrap.rsplit(":", 1)
+    connection = FrameStream(await trio.open_tcp_stream(host, int(port)))
+    try:
+        app = StreamsApp(connection.request, STREAMS_APP, STREAMS_SOURCE)
+        await app.create_source()
+        await app.configure()
+        await app.join("thread-1")
+        given = await app.beat("thread-1")
+        assert sum(len(task.partitions) for task in given.active_tasks) == 2 * PARTITIONS
+    finally:
+        await connection.aclose()
 
 
 def wait_for_scrape_after(prometheus: Prometheus, moment_ms: int) -> int:
@@ -293,6 +340,28 @@ def test_groups_connections_and_memory_are_the_brokers(run: Run) -> None:
     # own after the scrape.
     (rss,) = prometheus.vector(QUERIES["RSS"], at).values()
     assert 0 < rss <= broker.accounts().peak_rss_bytes
+
+
+def test_streams_groups_tasks_and_rebalances_are_the_brokers(
+    streams_run: tuple[Prometheus, Accounts, int],
+) -> None:
+    prometheus, accounts, at = streams_run
+    streams = accounts.groups.by_group[STREAMS_APP].streams
+    assert streams is not None
+    tasks = prometheus.vector(QUERIES["tasks by streams group"], at)
+    # Labels in name order: group, kind.
+    assert (
+        tasks
+        == {(STREAMS_APP, "active"): 2 * PARTITIONS, (STREAMS_APP, "standby"): 0,
+            (STREAMS_APP, "warmup"): 0}
+        == {(STREAMS_APP, "active"): streams.active_tasks,
+            (STREAMS_APP, "standby"): streams.standby_tasks,
+            (STREAMS_APP, "warmup"): streams.warmup_tasks}
+    )  # fmt: skip
+    # Two assignments: at the join (nothing to assign until its internal topics exist), and
+    # once they do.
+    rebalances = by_first_label(prometheus.vector(QUERIES["rebalances by streams group"], at))
+    assert rebalances == {STREAMS_APP: 2} == {STREAMS_APP: streams.rebalances}
 
 
 def test_every_query_of_the_dashboard_is_tested_and_documented() -> None:

@@ -68,7 +68,12 @@ def answered(answer: object, why: str = "this request should have been answered 
 
 def call(broker: Broker, api_key: int, version: int, **fields: Any) -> Any:
     """Send one request built from `fields` and return the decoded response entity."""
-    body = request_schema(api_key, version)(**fields)
+    return send(broker, request_schema(api_key, version)(**fields))
+
+
+def send(broker: Broker, body: Any) -> Any:
+    """Send one request entity and return the decoded response entity."""
+    api_key, version = body.__api_key__, body.__version__
     answer = answered(dispatch_of(broker).answer(request_frame(api_key, version, body), SESSION))
     correlation_id, response = decode_response(api_key, version, answer)
     assert correlation_id == 7

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from kio.schema.errors import ErrorCode
 
-from ...stats import GroupMember, GroupSnapshot
+from ...stats import GroupMember, GroupSnapshot, StreamsSnapshot
 from .model import (
     CLASSIC_GROUP_TYPE,
     CONSUMER_GROUP_TYPE,
@@ -129,7 +129,8 @@ def list_groups(
 
 
 def snapshot(group: Group | ConsumerGroup | StreamsGroup) -> GroupSnapshot:
-    """The group's members and committed offsets for the accounts (its lag)."""
+    """The group's members and committed offsets for the accounts (its lag), and a streams
+    group's own numbers."""
     return GroupSnapshot(
         CLASSIC_GROUP_TYPE if isinstance(group, Group) else group.GROUP_TYPE,
         str(group.state),
@@ -143,4 +144,24 @@ def snapshot(group: Group | ConsumerGroup | StreamsGroup) -> GroupSnapshot:
             for index, committed in partitions.items()
             if committed.offset >= 0
         },
+        _streams(group) if _is_streams(group) else None,
+    )
+
+
+def _is_streams(group: Group | ConsumerGroup | StreamsGroup) -> TypeGuard[StreamsGroup]:
+    # By its kind's name, not isinstance: the streams modules load only once a client uses
+    # a streams group (Broker.streams_groups), and reading the accounts must not load them.
+    return not isinstance(group, Group) and group.GROUP_TYPE == STREAMS_GROUP_TYPE
+
+
+def _streams(group: StreamsGroup) -> StreamsSnapshot:
+    members = group.members.values()
+    return StreamsSnapshot(
+        topology_epoch=-1 if group.topology is None else group.topology.epoch,
+        epoch=group.epoch,
+        assignment_epoch=group.assignment_epoch,
+        active_tasks=sum(len(member.assigned.active) for member in members),
+        standby_tasks=sum(len(member.assigned.standby) for member in members),
+        warmup_tasks=sum(len(member.assigned.warmup) for member in members),
+        rebalances=group.rebalances,
     )
