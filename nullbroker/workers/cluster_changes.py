@@ -108,13 +108,14 @@ SINGLE_PROCESS_KEYS = frozenset(
             ApiKey.CONSUMER_GROUP_HEARTBEAT,
             ApiKey.CONSUMER_GROUP_DESCRIBE,
             *IMPORTED_ON_FIRST_USE["share"],
+            *IMPORTED_ON_FIRST_USE["streams"],
         ),
     )
 )
 """The requests only a broker of one process serves, not advertised by a cluster's workers:
 every API of the transactions family (a transaction's markers would have to reach
-partitions other workers lead), and the groups of the new protocol (KIP-848) and share groups
-(KIP-932), which move with no coordinator's handoff yet.
+partitions other workers lead), and the groups of the new protocol (KIP-848), share groups
+(KIP-932) and streams groups (KIP-1071), which move with no coordinator's handoff yet.
 
 Every API the broker serves is in one of CHANGING_KEYS, ANSWERED_WHERE_ASKED and
 SINGLE_PROCESS_KEYS (tests/tools/test_adding_an_api.py): a new one is placed by whoever adds

@@ -32,6 +32,7 @@ from nullbroker.handlers import (
 from nullbroker.workers import cluster_changes
 from tests.oracle.test_differential_apis import SWEEP
 from tests.oracle.test_differential_share import SHARE_SWEEP
+from tests.oracle.test_differential_streams import STREAMS_SWEEP
 from tests.oracle.test_differential_table import COMPARED_ELSEWHERE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,7 +94,7 @@ def real_tables() -> Tables:
         declared=declared_keys(),
         table=table,
         advertised=set(served_ranges(handler_table())),
-        swept=set(SWEEP) | set(SHARE_SWEEP) | set(COMPARED_ELSEWHERE),
+        swept=set(SWEEP) | set(SHARE_SWEEP) | set(STREAMS_SWEEP) | set(COMPARED_ELSEWHERE),
         cluster_sets={
             name: getattr(cluster_changes, name)
             for name in ("CHANGING_KEYS", "ANSWERED_WHERE_ASKED", "SINGLE_PROCESS_KEYS")
