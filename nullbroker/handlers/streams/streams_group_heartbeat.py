@@ -38,24 +38,12 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     body = request.body
 
     def refused(error: ErrorCode, message: str | None = None) -> Any:
-        return make(
-            types.StreamsGroupHeartbeatResponse,
-            throttle_time=NO_THROTTLE,
-            error_code=counted(broker, error),
-            error_message=message,
-            member_id="",  # Kafka's error response: the defaults
-            member_epoch=0,
-            heartbeat_interval=datetime.timedelta(0),
-            acceptable_recovery_lag=acceptable_recovery_lag(types, -1),
-            task_offset_interval=datetime.timedelta(0),
-            status=(),
-            active_tasks=None,
-            standby_tasks=None,
-            warmup_tasks=None,
-            topology_description_required=False,
-            endpoint_information_epoch=0,
-            partitions_by_user_endpoint=None,
-        )
+        fields = {
+            **_defaults(types),
+            "error_code": counted(broker, error),
+            "error_message": message,
+        }
+        return make(types.StreamsGroupHeartbeatResponse, **fields)
 
     refused_why = refusal(body)
     if refused_why is not None:
@@ -115,24 +103,10 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
 def _answer(types: Any, heartbeat_interval_ms: int, answer: Answer) -> Any:
     member, assignment = answer.member, answer.assignment
     if member.epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-        # As Kafka answers a leave: the member and its epoch, every other field its default.
+        # As Kafka answers a leave: the member and its epoch, every other field a default.
         return make(
             types.StreamsGroupHeartbeatResponse,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.none,
-            error_message=None,
-            member_id=member.member_id,
-            member_epoch=member.epoch,
-            heartbeat_interval=datetime.timedelta(0),
-            acceptable_recovery_lag=acceptable_recovery_lag(types, -1),
-            task_offset_interval=datetime.timedelta(0),
-            status=(),
-            active_tasks=None,
-            standby_tasks=None,
-            warmup_tasks=None,
-            topology_description_required=False,
-            endpoint_information_epoch=0,
-            partitions_by_user_endpoint=None,
+            **{**_defaults(types), "member_id": member.member_id, "member_epoch": member.epoch},
         )
     return make(
         types.StreamsGroupHeartbeatResponse,
@@ -165,6 +139,27 @@ def _answer(types: Any, heartbeat_interval_ms: int, answer: Answer) -> Any:
             for (host, port), active, standby in answer.endpoints
         ),
     )
+
+
+def _defaults(types: Any) -> dict[str, Any]:
+    """A response's fields as Kafka leaves them in an error or a leave's answer."""
+    return {
+        "throttle_time": NO_THROTTLE,
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "member_id": "",
+        "member_epoch": 0,
+        "heartbeat_interval": datetime.timedelta(0),
+        "acceptable_recovery_lag": acceptable_recovery_lag(types, -1),
+        "task_offset_interval": datetime.timedelta(0),
+        "status": (),
+        "active_tasks": None,
+        "standby_tasks": None,
+        "warmup_tasks": None,
+        "topology_description_required": False,
+        "endpoint_information_epoch": 0,
+        "partitions_by_user_endpoint": None,
+    }
 
 
 def acceptable_recovery_lag(types: Any, lag: int) -> int:

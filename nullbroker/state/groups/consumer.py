@@ -25,6 +25,7 @@ from typing import ClassVar
 from kio.schema.errors import ErrorCode
 
 from ...cluster.nodes import java_string_hash
+from .member_epochs import FIRST_COMMIT_VERSION_FOR_MEMBERS, commit_error, fetch_error
 from .model import CONSUMER_GROUP_TYPE
 from .offsets import CommittedOffset
 
@@ -37,16 +38,10 @@ UNIFORM = "uniform"
 RANGE = "range"
 ASSIGNORS = (UNIFORM, RANGE)
 LEAVE_EPOCH = -1
-FIRST_COMMIT_VERSION_FOR_MEMBERS = 9
-"""OffsetCommit v9 carries member epochs: a member of this protocol commits with v9+."""
 STATIC_LEAVE_EPOCH = -2
 
 Assignment = dict[str, frozenset[int]]
 """Partitions by topic name."""
-
-FIRST_STALE_EPOCH_TXN_COMMIT_VERSION = 6
-"""TxnOffsetCommit v6+ (Kafka 4.4) answers an epoch it does not take STALE_MEMBER_EPOCH, as
-OffsetCommit does; older ones ILLEGAL_GENERATION (checked at v6, assumed below it)."""
 
 
 class HeartbeatError(Exception):
@@ -145,39 +140,27 @@ class ConsumerGroup:
         was in flight is kept. Any other epoch is STALE_MEMBER_EPOCH (ILLEGAL_GENERATION
         in a TxnOffsetCommit before v6). A request whose partitions are not all so owned is
         refused whole (Kafka answers per partition; its clients commit what they own)."""
-        if member_epoch < 0 and not self.members:
-            return ErrorCode.none
-        if transactional and member_epoch < 0 and not member_id and group_instance_id is None:
-            return ErrorCode.none
-        member = self.members.get(member_id)
-        if member is None:
-            return ErrorCode.unknown_member_id
-        if not transactional and api_version < FIRST_COMMIT_VERSION_FOR_MEMBERS:
-            return ErrorCode.unsupported_version
-        if member_epoch == member.epoch:
-            return ErrorCode.none
         asked = list(partitions)
-        if (
-            0 <= member_epoch < member.epoch
-            and asked
-            and all(member.owned_since.get(key, member_epoch + 1) <= member_epoch for key in asked)
-        ):
-            return ErrorCode.none
-        if transactional and api_version < FIRST_STALE_EPOCH_TXN_COMMIT_VERSION:
-            return ErrorCode.illegal_generation
-        return ErrorCode.stale_member_epoch
+
+        def owned_since(member: ConsumerMember, epoch: int) -> bool:
+            return bool(asked) and all(
+                member.owned_since.get(key, epoch + 1) <= epoch for key in asked
+            )
+
+        return commit_error(
+            self.members,
+            member_id,
+            member_epoch,
+            group_instance_id,
+            transactional=transactional,
+            api_version=api_version,
+            held_since=owned_since,
+        )
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode:
         """May an OffsetFetch (v9+) read this group's offsets? One naming no member (admin
         tools) may; a member reads at its epoch."""
-        if member_id is None and member_epoch < 0:
-            return ErrorCode.none
-        member = self.members.get(member_id or "")
-        if member is None:
-            return ErrorCode.unknown_member_id
-        if member_epoch != member.epoch:
-            return ErrorCode.stale_member_epoch
-        return ErrorCode.none
+        return fetch_error(self.members, member_id, member_epoch)
 
 
 @dataclass(frozen=True, slots=True)

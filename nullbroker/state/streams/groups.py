@@ -23,13 +23,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 from kio.schema.errors import ErrorCode
 
-from ..groups.consumer import (
-    FIRST_COMMIT_VERSION_FOR_MEMBERS,
-    FIRST_STALE_EPOCH_TXN_COMMIT_VERSION,
-    LEAVE_EPOCH,
-    STATIC_LEAVE_EPOCH,
-    HeartbeatError,
-)
+from ..groups.consumer import LEAVE_EPOCH, STATIC_LEAVE_EPOCH, HeartbeatError
+from ..groups.member_epochs import FIRST_COMMIT_VERSION_FOR_MEMBERS, commit_error, fetch_error
 from ..groups.model import STREAMS_GROUP_TYPE
 from ..groups.offsets import CommittedOffset
 from .assignor import AssignorMember, Task, TaskAssignment, Tasks, as_tasks, assign
@@ -152,22 +147,15 @@ class StreamsGroup:
         """May an OffsetCommit or TxnOffsetCommit commit `partitions`? As Kafka 4.4 answers
         a streams group: a member at its epoch; at an older epoch, only partitions of tasks
         it has run (or is giving up) since then; no member only while the group is empty."""
-        if member_epoch < 0 and not self.members:
-            return ErrorCode.none
-        if transactional and member_epoch < 0 and not member_id and group_instance_id is None:
-            return ErrorCode.none
-        member = self.members.get(member_id)
-        if member is None:
-            return ErrorCode.unknown_member_id
-        if not transactional and api_version < FIRST_COMMIT_VERSION_FOR_MEMBERS:
-            return ErrorCode.unsupported_version
-        if member_epoch == member.epoch:
-            return ErrorCode.none
-        if 0 <= member_epoch < member.epoch and self._ran_since(member, member_epoch, partitions):
-            return ErrorCode.none
-        if transactional and api_version < FIRST_STALE_EPOCH_TXN_COMMIT_VERSION:
-            return ErrorCode.illegal_generation
-        return ErrorCode.stale_member_epoch
+        return commit_error(
+            self.members,
+            member_id,
+            member_epoch,
+            group_instance_id,
+            transactional=transactional,
+            api_version=api_version,
+            held_since=lambda member, epoch: self._ran_since(member, epoch, partitions),
+        )
 
     def _ran_since(
         self, member: StreamsMember, epoch: int, partitions: Iterable[tuple[str, int]]
@@ -189,14 +177,7 @@ class StreamsGroup:
         return True
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode:
-        if member_id is None and member_epoch < 0:
-            return ErrorCode.none
-        member = self.members.get(member_id or "")
-        if member is None:
-            return ErrorCode.unknown_member_id
-        if member_epoch != member.epoch:
-            return ErrorCode.stale_member_epoch
-        return ErrorCode.none
+        return fetch_error(self.members, member_id, member_epoch)
 
 
 @dataclass(frozen=True, slots=True)
