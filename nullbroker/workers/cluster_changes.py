@@ -90,6 +90,8 @@ ANSWERED_WHERE_ASKED = frozenset(
             ApiKey.DESCRIBE_GROUPS,
             ApiKey.LIST_GROUPS,
             ApiKey.DELETE_GROUPS,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+            ApiKey.CONSUMER_GROUP_DESCRIBE,
             ApiKey.SASL_HANDSHAKE,
             ApiKey.SASL_AUTHENTICATE,
             *IMPORTED_ON_FIRST_USE["access"],
@@ -105,8 +107,6 @@ SINGLE_PROCESS_KEYS = frozenset(
         int,
         (
             *IMPORTED_ON_FIRST_USE["transactions"],
-            ApiKey.CONSUMER_GROUP_HEARTBEAT,
-            ApiKey.CONSUMER_GROUP_DESCRIBE,
             *IMPORTED_ON_FIRST_USE["share"],
             *IMPORTED_ON_FIRST_USE["streams"],
         ),
@@ -114,8 +114,9 @@ SINGLE_PROCESS_KEYS = frozenset(
 )
 """The requests only a broker of one process serves, not advertised by a cluster's workers:
 every API of the transactions family (a transaction's markers would have to reach
-partitions other workers lead), and the groups of the new protocol (KIP-848), share groups
-(KIP-932) and streams groups (KIP-1071), which move with no coordinator's handoff yet.
+partitions other workers lead), share groups (KIP-932), whose share partitions' state would
+have to live with their leaders, and streams groups (KIP-1071), whose heartbeats create
+topics (a change every worker must make in one order).
 
 Every API the broker serves is in one of CHANGING_KEYS, ANSWERED_WHERE_ASKED and
 SINGLE_PROCESS_KEYS (tests/tools/test_adding_an_api.py): a new one is placed by whoever adds

@@ -206,11 +206,13 @@ def test_an_idempotent_producer_reaches_every_node_and_is_counted_exactly(
     assert metric_total(families, "nullbroker_errors_total") == 0
 
 
-def group_consumer(broker: RunningBroker, group: str, topic: str) -> Consumer:
-    """A consumer in `group`, subscribed to `topic`, reading from the start, committing
-    only when told."""
+def group_consumer(
+    broker: RunningBroker, group: str, topic: str, protocol: str = "classic"
+) -> Consumer:
+    """A consumer in `group` of `protocol` (classic, or KIP-848's consumer), subscribed to
+    `topic`, reading from the start, committing only when told."""
     consumer = Consumer({
-        "bootstrap.servers": broker.bootstrap, "group.id": group,
+        "bootstrap.servers": broker.bootstrap, "group.id": group, "group.protocol": protocol,
         "auto.offset.reset": "earliest", "enable.auto.commit": False,
     })  # fmt: skip
     consumer.subscribe([topic])
@@ -228,17 +230,24 @@ def read_until(consumer: Consumer, count: int, seen: set[tuple[int, int]]) -> No
         seen.add((message.partition(), message.offset()))
 
 
+GROUP_PROTOCOLS = pytest.mark.parametrize("protocol", ["classic", "consumer"])
+"""A group consumer of each protocol: the classic one, and KIP-848's, served by the worker of
+its coordinator on several processes as on one."""
+
+
 @pytest.mark.clients
 @PROCESSES
+@GROUP_PROTOCOLS
 def test_a_group_consumer_reads_every_partition_through_its_leader(
     nullbroker_factory: StartBroker,
     processes: str,
+    protocol: str,
 ) -> None:
     broker = nullbroker_factory(
         "--brokers", "3", "--processes", processes, "--group-initial-rebalance-delay-ms", "0",
         "--source", "clicks:partitions=6,records=500,size=20",
     )  # fmt: skip
-    consumer = group_consumer(broker, "readers", "clicks")
+    consumer = group_consumer(broker, "readers", "clicks", protocol)
     seen: set[tuple[int, int]] = set()
     try:
         read_until(consumer, 3000, seen)

@@ -32,7 +32,7 @@ from nullbroker.cluster.faults import Faults
 from nullbroker.cluster.nodes import Cluster
 from nullbroker.settings import Config, ConfigError
 from tests.handlers.test_handlers import produce
-from tests.processes.test_cluster import group_consumer, read_until
+from tests.processes.test_cluster import GROUP_PROTOCOLS, group_consumer, read_until
 from tests.support.broker_counts import (
     PROCESSES,
     metric_total,
@@ -295,9 +295,11 @@ def test_an_idempotent_producer_counts_every_record_once_across_down_and_move(
 
 @pytest.mark.clients
 @PROCESSES
+@GROUP_PROTOCOLS
 def test_a_group_consumer_resumes_from_its_commits_after_its_coordinator_goes_down(
     nullbroker_factory: StartBroker,
     processes: str,
+    protocol: str,
 ) -> None:
     broker = nullbroker_factory(
         "--brokers", "3", "--processes", processes, "--group-initial-rebalance-delay-ms", "0",
@@ -310,7 +312,7 @@ def test_a_group_consumer_resumes_from_its_commits_after_its_coordinator_goes_do
     down = 1
 
     def consume(until: int, seen: set[tuple[int, int]]) -> None:
-        consumer = group_consumer(broker, group, "clicks")
+        consumer = group_consumer(broker, group, "clicks", protocol)
         try:
             read_until(consumer, until, seen)
             consumer.commit(asynchronous=False)

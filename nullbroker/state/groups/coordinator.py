@@ -288,7 +288,10 @@ class GroupCoordinator:
         return None if shares is None else shares.get(group_id)
 
     def group_ids(self) -> list[str]:
-        return list(self._groups)
+        """Every group this coordinator holds that a coordinator move hands over: classic
+        groups and the new protocol's (KIP-848)."""
+        consumer = self.consumer_groups
+        return [*self._groups, *(consumer.groups if consumer is not None else ())]
 
     def snapshots(self) -> dict[str, GroupSnapshot]:
         """Every group's members and committed offsets, of either protocol, by group id."""
@@ -301,9 +304,15 @@ class GroupCoordinator:
 
     def hand_over(self, group_id: str) -> dict[str, dict[int, CommittedOffset]]:
         """Give up a group whose coordinator is now another process's node (`--processes`):
-        its waiting members are told NOT_COORDINATOR, as when a coordinator unloads, and
-        its committed offsets are returned for the new coordinator."""
-        return self._classic.hand_over(group_id)
+        a classic group's waiting members are told NOT_COORDINATOR, as when a coordinator
+        unloads; a KIP-848 group's members learn it at their next heartbeat (UNKNOWN_MEMBER_ID
+        from the new coordinator: they join it again). Its committed offsets are returned for
+        the new coordinator."""
+        if group_id in self._groups:
+            return self._classic.hand_over(group_id)
+        consumer = self.consumer_groups
+        group = consumer.groups.pop(group_id, None) if consumer is not None else None
+        return {} if group is None else group.offsets
 
     def take_over(self, group_id: str, offsets: dict[str, dict[int, CommittedOffset]]) -> None:
         """Coordinate a group handed over by another process, from its committed offsets;
