@@ -202,6 +202,16 @@ def refusal(body: Any) -> tuple[ErrorCode, str] | None:
                 ErrorCode.invalid_request,
                 "Regular expressions for source topics are not supported yet.",
             )
+        for sub in body.topology.subtopologies:
+            for group in sub.copartition_groups:
+                if any(not 0 <= i < len(sub.source_topics) for i in group.source_topics) or any(
+                    not 0 <= i < len(sub.repartition_source_topics)
+                    for i in group.repartition_source_topics
+                ):
+                    return ErrorCode.streams_invalid_topology, (
+                        f"A copartition group of subtopology {sub.subtopology_id} names a "
+                        "topic it does not have."
+                    )
     reason = _invalid_request_reason(body)
     if reason is not None:
         return ErrorCode.invalid_request, reason
