@@ -30,6 +30,24 @@ def java_hash_order(keys: Iterable[str], capacity: int = DEFAULT_CAPACITY) -> li
     size = capacity
     while len(ordered) > size * LOAD_FACTOR:
         size *= 2
+    return _in_table_order(ordered, size)
+
+
+def java_compute_if_absent_order(keys: Iterable[str], capacity: int) -> list[str]:
+    """`keys` in the order a `new HashMap<>(capacity)` filled by computeIfAbsent iterates
+    them: computeIfAbsent grows the table before an insert, once the map holds more than
+    0.75 of it, where put grows it after; so `new HashMap<>(2)` holding two keys keeps its
+    table of two."""
+    ordered = list(dict.fromkeys(keys))
+    size = table_size_for(capacity)
+    for held in range(len(ordered)):
+        if held > int(size * LOAD_FACTOR):
+            size *= 2
+    return _in_table_order(ordered, size)
+
+
+def _in_table_order(ordered: list[str], size: int) -> list[str]:
+    """Distinct keys, in insertion order, as a table of `size` buckets iterates them."""
 
     def bucket(key: str) -> int:
         hashed = java_string_hash(key) & 0xFFFFFFFF
@@ -39,37 +57,14 @@ def java_hash_order(keys: Iterable[str], capacity: int = DEFAULT_CAPACITY) -> li
 
 
 def table_size_for(capacity: int) -> int:
-    """The table size of `new HashMap<>(capacity)`: the least power of two at or above it."""
+    """The table size of `new HashMap<>(capacity)`: the least power of two at or above it
+    (1 for 0)."""
     size = 1
     while size < capacity:
         size *= 2
     return size
 
 
-def java_compute_if_absent_order(keys: Iterable[str], capacity: int) -> list[str]:
-    """`keys` in the order a `new HashMap<>(capacity)` filled by computeIfAbsent iterates
-    them: computeIfAbsent grows the table before an insert, once the map holds more than
-    0.75 of it, where put grows it after; so `new HashMap<>(2)` holding two keys keeps its
-    table of two."""
-    ordered = list(dict.fromkeys(keys))
-    size = table_size_for(max(capacity, 1))
-    threshold = int(size * LOAD_FACTOR)
-    for held in range(len(ordered)):
-        if held > threshold:
-            size *= 2
-            threshold = int(size * LOAD_FACTOR)
-
-    def bucket(key: str) -> int:
-        hashed = java_string_hash(key) & 0xFFFFFFFF
-        return (hashed ^ (hashed >> 16)) & (size - 1)
-
-    return sorted(ordered, key=bucket)
-
-
 def hash_set_capacity(count: int) -> int:
     """The table size of `new HashSet<>(collection)` of `count` elements."""
-    wanted = max(int(count / LOAD_FACTOR) + 1, DEFAULT_CAPACITY)
-    size = 1
-    while size < wanted:
-        size *= 2
-    return size
+    return table_size_for(max(int(count / LOAD_FACTOR) + 1, DEFAULT_CAPACITY))

@@ -63,7 +63,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
                     ErrorCode.group_id_not_found,
                     f"Group {body.group_id} is not a streams group.",
                 )
-            groups.adopt(body.group_id, broker.groups.take_offsets(body.group_id))
+            groups.adopt(body.group_id, broker.groups.take_if_empty(body.group_id) or {})
         elif broker.groups.share_group(body.group_id) is not None:
             return refused(
                 ErrorCode.group_id_not_found, f"Group {body.group_id} is not a streams group."

@@ -29,6 +29,7 @@ from .model import (
     DEFAULT_INITIAL_REBALANCE_DELAY_MS,
     MAX_SESSION_TIMEOUT_MS,
     MIN_SESSION_TIMEOUT_MS,
+    STREAMS_GROUP_TYPE,
     Group,
     JoinResult,
     LeavingMember,
@@ -234,19 +235,10 @@ class GroupCoordinator:
 
     def take_if_empty(self, group_id: str) -> dict[str, dict[int, CommittedOffset]] | None:
         """The committed offsets of a classic group with no members, which goes, so that
-        a consumer group of the new protocol takes its place ({} for no such group);
+        a group of another kind (KIP-848's, a streams group) takes its place ({} for no such
+        group);
         None while it has members."""
         return self._classic.take_if_empty(group_id)
-
-    def take_offsets(self, group_id: str) -> dict[str, dict[int, CommittedOffset]]:
-        """The committed offsets of an empty classic or consumer group, which goes, so that
-        a group of another kind (streams) takes its place."""
-        offsets = self._classic.take_if_empty(group_id)
-        if offsets is None:
-            return {}
-        if not offsets and self.consumer_groups is not None:
-            return self.consumer_groups.take_if_empty(group_id) or {}
-        return offsets
 
     commit = staticmethod(commits.commit)
 
@@ -337,9 +329,6 @@ class GroupCoordinator:
         """DeleteGroups: a group without members goes, with its offsets."""
         return [(group_id, self._delete_group(group_id)) for group_id in group_ids]
 
-    def _consumer_ids(self) -> dict[str, object]:
-        return {} if self.consumer_groups is None else self.consumer_groups.groups
-
     def _delete_group(self, group_id: str) -> ErrorCode:
         if not group_id:
             return ErrorCode.invalid_group_id
@@ -350,8 +339,8 @@ class GroupCoordinator:
                 return self.share_groups.delete(group_id)
             return ErrorCode.group_id_not_found
         if not isinstance(group, Group):
-            kind = self.consumer_groups if group_id in self._consumer_ids() else None
-            owner = kind or self.streams_groups
+            streams = group.GROUP_TYPE == STREAMS_GROUP_TYPE
+            owner = self.streams_groups if streams else self.consumer_groups
             assert owner is not None
             offsets = owner.take_if_empty(group_id)
             return ErrorCode.non_empty_group if offsets is None else ErrorCode.none

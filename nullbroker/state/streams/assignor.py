@@ -41,9 +41,6 @@ class TaskAssignment:
     standby: Tasks = field(default_factory=dict)
     warmup: Tasks = field(default_factory=dict)
 
-    def copy(self) -> TaskAssignment:
-        return TaskAssignment(dict(self.active), dict(self.standby), dict(self.warmup))
-
 
 @dataclass(frozen=True, slots=True)
 class AssignorMember:

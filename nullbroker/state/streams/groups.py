@@ -293,9 +293,9 @@ class StreamsGroups:
         member.last_heartbeat = now
         statuses = self._configure(group)
         delay = self._maybe_assign(group, settings, now)
-        before = (member.assigned.as_assignment(), member.epoch)
+        before = member.assigned
         self._reconcile(group, member, beat.owned())
-        changed = member.assigned.as_assignment() != before[0]
+        changed = member.assigned != before
         if not created and ((changed and member.user_endpoint is not None) or endpoint_moved):
             group.endpoint_epoch += 1
         told: list[StatusDetail] = []

@@ -53,8 +53,8 @@ class Holdings:
     member."""
 
     active: dict[Task, tuple[str, str]] = field(default_factory=dict)
-    copies: dict[Task, list[tuple[str, str, str]]] = field(default_factory=dict)
-    """(process id, member id, "standby" or "warmup") of each copy."""
+    copies: dict[Task, list[tuple[str, str]]] = field(default_factory=dict)
+    """(process id, member id) of each standby or warm-up copy."""
 
     @classmethod
     def of(cls, members: Iterable[tuple[str, str, Tasks3, Tasks3]]) -> Holdings:
@@ -64,9 +64,8 @@ class Holdings:
             for tasks in (assigned, revoking):
                 for task in tasks.active:
                     holdings.active[task] = (process_id, member_id)
-                for kind, held in (("standby", tasks.standby), ("warmup", tasks.warmup)):
-                    for task in held:
-                        holdings.copies.setdefault(task, []).append((process_id, member_id, kind))
+                for task in tasks.standby | tasks.warmup:
+                    holdings.copies.setdefault(task, []).append((process_id, member_id))
         return holdings
 
     def withholds_active(self, task: Task, process_id: str, member_id: str) -> bool:
@@ -75,7 +74,7 @@ class Holdings:
             return True
         return any(
             process == process_id and member != member_id
-            for process, member, _ in self.copies.get(task, ())
+            for process, member in self.copies.get(task, ())
         )
 
     def withholds_copy(self, task: Task, process_id: str, member_id: str) -> bool:
@@ -84,7 +83,7 @@ class Holdings:
             return True
         return any(
             process == process_id and member != member_id
-            for process, member, _ in self.copies.get(task, ())
+            for process, member in self.copies.get(task, ())
         )
 
 
