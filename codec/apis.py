@@ -159,6 +159,7 @@ KAFKA_4_RANGES: dict[int, ApiRange] = _ranges(
     (ApiKey.ADD_OFFSETS_TO_TXN, 0, 4),
     (ApiKey.END_TXN, 0, 5),
     (ApiKey.TXN_OFFSET_COMMIT, 0, 6),
+    (ApiKey.WRITE_TXN_MARKERS, 1, 2),
     (ApiKey.DESCRIBE_ACLS, 1, 3),
     (ApiKey.CREATE_ACLS, 1, 3),
     (ApiKey.DELETE_ACLS, 1, 3),
@@ -208,7 +209,6 @@ _DELEGATION_TOKENS = (
 )
 
 NOT_SERVED: dict[ApiKey, str] = {
-    ApiKey.WRITE_TXN_MARKERS: "broker to broker: nullbroker's coordinator writes its own markers",
     ApiKey.ALTER_REPLICA_LOG_DIRS: "no log directories, the storage is /dev/null",
     ApiKey.DESCRIBE_LOG_DIRS: "no log directories, the storage is /dev/null",
     ApiKey.CREATE_DELEGATION_TOKEN: _DELEGATION_TOKENS,

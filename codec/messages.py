@@ -359,3 +359,13 @@ __all__ = [
     "encode_response_parts",
     "peek_header",
 ]
+
+
+def decode_response(frame: bytes | bytearray | memoryview, api_key: int, api_version: int) -> Any:
+    """The response entity of a size-prefixed response frame: the client's half, for what
+    one broker asks another (nullbroker.workers.inter_broker)."""
+    offset = _SIZE.size + _CORRELATION.size
+    if response_header_version(api_key, api_version) >= 1:
+        offset += 1  # the header's empty tagged fields
+    body, _ = entity_reader(response_schema(api_key, api_version))(memoryview(frame), offset)
+    return body

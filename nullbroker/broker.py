@@ -5,7 +5,7 @@ requests share. nullbroker.dispatch answers requests against it."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from .state.client_quotas import ClientQuotas
     from .state.groups.consumer import ConsumerGroups
     from .state.groups.coordinator import GroupCoordinator
-    from .state.groups.offsets import CommittedOffset
     from .state.share.configs import GroupConfigs
     from .state.share.groups import ShareGroups
     from .state.streams.groups import StreamsGroups
@@ -229,11 +228,93 @@ class Broker:
         self.transactions_made.set()
         return TransactionCoordinator(
             self.producers,
-            self._write_marker,
-            self._commit_transaction_offsets,
+            self._write_markers,
             self._ended,
             lambda group: internal_partition_for(group, partitions),
+            self.in_background,
         )
+
+    def in_background(self, task: Callable[[], Awaitable[Any]]) -> None:
+        """Run `task` beside the requests, where the coordinators' timers run; not once the
+        broker has stopped."""
+        if self._group_services is None:
+            log.warning("the broker has stopped: %s is not run", task.__qualname__)
+            return
+        self._group_services.start_soon(task)
+
+    # Where the partitions are: a lone broker leads them all, whichever node it presents;
+    # a worker of several processes (workers.cluster_changes) only those of its nodes.
+
+    def leads_here(self, topic: str, index: int) -> bool:
+        """Whether this process leads the partition (and holds its state) now."""
+        return True
+
+    def serves_node(self, node: int) -> bool:
+        """Whether this process serves the node (and so what it coordinates)."""
+        return True
+
+    async def ask_node(self, node: int, body: Any) -> Any:
+        """A request to a node another process serves, as one broker sends another (KIP-890's
+        AddPartitionsToTxn, WriteTxnMarkers): its response, or None if none came."""
+        raise AssertionError(f"a lone broker serves every node, node {node} too")
+
+    def write_markers_elsewhere(
+        self, partitions: list[tuple[str, int]], marker: Marker, written_ms: int
+    ) -> Awaitable[None]:
+        """Write a marker into partitions other processes lead (a lone broker has none)."""
+        raise AssertionError(f"a lone broker leads every partition, not {partitions}")
+
+    def _write_markers(
+        self, partitions: list[tuple[str, int]], marker: Marker, written_ms: int
+    ) -> Awaitable[None] | None:
+        """A transaction's marker, into every partition it wrote: at once where this process
+        leads them; None if that was all, else what writes the others when awaited."""
+        elsewhere = []
+        for topic, index in partitions:
+            if self.leads_here(topic, index):
+                self.write_marker(topic, index, marker, written_ms)
+            else:
+                elsewhere.append((topic, index))
+        return self.write_markers_elsewhere(elsewhere, marker, written_ms) if elsewhere else None
+
+    def write_marker(self, topic_name: str, index: int, marker: Marker, written_ms: int) -> None:
+        """A transaction's commit or abort marker, at the partition's log end, written at
+        `written_ms` (the control batch's timestamp, and the producer's last timestamp); in a
+        partition of __consumer_offsets, the end of the offsets the transaction staged for
+        its groups. Nothing for a partition deleted since the transaction wrote to it."""
+        if topic_name == OFFSETS_TOPIC:  # its log stays empty: commits are state
+            if "groups" in self.__dict__:  # else no group has offsets staged
+                partitions = self.config.offsets_topic_partitions
+                self.groups.end_transaction(
+                    marker.producer_id,
+                    lambda group: internal_partition_for(group, partitions) == index,
+                    marker.commit,
+                )
+            return
+        topic = self.topics.get(topic_name)
+        if topic is None or topic.internal or not 0 <= index < len(topic.partitions):
+            return
+        partition = topic.partitions[index]
+        offset = partition.log_end_offset
+        partition.log_end_offset = offset + 1
+        records = partition.transactions_written().end(offset, marker)
+        self.stats.transactional_records["committed" if marker.commit else "aborted"] += records
+        if partition.retained is not None:  # --retain: served back as Kafka would
+            epoch = self.cluster.leader_epoch(topic_name, index)
+            batch = control_batch(
+                offset,
+                marker.producer_id,
+                marker.epoch,
+                marker.commit,
+                written_ms,
+                leader_epoch=epoch,
+            )
+            start = partition.retained.append(offset, 1, batch, epoch)
+            partition.log_start_offset = max(partition.log_start_offset, start)
+        self.producers.marker_written(
+            marker.producer_id, marker.epoch, topic_name, index, written_ms
+        )
+        self.log_grew()
 
     def serve_groups_in(self, nursery: trio.Nursery | None) -> None:
         """Run the group coordinator's timers in `nursery`: now if it is made, else when
@@ -272,39 +353,6 @@ class Broker:
     def _partition_count(self, name: str) -> int | None:
         topic = self.topics.get(name)
         return None if topic is None else len(topic.partitions)
-
-    def _write_marker(self, topic_name: str, index: int, marker: Marker, written_ms: int) -> bool:
-        """A transaction's commit or abort marker, at the partition's log end, written at
-        `written_ms` (the control batch's timestamp, and the producer's last timestamp)."""
-        topic = self.topics.get(topic_name)
-        if topic is None or not 0 <= index < len(topic.partitions):
-            return False  # deleted since the transaction wrote to it
-        if topic.internal:
-            return False  # __consumer_offsets: its log stays empty (commits are state)
-        partition = topic.partitions[index]
-        offset = partition.log_end_offset
-        partition.log_end_offset = offset + 1
-        records = partition.transactions_written().end(offset, marker)
-        self.stats.transactional_records["committed" if marker.commit else "aborted"] += records
-        if partition.retained is not None:  # --retain: served back as Kafka would
-            epoch = self.cluster.leader_epoch(topic_name, index)
-            batch = control_batch(
-                offset,
-                marker.producer_id,
-                marker.epoch,
-                marker.commit,
-                written_ms,
-                leader_epoch=epoch,
-            )
-            start = partition.retained.append(offset, 1, batch, epoch)
-            partition.log_start_offset = max(partition.log_start_offset, start)
-        self.log_grew()
-        return True
-
-    def _commit_transaction_offsets(
-        self, group_id: str, offsets: dict[tuple[str, int], CommittedOffset]
-    ) -> None:
-        self.groups.commit_transaction_offsets(group_id, offsets)
 
     def _ended(self, committed: bool) -> None:
         self.stats.transactions["committed" if committed else "aborted"] += 1

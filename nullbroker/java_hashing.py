@@ -1,11 +1,14 @@
-"""Java's string hash and the order a java.util.HashMap (or HashSet) of strings iterates in:
-where Kafka answers with such an order (a group's partition of __consumer_offsets, the SASL
-mechanisms a listener offers, SCRAM extensions in a signed message), nullbroker answers with
-the same one."""
+"""Java's string hash and the order a java.util.HashMap (or HashSet) of strings, or of topic
+partitions, iterates in: where Kafka answers with such an order (a group's partition of
+__consumer_offsets, the SASL mechanisms a listener offers, SCRAM extensions in a signed
+message, WriteTxnMarkers' results), nullbroker answers with the same one."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
+from typing import TypeVar
+
+Key = TypeVar("Key", bound=Hashable)
 
 DEFAULT_CAPACITY = 16
 LOAD_FACTOR = 0.75
@@ -46,14 +49,33 @@ def java_compute_if_absent_order(keys: Iterable[str], capacity: int) -> list[str
     return _in_table_order(ordered, size)
 
 
-def _in_table_order(ordered: list[str], size: int) -> list[str]:
+def _in_table_order(
+    ordered: list[Key], size: int, hash_code: Callable[[Key], int] | None = None
+) -> list[Key]:
     """Distinct keys, in insertion order, as a table of `size` buckets iterates them."""
+    hashing: Callable[[Key], int] = hash_code or java_string_hash  # type: ignore[assignment]
 
-    def bucket(key: str) -> int:
-        hashed = java_string_hash(key) & 0xFFFFFFFF
+    def bucket(key: Key) -> int:
+        hashed = hashing(key) & 0xFFFFFFFF
         return (hashed ^ (hashed >> 16)) & (size - 1)
 
     return sorted(ordered, key=bucket)  # sorted() is stable: insertion order within a bucket
+
+
+def topic_partition_hash(key: tuple[str, int]) -> int:
+    """Kafka's TopicPartition.hashCode(): 31 * (31 + partition) + the topic's hash."""
+    topic, partition = key
+    return (31 * (31 + partition) + java_string_hash(topic)) & 0xFFFFFFFF
+
+
+def java_topic_partition_order(keys: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
+    """(topic, partition) keys, in insertion order, as a HashMap (or a ConcurrentHashMap,
+    whose buckets are the same) of TopicPartitions of default capacity iterates them."""
+    ordered = list(dict.fromkeys(keys))
+    size = DEFAULT_CAPACITY
+    while len(ordered) > size * LOAD_FACTOR:
+        size *= 2
+    return _in_table_order(ordered, size, topic_partition_hash)
 
 
 def table_size_for(capacity: int) -> int:

@@ -105,6 +105,10 @@ class Cluster:
         self._withheld.setdefault(topic, set()).add(partition)
         self._forget_followed(topic)
 
+    def withheld(self, topic: str, partition: int) -> bool:
+        """Whether the partition's state is on its way to this process (`withhold`)."""
+        return partition in self._withheld.get(topic, ())
+
     def release(self, topic: str, partition: int) -> None:
         withheld = self._withheld.get(topic)
         if withheld is not None:

@@ -94,6 +94,7 @@ IMPORTED_ON_FIRST_USE: dict[str, tuple[ApiKey, ...]] = {
         ApiKey.DESCRIBE_PRODUCERS,
         ApiKey.DESCRIBE_TRANSACTIONS,
         ApiKey.LIST_TRANSACTIONS,
+        ApiKey.WRITE_TXN_MARKERS,
     ),
     "sasl": (
         ApiKey.SASL_HANDSHAKE,

@@ -7,7 +7,12 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from ..cluster.nodes import NO_LEADER_EPOCH, OFFSETS_TOPIC
+from ..cluster.nodes import (
+    NO_LEADER_EPOCH,
+    OFFSETS_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    internal_partition_for,
+)
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -86,7 +91,22 @@ def coordinated_elsewhere(
     transactional id, with `internal` TRANSACTION_STATE_TOPIC): Kafka then answers
     NOT_COORDINATOR, and the client asks FindCoordinator again."""
     cluster = broker.cluster
-    return cluster.size > 1 and cluster.coordinator(key, internal) != session.node_id
+    if cluster.size == 1:
+        return False
+    if cluster.coordinator(key, internal) != session.node_id:
+        return True
+    # Coordinated here since a move whose state (offsets, transactions) is still on its way
+    # from the process that coordinated it (`--processes`): the client asks again, as when
+    # a coordinator moves in Kafka.
+    partition = internal_partition_for(key, cluster.internal_partitions[internal])
+    return cluster.withheld(internal, partition)
+
+
+def coordinated_here(broker: Broker, transactional_id: str) -> bool:
+    """Whether this process coordinates the transactional id: a lone broker every one, a
+    worker of several processes those of the nodes it serves."""
+    node = broker.cluster.coordinator(transactional_id, TRANSACTION_STATE_TOPIC)
+    return broker.serves_node(node)
 
 
 def client_host(session: Session) -> str:

@@ -169,6 +169,11 @@ class ProducerRegistry:
             if key[1] == topic and key[2] == partition
         ]
 
+    def epoch_on(self, producer_id: int, topic: str, partition: int) -> int | None:
+        """The producer's last epoch on a partition; None if it has written none there."""
+        state = self._sequences.get((producer_id, topic, partition))
+        return None if state is None else state.epoch
+
     def take_partition(self, topic: str, partition: int) -> list[tuple[int, PartitionSequences]]:
         """Every producer's sequence state on a partition, by producer id, leaving none: the
         partition's leader is moving to another process (`--processes`)."""

@@ -2,10 +2,16 @@
 partition's log keeps of the transactions written to it.
 
 The coordinator hands out a transactional id's producer id and epochs (fencing the older
-producer), learns which partitions and groups a transaction touches, stages its offset
-commits, and ends it: a commit or abort marker takes one offset in every partition the
-transaction wrote, as in Kafka, and staged offsets are committed to their groups only on a
-commit. A transaction left open past its timeout is aborted by the broker.
+producer), learns which partitions and groups a transaction touches, and ends it: a commit
+or abort marker takes one offset in every partition the transaction wrote, as in Kafka, and
+the marker for a group's partition of __consumer_offsets commits (or drops) the offsets the
+group's coordinator staged for it (nullbroker.state.groups.transaction_offsets). A transaction
+left open past its timeout is aborted by the broker.
+
+Where another process leads some of the partitions (`--processes`), their markers go there as
+Kafka's coordinator sends them, in a WriteTxnMarkers request: the transaction is then
+PrepareCommit or PrepareAbort until every leader has written its marker, and EndTxn answers
+once it has.
 
 Transactions v2 (KIP-890 part 2, Kafka 4.1's finalized transaction.version=2): a producer
 adds partitions by producing to them (Produce v12+) and groups by committing to them
@@ -25,15 +31,15 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import trio
 from kio.schema.errors import ErrorCode
 
 from ..cluster.nodes import OFFSETS_TOPIC
-from .groups.offsets import CommittedOffset
 from .producers import MAX_EPOCH, ProducerRegistry
 
 MAX_TIMEOUT_MS = 15 * 60 * 1000
@@ -45,8 +51,15 @@ class TxnState(StrEnum):
 
     EMPTY = "Empty"
     ONGOING = "Ongoing"
+    PREPARE_COMMIT = "PrepareCommit"
+    PREPARE_ABORT = "PrepareAbort"
     COMPLETE_COMMIT = "CompleteCommit"
     COMPLETE_ABORT = "CompleteAbort"
+
+
+PREPARING = frozenset((TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT))
+"""Ended, its markers not yet written everywhere: the id's requests are
+CONCURRENT_TRANSACTIONS meanwhile, as in Kafka (the client retries)."""
 
 
 @dataclass(slots=True)
@@ -61,8 +74,6 @@ class Transaction:
     partitions: set[tuple[str, int]] = field(default_factory=set)
     """The partitions in the transaction, those of __consumer_offsets holding the groups it
     commits offsets to among them (AddOffsetsToTxn adds the partition, as in Kafka)."""
-    offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
-    """TxnOffsetCommit's offsets by group, committed with the transaction."""
     started: float = 0.0
     """When the transaction began (time.monotonic), for its timeout."""
     started_ms: int = -1
@@ -76,6 +87,23 @@ class Transaction:
     before is a retry, answered with the producer's new id and epoch."""
     previous_producer_id: int = -1
     """The producer id before the last end ran out of epochs and took a new one."""
+    written: trio.Event | None = None
+    """While PrepareCommit or PrepareAbort: set once every marker is written."""
+
+    def handed_over(self) -> Transaction:
+        """This transaction as another process's coordinator takes it (a coordinator move):
+        one whose markers are still on their way is complete there, as they are sent by
+        the coordinator that ended it."""
+        state = self.state
+        if state in PREPARING:
+            state = (
+                TxnState.COMPLETE_COMMIT
+                if state is TxnState.PREPARE_COMMIT
+                else TxnState.COMPLETE_ABORT
+            )
+        copy = Transaction(**{name: getattr(self, name) for name in self.__dataclass_fields__})
+        copy.state, copy.written, copy.partitions = state, None, set(self.partitions)
+        return copy
 
 
 class Segment(NamedTuple):
@@ -200,9 +228,9 @@ class PartitionTransactions:
             yield Segment(position, end)
 
 
-MarkerWriter = Callable[[str, int, Marker, int], bool]
-"""Writes a marker into a partition (topic, index) at a time (ms since the epoch): False if
-there is no such partition, or its log keeps no markers."""
+MarkerWriter = Callable[[list[tuple[str, int]], Marker, int], Awaitable[None] | None]
+"""Writes a marker into partitions (topic, index) at a time (ms since the epoch): None once
+written, or, where other processes lead some of them, what writes those when awaited."""
 
 
 class TransactionCoordinator:
@@ -211,16 +239,17 @@ class TransactionCoordinator:
     def __init__(
         self,
         producers: ProducerRegistry,
-        write_marker: MarkerWriter,
-        commit_offsets: Callable[[str, dict[tuple[str, int], CommittedOffset]], None],
+        write_markers: MarkerWriter,
         ended: Callable[[bool], None],
         offsets_partition: Callable[[str], int],
+        in_background: Callable[[Callable[[], Awaitable[Any]]], None],
     ) -> None:
         self._producers = producers
         self._offsets_partition = offsets_partition
         """The partition of __consumer_offsets that holds a group id."""
-        self._write_marker = write_marker
-        self._commit_offsets = commit_offsets
+        self._write_markers = write_markers
+        self._in_background = in_background
+        """Runs a task beside the requests (markers other processes write)."""
         self._ended = ended
         """Told of every transaction that ends: True for a commit (the accounts)."""
         self.transactions: dict[str, Transaction] = {}
@@ -250,6 +279,8 @@ class TransactionCoordinator:
             or (producer_id == known.previous_producer_id and epoch >= MAX_EPOCH - 1)
         ):
             return ErrorCode.producer_fenced, -1, -1
+        if known.state in PREPARING:
+            return ErrorCode.concurrent_transactions, -1, -1
         if known.state is TxnState.ONGOING:
             self._fence(known)
             return ErrorCode.concurrent_transactions, -1, -1
@@ -288,6 +319,8 @@ class TransactionCoordinator:
             raise TransactionError(ErrorCode.invalid_producer_id_mapping)
         if transaction.epoch != epoch:
             raise TransactionError(ErrorCode.producer_fenced)
+        if transaction.state in PREPARING:
+            raise TransactionError(ErrorCode.concurrent_transactions)
         return transaction
 
     def add_partitions(
@@ -315,6 +348,8 @@ class TransactionCoordinator:
             return ErrorCode.invalid_producer_id_mapping
         if transaction.epoch != epoch:
             return ErrorCode.invalid_producer_epoch
+        if transaction.state in PREPARING:
+            return ErrorCode.concurrent_transactions
         if add:
             self._begin(transaction)
             transaction.partitions.add(partition)
@@ -345,37 +380,34 @@ class TransactionCoordinator:
     def _group_partition(self, group: str) -> tuple[str, int]:
         return OFFSETS_TOPIC, self._offsets_partition(group)
 
-    def stage_offsets(
+    def check_offsets(
+        self, transactional_id: str, producer_id: int, epoch: int, group: str, add: bool = False
+    ) -> None:
+        """TxnOffsetCommit, as the group's coordinator asks the transaction's: may the
+        producer commit offsets to `group` in its transaction? With `add` (v5+,
+        transactions v2) the group's partition of __consumer_offsets joins the transaction,
+        as AddOffsetsToTxn would add it; else a group whose partition is not in it is
+        TRANSACTION_ABORTABLE. As Kafka checks the partition, not the group, any group held
+        by a partition the transaction added may commit with it."""
+        partition = self._group_partition(group)
+        self.check_partition(transactional_id, producer_id, epoch, partition, add)
+
+    def check_partition(
         self,
         transactional_id: str,
         producer_id: int,
         epoch: int,
-        group: str,
-        offsets: dict[tuple[str, int], CommittedOffset],
-        add: bool = False,
+        partition: tuple[str, int],
+        add: bool,
     ) -> None:
-        """TxnOffsetCommit: offsets committed to `group` if the transaction commits. With
-        `add` (v5+, transactions v2) the group's partition of __consumer_offsets joins the
-        transaction, as AddOffsetsToTxn would add it; else a group whose partition is not in
-        it is TRANSACTION_ABORTABLE. As Kafka checks the partition, not the group, any group
-        held by a partition the transaction added may commit with it."""
+        """The producer's transaction holds `partition`, added now with `add`; raises
+        TransactionError."""
         transaction = self._current(transactional_id, producer_id, epoch)
-        partition = self._group_partition(group)
         if add:
             self._begin(transaction)
             transaction.partitions.add(partition)
         if partition not in transaction.partitions or transaction.state is not TxnState.ONGOING:
             raise TransactionError(ErrorCode.transaction_abortable)
-        transaction.offsets.setdefault(group, {}).update(offsets)
-
-    def staged_offsets(self, group: str) -> set[tuple[str, int]]:
-        """The partitions of `group` whose offsets an open transaction has staged."""
-        return {
-            partition
-            for transaction in self.transactions.values()
-            if transaction.state is TxnState.ONGOING
-            for partition in transaction.offsets.get(group, ())
-        }
 
     def end(
         self, transactional_id: str, producer_id: int, epoch: int, commit: bool, bump: bool
@@ -397,6 +429,8 @@ class TransactionCoordinator:
             raise TransactionError(ErrorCode.invalid_producer_id_mapping)
         retry = bump and (rotated_retry or (transaction.bumped and transaction.epoch == epoch + 1))
         state = transaction.state
+        if state in PREPARING:
+            raise TransactionError(ErrorCode.concurrent_transactions)
         completed = state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
         if epoch != transaction.epoch and not (retry and completed):
             raise TransactionError(ErrorCode.producer_fenced)
@@ -433,7 +467,6 @@ class TransactionCoordinator:
         if transaction.state is not TxnState.ONGOING:
             transaction.state = TxnState.ONGOING
             transaction.partitions = set()
-            transaction.offsets = {}
             transaction.started = time.monotonic()
             transaction.started_ms = int(time.time() * 1000)
 
@@ -445,22 +478,48 @@ class TransactionCoordinator:
         transaction.bumped = bump
         marker = Marker(transaction.producer_id, transaction.epoch, commit)
         written_ms = int(time.time() * 1000)
-        for topic, index in sorted(transaction.partitions if opened else ()):
-            if self._write_marker(topic, index, marker, written_ms):
-                self._producers.marker_written(
-                    marker.producer_id, marker.epoch, topic, index, written_ms
-                )
-        if commit:
-            for group, offsets in transaction.offsets.items():
-                self._commit_offsets(group, offsets)
-        transaction.state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        partitions = sorted(transaction.partitions) if opened else []
         transaction.partitions = set()
-        transaction.offsets = {}
         if exhausted:  # as Kafka: the producer goes on as a new id, from epoch 0
             transaction.previous_producer_id = transaction.producer_id
             transaction.producer_id, transaction.epoch = self._producers.init_producer()
+        elsewhere = self._write_markers(partitions, marker, written_ms)
+        if elsewhere is None:
+            self._complete(transaction, commit, opened)
+            return
+        transaction.state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        written = transaction.written = trio.Event()
+
+        async def complete() -> None:
+            try:
+                await elsewhere
+            finally:
+                if transaction.written is written:
+                    self._complete(transaction, commit, opened)
+                elif opened:  # handed over meanwhile: complete there, counted here
+                    self._ended(commit)
+                written.set()
+
+        self._in_background(complete)
+
+    def _complete(self, transaction: Transaction, commit: bool, opened: bool) -> None:
+        transaction.state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        transaction.written = None
         if opened:
             self._ended(commit)
+
+    def hand_over(self, transactional_ids: list[str]) -> dict[str, Transaction]:
+        """Give up transactional ids now coordinated by another process's node (`--processes`):
+        their state, for the new coordinator (take_over)."""
+        given = {}
+        for transactional_id in transactional_ids:
+            transaction = self.transactions.pop(transactional_id)
+            given[transactional_id] = transaction.handed_over()
+            transaction.written = None  # its markers are still sent from here
+        return given
+
+    def take_over(self, transactions: dict[str, Transaction]) -> None:
+        self.transactions.update(transactions)
 
 
 class TransactionError(Exception):

@@ -29,6 +29,8 @@ _ALLOWED_MODULES = frozenset(
         "nullbroker.stats",
         "nullbroker.workers.cluster_changes",
         "nullbroker.state.producers",
+        # Transactions handed over: a coordinator's, and what a partition's log keeps.
+        "nullbroker.state.transactions",
         # A group handed over carries its committed offsets only: its members join again.
         "nullbroker.state.groups.offsets",
     )

@@ -20,11 +20,11 @@ import logging
 import socket
 import struct
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import astuple, dataclass
 from functools import partial
 from itertools import count
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -32,6 +32,7 @@ from codec import ApiKey, Request, decode_request
 
 from ..broker import Broker
 from ..cluster.fault_specs import FaultSpecError
+from ..cluster.nodes import TRANSACTION_STATE_TOPIC
 from ..dispatch import Answer, Dispatch
 from ..handlers import IMPORTED_ON_FIRST_USE, SERVED_KEYS
 from ..handlers.groups.find_coordinator import internal_topic_for
@@ -41,6 +42,12 @@ from ..state.producers import FIRST_PRODUCER_ID, PartitionSequences, ProducerReg
 from ..state.topics import Topic
 from ..stats import BrokerStats, peak_rss_bytes, rss_bytes
 from .channel import ControlChannel
+from .inter_broker import InterBroker
+from .transaction_markers import deliver_markers
+
+if TYPE_CHECKING:
+    from ..state.groups.coordinator import GroupHandoff
+    from ..state.transactions import Marker, PartitionTransactions, Transaction
 
 log = logging.getLogger("nullbroker")
 
@@ -92,31 +99,33 @@ ANSWERED_WHERE_ASKED = frozenset(
             ApiKey.DELETE_GROUPS,
             ApiKey.CONSUMER_GROUP_HEARTBEAT,
             ApiKey.CONSUMER_GROUP_DESCRIBE,
+            *IMPORTED_ON_FIRST_USE["transactions"],
             ApiKey.SASL_HANDSHAKE,
             ApiKey.SASL_AUTHENTICATE,
             *IMPORTED_ON_FIRST_USE["access"],
         ),
     )
 )
-"""The requests the worker a client reached answers alone: from the partitions and groups it
-leads or coordinates (which move with their state when leadership moves), from what every
-worker holds alike, or about the client's own connection."""
+"""The requests the worker a client reached answers alone: from the partitions, groups and
+transactional ids it leads or coordinates (which move with their state when leadership
+moves), from what every worker holds alike, or about the client's own connection. A
+transaction's coordinator and its partitions' leaders ask each other what Kafka's brokers ask
+(AddPartitionsToTxn, WriteTxnMarkers: workers.inter_broker), never on a request's common
+path."""
 
 SINGLE_PROCESS_KEYS = frozenset(
     map(
         int,
         (
-            *IMPORTED_ON_FIRST_USE["transactions"],
             *IMPORTED_ON_FIRST_USE["share"],
             *IMPORTED_ON_FIRST_USE["streams"],
         ),
     )
 )
 """The requests only a broker of one process serves, not advertised by a cluster's workers:
-every API of the transactions family (a transaction's markers would have to reach
-partitions other workers lead), share groups (KIP-932), whose share partitions' state would
-have to live with their leaders, and streams groups (KIP-1071), whose heartbeats create
-topics (a change every worker must make in one order).
+share groups (KIP-932), whose share partitions' state would have to live with their leaders,
+and streams groups (KIP-1071), whose heartbeats create topics (a change every worker must
+make in one order).
 
 Every API the broker serves is in one of CHANGING_KEYS, ANSWERED_WHERE_ASKED and
 SINGLE_PROCESS_KEYS (tests/tools/test_adding_an_api.py): a new one is placed by whoever adds
@@ -155,9 +164,26 @@ class ReplicatingBroker(Broker):
         # by it keeps every worker's apart.
         self.producers = ProducerRegistry(FIRST_PRODUCER_ID + worker, config.brokers)
         self.topics.produce_auto_creates = False
+        self.inter_broker = InterBroker(worker)
+        """Its requests to other workers' nodes (transactions), and its answers to theirs."""
 
     def _worker_of(self, node: int) -> int:
         return self.owners[node]
+
+    def serves_node(self, node: int) -> bool:
+        return self.owners.get(node) == self.worker
+
+    def leads_here(self, topic: str, index: int) -> bool:
+        cluster = self.cluster
+        return self.serves_node(cluster.leader(topic, index)) and not cluster.withheld(topic, index)
+
+    async def ask_node(self, node: int, body: Any) -> Any:
+        return await self.inter_broker.ask(node, body)
+
+    def write_markers_elsewhere(
+        self, partitions: list[tuple[str, int]], marker: Marker, written_ms: int
+    ) -> Awaitable[None]:
+        return deliver_markers(self, partitions, marker, written_ms)
 
     def change_leadership(self, change: Callable[[], None]) -> list[tuple[Any, ...]]:
         """Apply a change to the cluster's rules (a fault, or its end), then give away what
@@ -169,9 +195,15 @@ class ReplicatingBroker(Broker):
         topics = list(self.topics)
         before = [cluster.leaders(topic.name, len(topic.partitions)) for topic in topics]
         coordinators = {group: cluster.coordinator(group) for group in self.groups.group_ids()}
+        transactional_ids = self._transactional_ids()
+        transaction_coordinators = {
+            transactional_id: cluster.coordinator(transactional_id, TRANSACTION_STATE_TOPIC)
+            for transactional_id in transactional_ids
+        }
         change()
         partitions: dict[int, list[PartitionState]] = {}
-        groups: dict[int, dict[str, Any]] = {}
+        groups: dict[int, dict[str, GroupHandoff]] = {}
+        transactions: dict[int, list[str]] = {}
         for topic, leaders in zip(topics, before, strict=True):
             after = cluster.leaders(topic.name, len(leaders))
             for index, (old, new) in enumerate(zip(leaders, after, strict=True)):
@@ -184,10 +216,24 @@ class ReplicatingBroker(Broker):
             taker = self._worker_of(cluster.coordinator(group))
             if taker != self._worker_of(old):
                 groups.setdefault(taker, {})[group] = self.groups.hand_over(group)
+        for transactional_id, old in transaction_coordinators.items():
+            node = cluster.coordinator(transactional_id, TRANSACTION_STATE_TOPIC)
+            if self._worker_of(node) != self._worker_of(old):
+                transactions.setdefault(self._worker_of(node), []).append(transactional_id)
         return [
-            (taker, partitions.get(taker, []), groups.get(taker, {}))
-            for taker in sorted({*partitions, *groups})
+            (
+                taker,
+                partitions.get(taker, []),
+                groups.get(taker, {}),
+                self.transactions.hand_over(transactions[taker]) if taker in transactions else {},
+            )
+            for taker in sorted({*partitions, *groups, *transactions})
         ]
+
+    def _transactional_ids(self) -> list[str]:
+        if "transactions" not in self.__dict__:
+            return []  # no transactional producer has come here
+        return list(self.transactions.transactions)
 
     def _give_partition(self, topic: Topic, index: int) -> PartitionState:
         partition = topic.partitions[index]
@@ -198,10 +244,17 @@ class ReplicatingBroker(Broker):
             partition.log_end_offset,
             None if partition.retained is None else partition.retained.take(),
             self.producers.take_partition(topic.name, index),
+            partition.transactions,
         )
 
-    def take_handoff(self, partitions: list[PartitionState], groups: dict[str, Any]) -> None:
-        """Lead the partitions and coordinate the groups another worker gave up to this one."""
+    def take_handoff(
+        self,
+        partitions: list[PartitionState],
+        groups: dict[str, GroupHandoff],
+        transactions: dict[str, Transaction],
+    ) -> None:
+        """Lead the partitions and coordinate the groups and transactional ids another
+        worker gave up to this one."""
         for state in partitions:
             topic = self.topics.get(state.topic)
             if topic is not None and state.index < len(topic.partitions):
@@ -211,9 +264,12 @@ class ReplicatingBroker(Broker):
                 if state.retained is not None and partition.retained is not None:
                     partition.retained.put(state.retained)
                 self.producers.put_partition(state.topic, state.index, state.sequences)
+                partition.transactions = state.transactions
             self.cluster.release(state.topic, state.index)
-        for group, offsets in groups.items():
-            self.groups.take_over(group, offsets)
+        for group, handoff in groups.items():
+            self.groups.take_over(group, handoff)
+        if transactions:
+            self.transactions.take_over(transactions)
 
     def accounts(self, *, reset: bool = False) -> tuple[BrokerStats, int, int]:
         """This worker's accounts, RSS and peak RSS, for the cluster's reports; with `reset`,
@@ -306,7 +362,14 @@ class ReplicatingDispatch(Dispatch):
                 for handoff in self.broker.change_leadership(partial(self._apply_fault, *message)):
                     await channel.send("handoff", *handoff)
             elif kind == "handoff":
-                self.broker.take_handoff(message[1], message[2])
+                self.broker.take_handoff(message[1], message[2], message[3])
+            elif kind == "asked":
+                _, origin, ask_id, node, frame = message
+                self.broker.in_background(
+                    partial(self.broker.inter_broker.answer, self, origin, ask_id, node, frame)
+                )
+            elif kind == "answered":
+                self.broker.inter_broker.answered(message[1], message[2])
             elif kind == "stats":
                 await channel.send("stats", message[1], *self.broker.accounts())
             elif kind == "reset":
@@ -341,6 +404,7 @@ class PartitionState:
     log_end_offset: int
     retained: list[tuple[int, int, bytearray]] | None
     sequences: list[tuple[int, PartitionSequences]]
+    transactions: PartitionTransactions | None
 
 
 def _session_fields(session: Session) -> tuple[Any, ...]:

@@ -56,7 +56,7 @@ log = logging.getLogger("nullbroker")
 
 NOT_SERVED_ON_PROCESSES = (
     "not served by a cluster of several processes yet, their APIs not advertised: "
-    "transactions, share groups (KIP-932), streams groups (KIP-1071)"
+    "share groups (KIP-932), streams groups (KIP-1071)"
 )
 """Said once at start (cluster_changes.SINGLE_PROCESS_KEYS): a client that needs them reports
 the broker does not support them, and the log says why."""
@@ -452,8 +452,18 @@ class Supervisor:
                     if not waiting[0]:
                         waiting[1].set()
             elif kind == "handoff":
-                _, taker, partitions, groups = message
-                self._pass_on("handoff", partitions, groups, to=taker)
+                _, taker, partitions, groups, transactions = message
+                self._pass_on("handoff", partitions, groups, transactions, to=taker)
+            elif kind == "ask":  # a request to another worker's node (inter_broker)
+                _, node, ask_id, frame = message
+                owner = self.owners.get(node)
+                if owner is None or owner in self._gone:
+                    self._pass_on("answered", ask_id, None, to=worker)
+                else:
+                    self._pass_on("asked", worker, ask_id, node, frame, to=owner)
+            elif kind == "answer":
+                _, origin, ask_id, frame = message
+                self._pass_on("answered", ask_id, frame, to=origin)
             elif kind == "final":
                 self._accounts[worker] = message[1], message[2], message[3]
                 self._final.add(worker)

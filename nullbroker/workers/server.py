@@ -338,6 +338,7 @@ class BrokerServer:
                     channel = self._open_control_channel()
                     dispatch = cast("ReplicatingDispatch", self.dispatch)  # made with the role
                     dispatch.channel = channel  # before any connection is served
+                    dispatch.broker.inter_broker.channel = channel
                     services.start_soon(dispatch.follow_supervisor, channel, self.stop)
                 services.start_soon(self._summarise_repeated_warnings)
                 services.start_soon(self.shared.idle_connections.run)

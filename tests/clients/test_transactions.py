@@ -28,6 +28,15 @@ from nullbroker.state.transactions import Marker, PartitionTransactions, Segment
 from tests.support.broker_counts import samples
 from tests.support.kafka_tools import requires_kafka_tools, run_tool
 
+CLUSTER_SHAPES = {
+    "one-process": (),
+    "brokers-3-processes-2": ("--brokers", "3", "--processes", "2"),
+}
+"""A lone broker, and a cluster whose transaction coordinators, group coordinators and
+partition leaders are spread over two processes (markers and KIP-890's checks go between
+them: nullbroker.workers.inter_broker)."""
+shapes = pytest.mark.parametrize("shape", CLUSTER_SHAPES.values(), ids=CLUSTER_SHAPES.keys())
+
 
 def transactional(broker: RunningBroker, transactional_id: str, **settings: Any) -> Producer:
     producer = Producer({
@@ -80,10 +89,12 @@ def read_all(broker: RunningBroker, topic: str, isolation: str) -> list[int]:
 
 
 @pytest.mark.clients
+@shapes
 def test_read_committed_reads_exactly_the_committed_records_and_read_uncommitted_all(
     nullbroker_factory: StartBroker,
+    shape: tuple[str, ...],
 ) -> None:
-    broker = nullbroker_factory("--partitions", "2")
+    broker = nullbroker_factory("--partitions", "2", *shape)
     producer = transactional(broker, "orders")
     produce_in_transaction(producer, "orders", 100, commit=True)
     produce_in_transaction(producer, "orders", 50, commit=False)
@@ -106,10 +117,12 @@ def test_read_committed_reads_exactly_the_committed_records_and_read_uncommitted
 
 
 @pytest.mark.clients
+@shapes
 def test_with_retain_read_committed_reads_exactly_the_committed_values(
     nullbroker_factory: StartBroker,
+    shape: tuple[str, ...],
 ) -> None:
-    broker = nullbroker_factory("--partitions", "2", "--retain", "1000000")
+    broker = nullbroker_factory("--partitions", "2", "--retain", "1000000", *shape)
     producer = transactional(broker, "kept")
     for round_, commit in enumerate((True, False, True)):
         producer.begin_transaction()
@@ -132,10 +145,12 @@ def test_with_retain_read_committed_reads_exactly_the_committed_values(
 
 
 @pytest.mark.clients
+@shapes
 def test_an_open_transaction_holds_read_committed_consumers_at_its_first_offset(
     nullbroker_factory: StartBroker,
+    shape: tuple[str, ...],
 ) -> None:
-    broker = nullbroker_factory("--partitions", "2")
+    broker = nullbroker_factory("--partitions", "2", *shape)
     producer = transactional(broker, "open")
     produce_in_transaction(producer, "open", 20, commit=True)
     producer.begin_transaction()
@@ -150,8 +165,11 @@ def test_an_open_transaction_holds_read_committed_consumers_at_its_first_offset(
 
 
 @pytest.mark.clients
-def test_a_newer_producer_of_the_same_id_fences_the_older(nullbroker_factory: StartBroker) -> None:
-    broker = nullbroker_factory("--partitions", "2")
+@shapes
+def test_a_newer_producer_of_the_same_id_fences_the_older(
+    nullbroker_factory: StartBroker, shape: tuple[str, ...]
+) -> None:
+    broker = nullbroker_factory("--partitions", "2", *shape)
     older = transactional(broker, "fence-me")
     produce_in_transaction(older, "fenced", 10, commit=True)
     transactional(broker, "fence-me")  # the same id, again: the next epoch
@@ -164,15 +182,16 @@ def test_a_newer_producer_of_the_same_id_fences_the_older(nullbroker_factory: St
 
 
 @pytest.mark.clients
+@shapes
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_consume_transform_produce_commits_exactly_its_input(
-    nullbroker_factory: StartBroker, protocol: str
+    nullbroker_factory: StartBroker, protocol: str, shape: tuple[str, ...]
 ) -> None:
     """With either group protocol: a KIP-848 group's transactional offsets were once
     dropped when the transaction committed, and the pipeline read its input again."""
     broker = nullbroker_factory(
         "--partitions", "2", "--source", "input:partitions=2,records=300,size=20",
-        "--group-consumer-heartbeat-interval-ms", "1000",
+        "--group-consumer-heartbeat-interval-ms", "1000", *shape,
     )  # fmt: skip
     consumer = Consumer({
         "bootstrap.servers": broker.bootstrap, "group.id": "transformer",
@@ -204,10 +223,12 @@ def test_consume_transform_produce_commits_exactly_its_input(
 
 
 @pytest.mark.clients
+@shapes
 def test_a_transaction_past_its_timeout_is_aborted_by_the_broker(
     nullbroker_factory: StartBroker,
+    shape: tuple[str, ...],
 ) -> None:
-    broker = nullbroker_factory("--partitions", "2")
+    broker = nullbroker_factory("--partitions", "2", *shape)
     producer = transactional(broker, "slow", **{"transaction.timeout.ms": 1000})
     producer.begin_transaction()
     for index in range(10):
@@ -272,11 +293,12 @@ def test_a_marker_is_a_transactional_control_batch_of_one_record() -> None:
 
 
 @pytest.mark.clients
+@shapes
 @requires_kafka_tools
 def test_kafka_transactions_lists_and_describes_an_open_transaction_and_its_producers(
-    nullbroker_factory: StartBroker,
+    nullbroker_factory: StartBroker, shape: tuple[str, ...]
 ) -> None:
-    broker = nullbroker_factory("--partitions", "2")
+    broker = nullbroker_factory("--partitions", "2", *shape)
     producer = transactional(broker, "open-txn")
     producer.begin_transaction()
     for index in range(10):
@@ -302,13 +324,14 @@ def test_kafka_transactions_lists_and_describes_an_open_transaction_and_its_prod
 
 
 @pytest.mark.clients
+@shapes
 @requires_kafka_tools
 def test_kafkas_console_consumer_reads_only_the_committed_records_when_read_committed(
-    nullbroker_factory: StartBroker,
+    nullbroker_factory: StartBroker, shape: tuple[str, ...]
 ) -> None:
     """The Java consumer checks each batch's CRC (check.crcs) and drops an aborted
     transaction's batches by the Fetch response's list, as it does with Kafka."""
-    broker = nullbroker_factory("--partitions", "2")
+    broker = nullbroker_factory("--partitions", "2", *shape)
     producer = transactional(broker, "java-read")
     produce_in_transaction(producer, "java-read", 100, commit=True)
     produce_in_transaction(producer, "java-read", 50, commit=False)

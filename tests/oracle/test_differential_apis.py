@@ -1751,6 +1751,50 @@ async def transaction_ended(pair: Pair, transactional_id: str) -> None:
     )
 
 
+@sweep(27)
+async def write_txn_markers(pair: Pair) -> tuple[str, ...]:
+    """A broker's markers into a transaction's partition (as its coordinator sends them, and
+    as nullbroker's workers send each other's): at the producer's epoch, at an older one, and
+    for a partition and a topic that do not exist, with each transaction version."""
+    topic = unique("markers")
+    await create_topic(pair, topic)
+    missing = unique("missing")
+
+    async def run(version: int) -> None:
+        for transaction_version in (0, 2) if version >= 2 else (0,):
+            for older, topics in (
+                (0, {topic: [0, 7]}),
+                (0, {missing: [0]}),
+                (1, {topic: [0]}),
+            ):
+                transactional_id = await open_transaction(pair, topic)
+                marker = {
+                    "transaction_result": True,
+                    "topics": [
+                        {"name": name, "partition_indexes": indexes}
+                        for name, indexes in topics.items()
+                    ],
+                    "coordinator_epoch": 0,
+                    "transaction_version": transaction_version,
+                }
+                await pair.step(
+                    lambda side, older=older, marker=marker, tid=transactional_id: request(
+                        27,
+                        version,
+                        markers=[
+                            {
+                                **marker,
+                                "producer_id": side.learned["producer_id", tid],
+                                "producer_epoch": side.learned["producer_epoch", tid] - older,
+                            }
+                        ],
+                    )
+                )
+
+    await for_each_version(pair, 27, run)
+    return ()
+
+
 @sweep(61)
 async def describe_producers(pair: Pair) -> tuple[str, ...]:
     topic = unique("producers")

@@ -60,7 +60,7 @@ from tests.support.differential import (
     unique,
 )
 from tests.support.differential_allowed import CLUSTER_CONTROLLER
-from tests.support.kafka_wire import FrameStream, decode_response, request_frame, size_prefix
+from tests.support.kafka_wire import FrameStream
 
 pytestmark = [pytest.mark.differential, pytest.mark.kafka_cluster, pytest.mark.java]
 
@@ -577,13 +577,6 @@ async def test_a_transaction_across_leaders_as_in_kafka(clusters: Clusters) -> N
             v3_and_below_topics=[{"name": topic, "partitions": sorted(leaders)}],
         )
 
-    if clusters.processes:
-        # Not advertised where the nodes are served by several processes: the connection
-        # closes, as for any API a broker does not serve (docs/compatibility.md).
-        assert ADD_PARTITIONS_KEY in SINGLE_PROCESS_KEYS
-        assert await closes(clusters.nullbroker.sides[coordinator[1]], add_partitions)
-        clusters.check()
-        return
     for kafka_node, ours in clusters.others(*coordinator):
         await clusters.at(kafka_node, ours, roles).step(add_partitions)  # NOT_COORDINATOR
     await pair.step(add_partitions, until=lambda answer: not set(error_codes(answer)) & NOT_YET)
@@ -618,24 +611,6 @@ async def test_a_transaction_across_leaders_as_in_kafka(clusters: Clusters) -> N
         )
         await read_partition(leader_pair, topic, partition, isolation_level=1)
     clusters.check()
-
-
-ADD_PARTITIONS_KEY = 24
-
-
-async def closes(side: Side, build: Any) -> bool:
-    """Whether the broker closes a new connection at this request instead of answering."""
-    fresh = await side.connection()
-    payload = build(fresh) if callable(build) else build
-    try:
-        await fresh.stream.send(size_prefix(request_frame(payload, 1)))
-        frame = await fresh.stream.receive_frame()
-    except (EOFError, trio.BrokenResourceError, trio.ClosedResourceError):
-        return True
-    finally:
-        await fresh.stream.aclose()
-    decode_response(frame, payload.__api_key__, payload.__version__)
-    return False
 
 
 # -- a classic group's whole conversation -----------------------------------------------
@@ -757,8 +732,8 @@ async def test_a_consumer_group_member_joins_at_its_coordinator_as_in_kafka(
 
 
 async def test_what_several_processes_serve_is_advertised(clusters: Clusters) -> None:
-    """On --processes the transaction APIs and share and streams groups' are not advertised
-    (any other difference from Kafka's list is compared by
+    """On --processes share and streams groups' APIs are not advertised (any other
+    difference from Kafka's list is compared by
     tests/oracle/test_api_versions_as_kafka.py),
     and every node advertises the same."""
     theirs, ours = (set(side.ranges) for side in clusters.base.sides)

@@ -130,9 +130,7 @@ def _fetched_offsets(
 
 
 def _staged_in_transactions(broker: Broker, group_id: str) -> set[tuple[str, int]]:
-    if "transactions" not in vars(broker):
-        return set()  # no transactional producer yet: nothing staged
-    return broker.transactions.staged_offsets(group_id)
+    return broker.groups.transaction_offsets.staged(group_id)
 
 
 def _all_committed(

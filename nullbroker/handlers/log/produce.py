@@ -28,7 +28,10 @@ from codec.produce import (
 from ...state import null_sink
 from ...state.topics import Topic, is_internal
 from ...topic_names import invalid_name_reason
-from ..common import counted, led_elsewhere
+from ..common import coordinated_here, counted, led_elsewhere
+
+if TYPE_CHECKING:
+    from .produce_verification import Asked
 
 if TYPE_CHECKING:
     from ...broker import Broker
@@ -48,9 +51,43 @@ NOT_ADDED = "Partition was not added to the transaction"
 KEY = ApiKey.PRODUCE
 
 
-def handle(broker: Broker, request: Request, session: Session) -> bytes | None:
+def handle(broker: Broker, request: Request, session: Session) -> Any:
     """Append each partition's batch to the null sink; answer with the hand-written
-    response encoder (codec.produce), the per-request hot path."""
+    response encoder (codec.produce), the per-request hot path. A transactional batch whose
+    coordinator another process serves waits for its word first (KIP-890)."""
+    transactional_id = request.body.transactional_id
+    if transactional_id is not None and not coordinated_here(broker, transactional_id):
+        from .produce_verification import unverified  # transactions on several processes only
+
+        asked = unverified(broker, request, session)
+        if asked:
+            return _appended_once_verified(broker, request, session, asked)
+        return _append(broker, request, session, {})
+    return _append(broker, request, session, None)
+
+
+async def _appended_once_verified(
+    broker: Broker, request: Request, session: Session, asked: Asked
+) -> bytes | None:
+    from .produce_verification import verdicts
+
+    version = request.header.api_version
+    add = version >= FIRST_ADDING_PRODUCE_VERSION
+    found = await verdicts(broker, request, asked, add)
+    refusals = {partition: _refusal(error, version) for partition, error in found.items()}
+    return _append(broker, request, session, refusals)
+
+
+def _append(
+    broker: Broker,
+    request: Request,
+    session: Session,
+    verdicts: dict[tuple[str, int], null_sink.AppendResult | None] | None,
+) -> bytes | None:
+    """The Produce request's appends and answer. `verdicts`: None where this process
+    coordinates the transactional id (or there is none), else the coordinator's word on each
+    transactional batch's partition, as asked for it (none: it writes a transaction open
+    there, already verified)."""
     body = request.body
     topic_results: list[TopicResults] = []
     # The leader and epoch of each partition refused as led elsewhere (KIP-951).
@@ -88,7 +125,9 @@ def handle(broker: Broker, request: Request, session: Session) -> bytes | None:
             elif topic is not None and 0 <= index < len(topic.partitions):
                 partition = topic.partitions[index]
                 refused = None
-                if transactional_id is not None:
+                if verdicts is not None:
+                    refused = verdicts.get((topic.name, index))
+                elif transactional_id is not None:
                     refused = _transaction_refusal(
                         broker,
                         request,
@@ -241,7 +280,6 @@ def _transaction_refusal(
         return None  # null_sink.append says what is wrong with it
     if batch is None or not batch.is_transactional:
         return None
-    version = request.header.api_version
     error = broker.transactions.verify_produce(
         transactional_id,
         batch.producer_id,
@@ -249,6 +287,12 @@ def _transaction_refusal(
         (topic, partition_data.index),
         add=transactions_v2,
     )
+    return _refusal(error, request.header.api_version)
+
+
+def _refusal(error: ErrorCode, version: int) -> null_sink.AppendResult | None:
+    """The coordinator's answer about a transactional batch's partition, as Produce gives
+    it: None to append."""
     if error is ErrorCode.none:
         return None
     if error is ErrorCode.transaction_abortable and version < FIRST_ABORTABLE_PRODUCE_VERSION:

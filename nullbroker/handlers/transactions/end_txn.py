@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import trio
 from kio.schema.errors import ErrorCode
 
 from codec import ApiKey, Request
@@ -27,7 +28,8 @@ KEY = ApiKey.END_TXN
 
 def handle(broker: Broker, request: Request, session: Session) -> Any:
     """The end of a transaction; from v5 (transactions v2) the answer carries the producer's
-    id and epoch after it, bumped, or -1 and -1 when refused, as Kafka's."""
+    id and epoch after it, bumped, or -1 and -1 when refused, as Kafka's. Where other
+    processes lead some of its partitions, answered once their markers are written."""
     version = request.header.api_version
     body = request.body
     bump = version >= FIRST_BUMPING_END_TXN_VERSION
@@ -42,10 +44,20 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
         except TransactionError as refused:
             error = known_to_version(refused.code, version)
     types = response_module(ApiKey.END_TXN, version)
-    return make(
+    answer = make(
         types.EndTxnResponse,
         throttle_time=NO_THROTTLE,
         error_code=counted(broker, error),
         producer_id=producer[0],
         producer_epoch=producer[1],
     )
+    if error is ErrorCode.none:
+        written = broker.transactions.transactions[body.transactional_id].written
+        if written is not None:
+            return _once_written(written, answer)
+    return answer
+
+
+async def _once_written(written: trio.Event, answer: Any) -> Any:
+    await written.wait()
+    return answer

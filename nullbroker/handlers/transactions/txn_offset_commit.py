@@ -1,6 +1,6 @@
-"""TxnOffsetCommit: offsets staged with a transaction, committed to the group when it
-commits. v6 (Kafka 4.4) names topics by id; an id no topic has is UNKNOWN_TOPIC_ID for its
-partitions, and the others are staged."""
+"""TxnOffsetCommit: offsets staged with the group's coordinator, committed to the group when
+the transaction commits. v6 (Kafka 4.4) names topics by id; an id no topic has is
+UNKNOWN_TOPIC_ID for its partitions, and the others are staged."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from kio.schema.errors import ErrorCode
 from codec import ApiKey, Request
 from codec.entities import make, response_module
 
-from ...cluster.nodes import NO_LEADER_EPOCH, OFFSETS_TOPIC
+from ...cluster.nodes import NO_LEADER_EPOCH, OFFSETS_TOPIC, internal_partition_for
 from ...state.groups.offsets import CommittedOffset
+from ...state.groups.transaction_offsets import StagedOffsets
 from ...state.transactions import TransactionError
-from ..common import NO_THROTTLE, counted
-from .coordination import coordinated_change
+from ..common import NO_THROTTLE, coordinated_here, counted
+from .coordination import ask_coordinator, known_to_version, wrong_coordinator
 
 if TYPE_CHECKING:
     from ...broker import Broker
@@ -32,9 +33,10 @@ KEY = ApiKey.TXN_OFFSET_COMMIT
 
 
 def handle(broker: Broker, request: Request, session: Session) -> Any:
-    """Offsets committed with the transaction: staged by the transaction coordinator, and
-    committed to the group when the transaction commits. The group's coordinator answers
-    (the group id decides the node, as for OffsetCommit)."""
+    """Offsets committed with the transaction, as Kafka's group coordinator takes them: the
+    group's coordinator answers (the group id decides the node, as for OffsetCommit), checks
+    the member, asks the transaction's coordinator whether the transaction holds the group
+    (v5+ adds it), and stages them until the transaction's marker commits or drops them."""
     version = request.header.api_version
     types = response_module(ApiKey.TXN_OFFSET_COMMIT, version)
     body = request.body
@@ -51,11 +53,56 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     }
     error = ErrorCode.none
     if wanted or not names:
-        # The group's coordinator answers: the group id decides the node.
-        error = coordinated_change(
-            broker, session, body.group_id, body, version,
-            _stage_offsets, broker, body, version, wanted, internal=OFFSETS_TOPIC,
-        )  # fmt: skip
+        refused = wrong_coordinator(broker, session, body.group_id, OFFSETS_TOPIC)
+        if refused is None:
+            refused = _refused_by_group(broker, body, version, wanted)
+        add = version >= FIRST_ADDING_TXN_OFFSET_COMMIT_VERSION
+        if refused is not None:
+            error = known_to_version(refused, version)
+        elif not coordinated_here(broker, body.transactional_id):
+            return _staged_once_asked(broker, types, body, version, names, wanted, add)
+        else:
+            try:
+                broker.transactions.check_offsets(
+                    body.transactional_id, body.producer_id, body.producer_epoch, body.group_id, add
+                )
+                broker.groups.transaction_offsets.stage(body.producer_id, body.group_id, wanted)
+            except TransactionError as checked:
+                error = known_to_version(checked.code, version)
+    return _response(broker, types, body, version, names, error)
+
+
+async def _staged_once_asked(
+    broker: Broker,
+    types: Any,
+    body: Any,
+    version: int,
+    names: list[str | None],
+    wanted: StagedOffsets,
+    add: bool,
+) -> Any:
+    """TxnOffsetCommit where another process coordinates the transaction: staged once its
+    coordinator says the transaction holds the group's partition (KIP-890)."""
+    partition = (
+        OFFSETS_TOPIC,
+        internal_partition_for(body.group_id, broker.config.offsets_topic_partitions),
+    )
+    answers = await ask_coordinator(
+        broker, body.transactional_id, body.producer_id, body.producer_epoch, [partition], add
+    )
+    error = (
+        ErrorCode.coordinator_not_available
+        if answers is None
+        else answers.get(partition, ErrorCode.unknown_server_error)
+    )
+    if error is ErrorCode.none:
+        broker.groups.transaction_offsets.stage(body.producer_id, body.group_id, wanted)
+    return _response(broker, types, body, version, names, known_to_version(error, version))
+
+
+def _response(
+    broker: Broker, types: Any, body: Any, version: int, names: list[str | None], error: ErrorCode
+) -> Any:
     if (
         error is ErrorCode.transaction_abortable
         and version < FIRST_ABORTABLE_TXN_OFFSET_COMMIT_VERSION
@@ -95,18 +142,12 @@ def _topic_name(broker: Broker, asked: Any) -> str | None:
     return topic.name if topic is not None else None
 
 
-def _stage_offsets(
-    transactional_id: str,
-    producer_id: int,
-    epoch: int,
-    broker: Broker,
-    body: Any,
-    version: int,
-    offsets: dict[tuple[str, int], CommittedOffset],
-) -> None:
-    """Stage a TxnOffsetCommit's offsets if the group takes them, as Kafka's group
-    coordinator does: it checks the member (v3+ names it) and its generation or epoch, in
-    a group of either protocol, as for an OffsetCommit."""
+def _refused_by_group(
+    broker: Broker, body: Any, version: int, offsets: StagedOffsets
+) -> ErrorCode | None:
+    """Whether the group takes the offsets, as Kafka's group coordinator checks them: the
+    member (v3+ names it) and its generation or epoch, in a group of either protocol, as for
+    an OffsetCommit."""
     error, _ = broker.groups.validate_commit(
         body.group_id,
         getattr(body, "generation_id", -1),
@@ -116,13 +157,4 @@ def _stage_offsets(
         transactional=True,
         partitions=offsets.keys(),
     )
-    if error is not ErrorCode.none:
-        raise TransactionError(error)
-    broker.transactions.stage_offsets(
-        transactional_id,
-        producer_id,
-        epoch,
-        body.group_id,
-        offsets,
-        add=version >= FIRST_ADDING_TXN_OFFSET_COMMIT_VERSION,
-    )
+    return None if error is ErrorCode.none else error

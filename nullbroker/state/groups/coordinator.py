@@ -37,11 +37,17 @@ from .model import (
 )
 from .offsets import CommittedOffset
 from .replies import Reply
+from .transaction_offsets import StagedOffsets, TransactionOffsets
 
 if TYPE_CHECKING:
     from ..share.groups import ShareGroups
     from ..streams.groups import StreamsGroup, StreamsGroups
     from .consumer import ConsumerGroup, ConsumerGroups
+
+
+GroupHandoff = tuple[dict[str, dict[int, CommittedOffset]] | None, dict[int, StagedOffsets]]
+"""A group as its coordinator hands it to another process: its committed offsets (None: only
+transactions' staged offsets, no group), and its staged offsets by producer id."""
 
 
 class GroupCoordinator:
@@ -66,6 +72,8 @@ class GroupCoordinator:
         self.streams_groups: StreamsGroups | None = None
         """Streams groups (KIP-1071): they share the group ids, the offset APIs (their
         members commit as consumers do), ListGroups and DeleteGroups with the others."""
+        self.transaction_offsets = TransactionOffsets()
+        """Offsets transactions have staged (TxnOffsetCommit), until their markers."""
 
     # Running the classic groups' timers.
 
@@ -242,15 +250,17 @@ class GroupCoordinator:
 
     commit = staticmethod(commits.commit)
 
-    def commit_transaction_offsets(
-        self, group_id: str, offsets: dict[tuple[str, int], CommittedOffset]
-    ) -> None:
-        """A committed transaction's offsets, taken when its TxnOffsetCommit was: they go
-        to the group whatever its members did since, to a new group without members if it
-        was deleted meanwhile (as Kafka replays them)."""
-        group = self.find(group_id) or self._classic.create(group_id)
-        for (topic, index), committed in offsets.items():
-            self.commit(group, topic, index, committed)
+    def end_transaction(self, producer_id: int, holds: Callable[[str], bool], commit: bool) -> None:
+        """A transaction's marker for a partition of __consumer_offsets (the groups `holds`
+        picks): on a commit, the offsets it staged for them go to the groups whatever their
+        members did since, to a new group without members if one was deleted meanwhile (as
+        Kafka replays them); on an abort they are dropped."""
+        for group_id, offsets in self.transaction_offsets.end(producer_id, holds).items():
+            if not commit:
+                continue
+            group = self.find(group_id) or self._classic.create(group_id)
+            for (topic, index), committed in offsets.items():
+                self.commit(group, topic, index, committed)
 
     def committed(self, group_id: str) -> dict[str, dict[int, CommittedOffset]] | None:
         """A group's committed offsets by topic and partition; None for no such group."""
@@ -281,9 +291,11 @@ class GroupCoordinator:
 
     def group_ids(self) -> list[str]:
         """Every group this coordinator holds that a coordinator move hands over: classic
-        groups and the new protocol's (KIP-848)."""
+        groups, the new protocol's (KIP-848), and those only a transaction has staged
+        offsets for."""
         consumer = self.consumer_groups
-        return [*self._groups, *(consumer.groups if consumer is not None else ())]
+        held = [*self._groups, *(consumer.groups if consumer is not None else ())]
+        return [*held, *(self.transaction_offsets.group_ids() - set(held))]
 
     def snapshots(self) -> dict[str, GroupSnapshot]:
         """Every group's members and committed offsets, of either protocol, by group id."""
@@ -294,21 +306,26 @@ class GroupCoordinator:
             groups += self.streams_groups.groups.values()
         return {group.group_id: listing.snapshot(group) for group in groups}
 
-    def hand_over(self, group_id: str) -> dict[str, dict[int, CommittedOffset]]:
+    def hand_over(self, group_id: str) -> GroupHandoff:
         """Give up a group whose coordinator is now another process's node (`--processes`):
         a classic group's waiting members are told NOT_COORDINATOR, as when a coordinator
         unloads; a KIP-848 group's members learn it at their next heartbeat (UNKNOWN_MEMBER_ID
-        from the new coordinator: they join it again). Its committed offsets are returned for
-        the new coordinator."""
+        from the new coordinator: they join it again). Its committed offsets (None: no such
+        group) and the offsets transactions have staged for it go to the new coordinator."""
+        staged = self.transaction_offsets.take(group_id)
         if group_id in self._groups:
-            return self._classic.hand_over(group_id)
+            return self._classic.hand_over(group_id), staged
         consumer = self.consumer_groups
         group = consumer.groups.pop(group_id, None) if consumer is not None else None
-        return {} if group is None else group.offsets
+        return None if group is None else group.offsets, staged
 
-    def take_over(self, group_id: str, offsets: dict[str, dict[int, CommittedOffset]]) -> None:
+    def take_over(self, group_id: str, handoff: GroupHandoff) -> None:
         """Coordinate a group handed over by another process, from its committed offsets;
         its members join again, as after a coordinator moves in Kafka."""
+        offsets, staged = handoff
+        self.transaction_offsets.put(group_id, staged)
+        if offsets is None:
+            return
         group = self._groups.get(group_id) or self._classic.create(group_id)
         for topic, partitions in offsets.items():
             group.offsets.setdefault(topic, {}).update(partitions)
