@@ -16,6 +16,7 @@ hears of it. Faults arrive the same way, as SPECs.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import socket
 import struct
@@ -27,8 +28,10 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 import trio
+from kio.schema.create_topics.v7 import request as create_request
 
-from codec import ApiKey, Request, decode_request
+from codec import ApiKey, Request, decode_request, encode_request
+from codec.entities import make
 
 from ..broker import Broker
 from ..cluster.fault_specs import FaultSpecError
@@ -47,6 +50,7 @@ from .transaction_markers import deliver_markers
 
 if TYPE_CHECKING:
     from ..state.groups.coordinator import GroupHandoff
+    from ..state.streams.topology import TopicInfo
     from ..state.transactions import Marker, PartitionTransactions, Transaction
 
 log = logging.getLogger("nullbroker")
@@ -99,6 +103,7 @@ ANSWERED_WHERE_ASKED = frozenset(
             ApiKey.DELETE_GROUPS,
             ApiKey.CONSUMER_GROUP_HEARTBEAT,
             ApiKey.CONSUMER_GROUP_DESCRIBE,
+            *IMPORTED_ON_FIRST_USE["streams"],
             *IMPORTED_ON_FIRST_USE["transactions"],
             ApiKey.SASL_HANDSHAKE,
             ApiKey.SASL_AUTHENTICATE,
@@ -116,21 +121,20 @@ path."""
 SINGLE_PROCESS_KEYS = frozenset(
     map(
         int,
-        (
-            *IMPORTED_ON_FIRST_USE["share"],
-            *IMPORTED_ON_FIRST_USE["streams"],
-        ),
+        IMPORTED_ON_FIRST_USE["share"],
     )
 )
 """The requests only a broker of one process serves, not advertised by a cluster's workers:
-share groups (KIP-932), whose share partitions' state would have to live with their leaders,
-and streams groups (KIP-1071), whose heartbeats create topics (a change every worker must
-make in one order).
+share groups (KIP-932), whose share partitions' state would have to live with their
+leaders.
 
 Every API the broker serves is in one of CHANGING_KEYS, ANSWERED_WHERE_ASKED and
 SINGLE_PROCESS_KEYS (tests/tools/test_adding_an_api.py): a new one is placed by whoever adds
 it, and until then a worker does not serve it."""
 _KEY = struct.Struct(">h")
+UNANSWERED = -1
+"""The request id of a change a worker replicates without waiting for it (an internal topic
+it has made itself): no reply is waited for under it."""
 
 
 def changes_cluster(broker: Broker, request: Request) -> bool:
@@ -169,6 +173,41 @@ class ReplicatingBroker(Broker):
 
     def _worker_of(self, node: int) -> int:
         return self.owners[node]
+
+    def _create_internal_topic(self, name: str, partitions: int, info: TopicInfo) -> None:
+        """A streams group's internal topic, made here at once (its coordinator answers the
+        heartbeat that needs it) and on every other worker through the supervisor, as a
+        CreateTopics request is (this worker finds it made, and answers no one)."""
+        super()._create_internal_topic(name, partitions, info)
+        frame = encode_request(
+            make(
+                create_request.CreateTopicsRequest,
+                topics=(
+                    make(
+                        create_request.CreatableTopic,
+                        name=name,
+                        num_partitions=partitions,
+                        replication_factor=-1,
+                        assignments=(),
+                        configs=tuple(
+                            make(create_request.CreatableTopicConfig, name=key, value=value)
+                            for key, value in info.configs
+                        ),
+                    ),
+                ),
+                timeout=datetime.timedelta(seconds=30),
+                validate_only=False,
+            ),
+            0,
+            f"nullbroker-worker-{self.worker}",
+        )
+        session = (f"worker-{self.worker}:0", ("", 0), self._a_node_served_here())
+        channel = self.inter_broker.channel
+        assert channel is not None, "a worker serves only once its channel is open"
+        self.in_background(partial(channel.send, "replicate", UNANSWERED, frame, session))
+
+    def _a_node_served_here(self) -> int:
+        return min(node for node, worker in self.owners.items() if worker == self.worker)
 
     def serves_node(self, node: int) -> bool:
         return self.owners.get(node) == self.worker

@@ -56,7 +56,7 @@ log = logging.getLogger("nullbroker")
 
 NOT_SERVED_ON_PROCESSES = (
     "not served by a cluster of several processes yet, their APIs not advertised: "
-    "share groups (KIP-932), streams groups (KIP-1071)"
+    "share groups (KIP-932)"
 )
 """Said once at start (cluster_changes.SINGLE_PROCESS_KEYS): a client that needs them reports
 the broker does not support them, and the log says why."""

@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,10 +29,11 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from nullbroker.app.pytest_plugin import StartBroker
 from perf.java_perf import CACHE
 from perf.java_perf import missing as tools_missing
-from perf.kafka_broker import KAFKA_VERSION
-from tests.clients.test_share_consumers import Target, target
+from perf.kafka_broker import KAFKA_VERSION, KafkaBroker
+from tests.clients.test_share_consumers import Target
 from tests.support.java_classes import compiled
 from tests.support.kafka_tools import run_tool
 
@@ -40,7 +41,6 @@ from tests.support.kafka_tools import run_tool
 # kafka` matches marker names too, and must choose the Kafka variants alone. The fixture
 # word_count_classes skips as that marker would.
 pytestmark = [pytest.mark.clients, pytest.mark.java, pytest.mark.slow]
-__all__ = ["target"]
 
 STREAMS_LIB = CACHE.parent / "kafka-streams" / KAFKA_VERSION / "lib"
 """Kafka Streams and its dependencies (scripts/ensure-kafka-tools)."""
@@ -60,6 +60,19 @@ VOCABULARY = (
     "dune", "fern",
 )  # fmt: skip
 FIRST_LINES, SECOND_LINES = 2_000, 1_000
+
+
+@pytest.fixture(params=["nullbroker", "nullbroker-brokers-3-processes-2", "kafka-4.4.0"])
+def target(request: pytest.FixtureRequest, nullbroker_factory: StartBroker) -> Iterator[Target]:
+    """A lone nullbroker, a cluster of three nodes over two processes (the group's coordinator
+    in one, some of its partitions' leaders in the other), and Kafka 4.4.0."""
+    if request.param.startswith("nullbroker"):
+        cluster = ("--brokers", "3", "--processes", "2") if "processes" in request.param else ()
+        broker = nullbroker_factory("--retain", str(64 << 20), *cluster)
+        yield Target(request.param, broker.bootstrap, broker)
+    else:
+        kafka: KafkaBroker = request.getfixturevalue("kafka")
+        yield Target("kafka", kafka.bootstrap)
 
 
 def lines(seed: int, count: int) -> tuple[list[str], Counter[str]]:
@@ -112,6 +125,7 @@ class WordCountApp:
         guarantee: str,
         folder: Path,
         changelog_bytes: int | None = None,
+        protocol: str = "streams",
     ) -> None:
         folder.mkdir()
         self.log = folder / "wordcount.log"
@@ -121,7 +135,7 @@ class WordCountApp:
                  "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                  "-cp", f"{classes}:{STREAMS_LIB}/*", "WordCount",
                  bootstrap, app_id, f"{app_id}-lines", f"{app_id}-counts", guarantee,
-                 "streams", str(folder / "state"), str(LIFETIME_S),
+                 protocol, str(folder / "state"), str(LIFETIME_S),
                  *([] if changelog_bytes is None else [str(changelog_bytes)])],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
             )  # fmt: skip
@@ -403,6 +417,59 @@ def test_word_count_counts_every_word_once_as_an_instance_leaves(
             return output.latest == expected
 
         # Not asserted here: the output is read again, whole, once the instance has closed.
+        until(all_counted, [staying])
+        assert staying.stop() == 0, staying.account()
+    finally:
+        output.close()
+        for app in apps:
+            app.kill()
+    assert final_counts(target.bootstrap, sink, guarantee) == expected
+
+
+def test_word_count_on_the_classic_protocol_counts_every_word_once_as_an_instance_leaves(
+    target: Target, word_count_classes: Path, tmp_path: Path
+) -> None:
+    """The same WordCount, exactly_once_v2, with the classic group protocol (Kafka Streams'
+    own assignor, in its group leader; its internal topics made by its admin client): two
+    instances, then one; the final counts equal the input's, on each target."""
+    app_id = f"classic-eos-{uuid.uuid4().hex[:8]}"
+    source, sink = f"{app_id}-lines", f"{app_id}-counts"
+    create_topics(target.bootstrap, source, sink)
+    first, first_words = lines(3, FIRST_LINES)
+    second, second_words = lines(4, SECOND_LINES)
+    expected = dict(first_words + second_words)
+    produce(target.bootstrap, source, first)
+    guarantee = "exactly_once_v2"
+    apps = [
+        WordCountApp(
+            word_count_classes, target.bootstrap, app_id, guarantee, tmp_path / name,
+            protocol="classic",
+        )
+        for name in ("one", "two")
+    ]  # fmt: skip
+    output = OutputCounts(target.bootstrap, sink, guarantee)
+    try:
+
+        def shared_and_counting() -> bool:
+            output.read(0.2)
+            tasks = [app.running_tasks() for app in apps]
+            held = [task for each in tasks for task in each or ()]
+            return (
+                all(tasks)
+                and sorted(held) == sorted(TASKS)
+                and output.partitions_read == set(range(PARTITIONS))
+            )
+
+        assert until(shared_and_counting, apps), "\n".join(app.account() for app in apps)
+        leaving, staying = apps
+        assert leaving.stop() == 0, leaving.account()
+        assert until(lambda: staying.running_tasks() == TASKS, [staying]), staying.account()
+        produce(target.bootstrap, source, second)
+
+        def all_counted() -> bool:
+            output.read(0.2)
+            return output.latest == expected
+
         until(all_counted, [staying])
         assert staying.stop() == 0, staying.account()
     finally:

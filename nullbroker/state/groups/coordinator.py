@@ -291,10 +291,14 @@ class GroupCoordinator:
 
     def group_ids(self) -> list[str]:
         """Every group this coordinator holds that a coordinator move hands over: classic
-        groups, the new protocol's (KIP-848), and those only a transaction has staged
-        offsets for."""
-        consumer = self.consumer_groups
-        held = [*self._groups, *(consumer.groups if consumer is not None else ())]
+        groups, the new protocol's (KIP-848), streams groups (KIP-1071), and those only a
+        transaction has staged offsets for."""
+        consumer, streams = self.consumer_groups, self.streams_groups
+        held = [
+            *self._groups,
+            *(consumer.groups if consumer is not None else ()),
+            *(streams.groups if streams is not None else ()),
+        ]
         return [*held, *(self.transaction_offsets.group_ids() - set(held))]
 
     def snapshots(self) -> dict[str, GroupSnapshot]:
@@ -309,15 +313,18 @@ class GroupCoordinator:
     def hand_over(self, group_id: str) -> GroupHandoff:
         """Give up a group whose coordinator is now another process's node (`--processes`):
         a classic group's waiting members are told NOT_COORDINATOR, as when a coordinator
-        unloads; a KIP-848 group's members learn it at their next heartbeat (UNKNOWN_MEMBER_ID
-        from the new coordinator: they join it again). Its committed offsets (None: no such
-        group) and the offsets transactions have staged for it go to the new coordinator."""
+        unloads; a KIP-848 or streams group's members learn it at their next heartbeat
+        (UNKNOWN_MEMBER_ID from the new coordinator: they join it again). Its committed
+        offsets (None: no such group) and the offsets transactions have staged for it go to
+        the new coordinator."""
         staged = self.transaction_offsets.take(group_id)
         if group_id in self._groups:
             return self._classic.hand_over(group_id), staged
-        consumer = self.consumer_groups
-        group = consumer.groups.pop(group_id, None) if consumer is not None else None
-        return None if group is None else group.offsets, staged
+        for kind in (self.consumer_groups, self.streams_groups):
+            group = kind.groups.pop(group_id, None) if kind is not None else None
+            if group is not None:
+                return group.offsets, staged
+        return None, staged
 
     def take_over(self, group_id: str, handoff: GroupHandoff) -> None:
         """Coordinate a group handed over by another process, from its committed offsets;
