@@ -53,6 +53,9 @@ MUST_RUN = (
     "TestShareGroupOffsetsAdmin", "TestConsumeRegexShareSkipsInternal",
 )  # fmt: skip
 """Tests that must pass, not skip: the broker's and SASL's settings reached them."""
+NOT_ON_PROCESSES_YET = ("TestSCRAM", "TestOAuth", "TestShareGroup", "TestConsumeRegexShare")
+"""MUST_RUN's tests that skip on several processes: a SASL listener and share groups are
+served by one process only, as yet (docs/cluster.md)."""
 
 
 def pinned_version() -> str:
@@ -156,29 +159,47 @@ def run_suite(env: dict[str, str]) -> SuiteRun:
     return run
 
 
-@pytest.mark.parametrize("nodes", [3, 1], ids=["three-nodes", "one-node"])
+@pytest.mark.parametrize(
+    ("nodes", "processes"),
+    [(3, 1), (1, 1), (3, 2), (3, 3)],
+    ids=["three-nodes", "one-node", "three-nodes-two-processes", "three-nodes-three-processes"],
+)
 def test_franz_gos_kgo_suite_passes(
-    nullbroker_factory: StartBroker, tmp_path: Path, nodes: int
+    nullbroker_factory: StartBroker, tmp_path: Path, nodes: int, processes: int
 ) -> None:
     users = tmp_path / "users.toml"
     users.write_text(f'[users]\n{SCRAM_USER} = "{SCRAM_PASSWORD}"\n')
-    broker = nullbroker_factory(
-        "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-        "--users", str(users), "--sasl-mechanisms", "SCRAM-SHA-256,OAUTHBEARER",
-        "--brokers", str(nodes), *BROKER_FLAGS,
+    # Several processes serve one PLAINTEXT listener yet: the SASL tests skip there.
+    listeners = (
+        ("--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+         "--users", str(users), "--sasl-mechanisms", "SCRAM-SHA-256,OAUTHBEARER")
+        if processes == 1 else ()
     )  # fmt: skip
-    sasl = re.search(r"SASL_PLAINTEXT on (\S+:\d+)", broker.wait_for_line(LISTENED, 10))
-    assert sasl is not None
+    broker = nullbroker_factory(
+        *listeners,
+        "--brokers", str(nodes), "--processes", str(processes), *BROKER_FLAGS,
+    )  # fmt: skip
+    sasl_env = {}
+    if listeners:
+        sasl = re.search(r"SASL_PLAINTEXT on (\S+:\d+)", broker.wait_for_line(LISTENED, 10))
+        assert sasl is not None
+        sasl_env = {
+            "KGO_TEST_SCRAM_SEEDS": sasl[1], "KGO_TEST_SCRAM": f"{SCRAM_USER}:{SCRAM_PASSWORD}",
+            "KGO_TEST_OAUTH_SEEDS": sasl[1],
+        }  # fmt: skip
     run = run_suite({
         "KGO_SEEDS": broker.bootstrap, "KGO_TEST_RF": "1", "KGO_TEST_RECORDS": str(RECORDS),
-        "KGO_TEST_SCRAM_SEEDS": sasl[1], "KGO_TEST_SCRAM": f"{SCRAM_USER}:{SCRAM_PASSWORD}",
-        "KGO_TEST_OAUTH_SEEDS": sasl[1], "KGO_LOG_LEVEL": "info",
+        "KGO_LOG_LEVEL": "info", **sasl_env,
     })  # fmt: skip
     failed = run.named("fail")
     assert not failed and run.package_result == "pass", (
         f"franz-go's kgo tests failed against {nodes} node(s): {failed or 'the binary'}\n"
         + run.report(failed)
     )
-    # The broker tests ran (not skipped for a missing setting), the SASL ones included.
+    # The broker tests ran (not skipped for a missing setting), the SASL ones included;
+    # on several processes, all but the SASL and share groups' (not served there yet).
+    must = [
+        name for name in MUST_RUN if processes == 1 or not name.startswith(NOT_ON_PROCESSES_YET)
+    ]
     passed = set(run.named("pass"))
-    assert set(MUST_RUN) <= passed, {name: run.results.get(name) for name in MUST_RUN}
+    assert set(must) <= passed, {name: run.results.get(name) for name in must}
