@@ -21,7 +21,11 @@ which auto-creates 4 partitions whatever `--partitions` says) and runs the load 
   apart), what a cluster costs the machine between loads;
 - `--load producers`: C `perf.producer_perf` processes at once (librdkafka, `--records`
   1 KiB records each, acks=all, idempotent, batch.size 16 KiB, linger 5 ms), as users load
-  a cluster; records/s is the sum of theirs.
+  a cluster; records/s is the sum of theirs;
+- `--load java-producers`: C of Kafka's own `kafka-producer-perf-test` at once, with the same
+  producer properties; with `--transactional`, each with a `--transactional-id` of its own
+  and `--transaction-duration-ms` (default 100), so that every transaction writes to every
+  partition, its coordinator and most of its partitions' leaders in other processes.
 
 The broker's CPU time is every process of its tree (the supervisor and its workers), read
 from /proc just before the load and just after; CPU per GB divides it by the records' values
@@ -57,6 +61,7 @@ from typing import Any
 
 from nullbroker.app import launcher
 from nullbroker.app.launcher import ServerProcess
+from perf import java_perf
 from perf.compare_brokers import MOCK_READY, REPO_ROOT, ReadyServer
 from perf.machine import machine_info
 from perf.proc_sampler import (
@@ -77,6 +82,7 @@ SETTLE_S = 1.0
 """How long a fresh broker is left alone before its PSS is read: its workers' start-up done."""
 REPLAY = "replay"
 PRODUCERS = "producers"
+JAVA_PRODUCERS = "java-producers"
 IDLE = "idle"
 MOCK = "mock"
 WORKERS_LINE = re.compile(r"^processes: ")
@@ -209,6 +215,51 @@ def producers(
     }
 
 
+def java_producers(bootstrap: str, pids: list[int], args: argparse.Namespace) -> dict[str, Any]:
+    """`--clients` kafka-producer-perf-test processes at once (transactional with
+    `--transactional`): their records/s summed, and the CPU as for `producers`."""
+    commands = []
+    for index in range(args.clients):
+        command = java_perf.producer_command(
+            bootstrap, "scaling", args.records, RECORD_SIZE, PRODUCER_PROPS
+        )
+        if args.transactional:
+            command += [
+                "--transactional-id", f"scaling-{index}",
+                "--transaction-duration-ms", str(args.transaction_duration_ms),
+            ]  # fmt: skip
+        commands.append(command)
+    children_before = _children_cpu_seconds()
+    busy_before, before = machine_busy_seconds(), tree_cpu_seconds(pids)
+    running = [
+        subprocess.Popen(
+            command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for command in commands
+    ]
+    outputs, failures = [], []
+    for process in running:
+        stdout, stderr = process.communicate(timeout=LOAD_TIMEOUT_S)
+        if process.returncode != 0:
+            failures.append(stderr[-2000:])
+        outputs.append(stdout)
+    broker_cpu = tree_cpu_seconds(pids) - before
+    busy = machine_busy_seconds() - busy_before
+    clients_cpu = _children_cpu_seconds() - children_before
+    if failures:
+        raise RuntimeError(f"kafka-producer-perf-test failed: {failures[0]}")
+    results = [java_perf.parse_producer(output, RECORD_SIZE) for output in outputs]
+    return {
+        "records": sum(result["records"] for result in results),
+        "records_per_s": round(sum(result["records_per_sec"] for result in results)),
+        "broker_cpu_s": broker_cpu,
+        "client_cpu_s": round(clients_cpu, 3),
+        "other_cpu_s": max(busy - broker_cpu - clients_cpu, 0.0),
+        "p50_ms": statistics.median(result["p50_ms"] for result in results),
+        "p99_ms": max(result["p99_ms"] for result in results),
+    }
+
+
 def _children_cpu_seconds() -> float:
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     return used.ru_utime + used.ru_stime
@@ -262,6 +313,8 @@ def run_once(broker: Broker, args: argparse.Namespace, workdir: Path) -> dict[st
         wake_ups = WakeUps(pids) if args.wakeups and broker.processes else None
         if args.load == REPLAY:
             load = replay(server.bootstrap, server.pid, args)
+        elif args.load == JAVA_PRODUCERS:
+            load = java_producers(server.bootstrap, pids, args)
         else:
             load = producers(server.bootstrap, pids, args, workdir)
         counted_calls = wake_ups.counts() if wake_ups is not None else None
@@ -405,9 +458,20 @@ def parser() -> argparse.ArgumentParser:
     command.add_argument("--partitions", type=int, default=4, help="of the topic (default 4)")
     command.add_argument(
         "--load",
-        choices=(REPLAY, PRODUCERS, IDLE),
+        choices=(REPLAY, PRODUCERS, JAVA_PRODUCERS, IDLE),
         default=PRODUCERS,
         help="default producers; idle: no load, the CPU each process uses for --idle-seconds",
+    )
+    command.add_argument(
+        "--transactional",
+        action="store_true",
+        help="--load java-producers: each producer transactional, a --transactional-id of its own",
+    )
+    command.add_argument(
+        "--transaction-duration-ms",
+        type=int,
+        default=100,
+        help="--transactional: how long each transaction stays open (default 100)",
     )
     command.add_argument("--idle-seconds", type=float, default=30.0, help="--load idle")
     command.add_argument("--clients", type=int, default=1, help="client processes at once")
