@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
@@ -100,6 +101,14 @@ def coordinated_elsewhere(
     # a coordinator moves in Kafka.
     partition = internal_partition_for(key, cluster.internal_partitions[internal])
     return cluster.withheld(internal, partition)
+
+
+def by_topic(partitions: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
+    """(topic, partition) pairs as a request lists them: each topic once, with its indexes."""
+    topics: dict[str, list[int]] = {}
+    for topic, index in partitions:
+        topics.setdefault(topic, []).append(index)
+    return topics
 
 
 def coordinated_here(broker: Broker, transactional_id: str) -> bool:

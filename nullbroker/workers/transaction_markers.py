@@ -18,6 +18,8 @@ from kio.schema.write_txn_markers.v1 import request as markers_request
 
 from codec.entities import make
 
+from ..handlers.common import by_topic
+
 if TYPE_CHECKING:
     from ..broker import Broker
     from ..state.transactions import Marker
@@ -83,9 +85,7 @@ async def _send(
     again: list[tuple[str, int]],
 ) -> None:
     """One WriteTxnMarkers request to `node`; the partitions to try again go to `again`."""
-    topics: dict[str, list[int]] = {}
-    for topic, index in partitions:
-        topics.setdefault(topic, []).append(index)
+    topics = by_topic(partitions)
     request = make(
         markers_request.WriteTxnMarkersRequest,
         markers=(

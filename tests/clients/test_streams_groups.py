@@ -190,6 +190,23 @@ class WordCountApp:
         self._reader.join(10)
 
 
+def shared_and_counting(apps: list[WordCountApp], output: OutputCounts) -> Callable[[], bool]:
+    """Whether every instance runs tasks of its own, together all of them, and each count
+    task has written (what `output` has read)."""
+
+    def done() -> bool:
+        output.read(0.2)
+        tasks = [app.running_tasks() for app in apps]
+        held = [task for each in tasks for task in each or ()]
+        return (
+            all(tasks)
+            and sorted(held) == sorted(TASKS)
+            and output.partitions_read == set(range(PARTITIONS))
+        )
+
+    return done
+
+
 def until(done: Callable[[], bool], apps: list[WordCountApp]) -> bool:
     """Wait until `done()`, for at most DEADLINE_S, and no longer than every app is alive;
     whether it is done."""
@@ -374,18 +391,9 @@ def test_word_count_counts_every_word_once_as_an_instance_leaves(
     ]
     output = OutputCounts(target.bootstrap, sink, guarantee)
     try:
-        # Both running, each with tasks of its own, and each count task has written.
-        def shared_and_counting() -> bool:
-            output.read(0.2)
-            tasks = [app.running_tasks() for app in apps]
-            held = [task for each in tasks for task in each or ()]
-            return (
-                all(tasks)
-                and sorted(held) == sorted(TASKS)
-                and output.partitions_read == set(range(PARTITIONS))
-            )
-
-        assert until(shared_and_counting, apps), "\n".join(app.account() for app in apps)
+        assert until(shared_and_counting(apps, output), apps), "\n".join(
+            app.account() for app in apps
+        )
         shared = in_order(tuple(app.running_tasks() or frozenset() for app in apps))
         listed = frozenset((topic, p) for topic in (source, repartition) for p in range(PARTITIONS))
         described = described_until(target.bootstrap, app_id, Described(shared, listed))
@@ -449,18 +457,9 @@ def test_word_count_on_the_classic_protocol_counts_every_word_once_as_an_instanc
     ]  # fmt: skip
     output = OutputCounts(target.bootstrap, sink, guarantee)
     try:
-
-        def shared_and_counting() -> bool:
-            output.read(0.2)
-            tasks = [app.running_tasks() for app in apps]
-            held = [task for each in tasks for task in each or ()]
-            return (
-                all(tasks)
-                and sorted(held) == sorted(TASKS)
-                and output.partitions_read == set(range(PARTITIONS))
-            )
-
-        assert until(shared_and_counting, apps), "\n".join(app.account() for app in apps)
+        assert until(shared_and_counting(apps, output), apps), "\n".join(
+            app.account() for app in apps
+        )
         leaving, staying = apps
         assert leaving.stop() == 0, leaving.account()
         assert until(lambda: staying.running_tasks() == TASKS, [staying]), staying.account()

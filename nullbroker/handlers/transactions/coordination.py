@@ -14,7 +14,7 @@ from codec.entities import make
 
 from ...cluster.nodes import TRANSACTION_STATE_TOPIC
 from ...state.transactions import TransactionError
-from ..common import coordinated_elsewhere
+from ..common import by_topic, coordinated_elsewhere
 
 if TYPE_CHECKING:
     from ...broker import Broker
@@ -76,9 +76,7 @@ async def ask_coordinator(
     transaction holds `partitions` (with `add`, transactions v2, add them), as a Kafka
     partition leader or group coordinator asks it (KIP-890: AddPartitionsToTxn v5, verify
     only unless adding): each partition's answer, or None if none came."""
-    topics: dict[str, list[int]] = {}
-    for topic, index in partitions:
-        topics.setdefault(topic, []).append(index)
+    topics = by_topic(partitions)
     request = make(
         add_request.AddPartitionsToTxnRequest,
         transactions=(
