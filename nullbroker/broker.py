@@ -238,7 +238,7 @@ class Broker:
         """Run `task` beside the requests, where the coordinators' timers run; not once the
         broker has stopped."""
         if self._group_services is None:
-            log.warning("the broker has stopped: %s is not run", task.__qualname__)
+            log.warning("the broker has stopped: %r is not run", task)
             return
         self._group_services.start_soon(task)
 

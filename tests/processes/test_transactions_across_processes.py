@@ -6,17 +6,24 @@ goes down in the middle of a run."""
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
+import trio
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from kio.schema.errors import ErrorCode
 
 from nullbroker.app.launcher import RunningBroker
 from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.cluster.nodes import TRANSACTION_STATE_TOPIC, Cluster
 from tests.processes.test_faults import faults_url, http
 from tests.support.broker_counts import samples
+from tests.support.differential import request
+from tests.support.kafka_wire import FrameStream
 
 PARTITIONS = 5
 PER_PARTITION = 20_000
@@ -206,3 +213,96 @@ def read_count(broker: RunningBroker, topic: str) -> int:
     finally:
         consumer.close()
     return count
+
+
+async def ask_until(
+    address: str, payload: Any, done: Callable[[Any], bool], seconds: float = 30.0
+) -> Any:
+    """The answer to `payload` at `address` once `done(answer)`, asked again meanwhile (a
+    coordinator that moved, or whose state is on its way, answers NOT_COORDINATOR)."""
+    host, port = address.rsplit(":", 1)
+    with trio.fail_after(seconds):
+        while True:
+            stream = FrameStream(await trio.open_tcp_stream(host, int(port)))
+            try:
+                answer = await stream.request(payload)
+            finally:
+                await stream.aclose()
+            if done(answer):
+                return answer
+            await trio.sleep(0.1)
+
+
+def no_error(answer: Any) -> bool:
+    return answer.error_code is ErrorCode.none
+
+
+@pytest.mark.clients
+async def test_offsets_a_transaction_staged_move_with_their_group_and_commit_there(
+    nullbroker_factory: StartBroker,
+) -> None:
+    """TxnOffsetCommit stages a group's offsets with its coordinator, in one process; that
+    node goes down and the group moves to the other process, its staged offsets with it;
+    EndTxn at the transaction's coordinator then sends the group's marker to the new
+    coordinator, and the offsets are the group's there."""
+    broker = nullbroker_factory(
+        "--brokers", "3", "--processes", "2",
+        "--source", "input:partitions=1,records=100,size=20",
+    )  # fmt: skip
+    group = coordinated_by(DOWN, "staged")
+    transactional_id = coordinated_by(STAYS_UP, "staged", TRANSACTION_STATE_TOPIC)
+    metadata = request(
+        3, 12, topics=None, allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )  # fmt: skip
+    listed = await ask_until(broker.bootstrap, metadata, lambda _: True)
+    nodes = {node.node_id: f"{node.host}:{node.port}" for node in listed.brokers}
+    for key, key_type in ((group, 0), (transactional_id, 1)):
+        await ask_until(
+            broker.bootstrap,
+            request(10, 4, key_type=key_type, coordinator_keys=[key]),
+            lambda answer: answer.coordinators[0].error_code is ErrorCode.none,
+        )
+    coordinator = nodes[STAYS_UP]
+    producer = await ask_until(
+        coordinator,
+        request(
+            22, 5, transactional_id=transactional_id,
+            transaction_timeout=datetime.timedelta(seconds=60), producer_id=-1, producer_epoch=-1,
+        ),
+        no_error,
+    )  # fmt: skip
+    ids = {
+        "transactional_id": transactional_id,
+        "producer_id": producer.producer_id,
+        "producer_epoch": producer.producer_epoch,
+    }
+    await ask_until(coordinator, request(25, 4, **ids, group_id=group), no_error)
+    staged = await ask_until(
+        nodes[DOWN],
+        request(
+            28, 4, **ids, group_id=group, generation_id=-1, member_id="",
+            group_instance_id=None,
+            topics=[{"name": "input", "partitions": [{
+                "partition_index": 0, "committed_offset": 42, "committed_leader_epoch": -1,
+                "committed_metadata": "staged",
+            }]}],
+        ),
+        lambda _: True,
+    )  # fmt: skip
+    assert staged.topics[0].partitions[0].error_code is ErrorCode.none
+    assert http("POST", faults_url(broker), f"down:node={DOWN},for=60s")[0] == 201
+    after = Cluster(3)
+    after.take_down(DOWN, None)
+    moved_to = after.coordinator(group)
+    assert worker_of(moved_to) != worker_of(DOWN)
+    await ask_until(coordinator, request(26, 4, **ids, committed=True), no_error)
+    fetched = await ask_until(
+        nodes[moved_to],
+        request(9, 8, groups=[{"group_id": group, "member_id": None, "member_epoch": -1,
+                               "topics": [{"name": "input", "partition_indexes": [0]}]}],
+                require_stable=True),
+        lambda answer: answer.groups[0].error_code is ErrorCode.none,
+    )  # fmt: skip
+    partition = fetched.groups[0].topics[0].partitions[0]
+    assert (partition.committed_offset, partition.metadata) == (42, "staged")
