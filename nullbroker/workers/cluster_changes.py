@@ -104,6 +104,7 @@ ANSWERED_WHERE_ASKED = frozenset(
             ApiKey.CONSUMER_GROUP_HEARTBEAT,
             ApiKey.CONSUMER_GROUP_DESCRIBE,
             *IMPORTED_ON_FIRST_USE["streams"],
+            *IMPORTED_ON_FIRST_USE["share"],
             *IMPORTED_ON_FIRST_USE["transactions"],
             ApiKey.SASL_HANDSHAKE,
             ApiKey.SASL_AUTHENTICATE,
@@ -118,15 +119,10 @@ transaction's coordinator and its partitions' leaders ask each other what Kafka'
 (AddPartitionsToTxn, WriteTxnMarkers: workers.inter_broker), never on a request's common
 path."""
 
-SINGLE_PROCESS_KEYS = frozenset(
-    map(
-        int,
-        IMPORTED_ON_FIRST_USE["share"],
-    )
-)
+SINGLE_PROCESS_KEYS: frozenset[int] = frozenset()
 """The requests only a broker of one process serves, not advertised by a cluster's workers:
-share groups (KIP-932), whose share partitions' state would have to live with their
-leaders.
+none now (share groups, the last, are split between their coordinator and the partitions'
+leaders, as Kafka splits them).
 
 Every API the broker serves is in one of CHANGING_KEYS, ANSWERED_WHERE_ASKED and
 SINGLE_PROCESS_KEYS (tests/tools/test_adding_an_api.py): a new one is placed by whoever adds

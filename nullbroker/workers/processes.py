@@ -54,13 +54,6 @@ from .server import DRAIN_SECONDS, open_node_listeners
 
 log = logging.getLogger("nullbroker")
 
-NOT_SERVED_ON_PROCESSES = (
-    "not served by a cluster of several processes yet, their APIs not advertised: "
-    "share groups (KIP-932)"
-)
-"""Said once at start (cluster_changes.SINGLE_PROCESS_KEYS): a client that needs them reports
-the broker does not support them, and the log says why."""
-
 JOIN_TIMEOUT_SECONDS = 60.0
 """How long a host of a node map tries to reach the supervisor before giving up."""
 STATS_TIMEOUT_SECONDS = 2.0
@@ -358,7 +351,6 @@ class Supervisor:
                     _address_of(self.bound.registry),
                 )
                 print(f"processes: {self._describe()}", flush=True)
-                log.info(NOT_SERVED_ON_PROCESSES)
                 await self.stop.wait()
                 await self._stop_workers()
                 nursery.cancel_scope.cancel()

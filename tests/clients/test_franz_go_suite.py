@@ -53,9 +53,9 @@ MUST_RUN = (
     "TestShareGroupOffsetsAdmin", "TestConsumeRegexShareSkipsInternal",
 )  # fmt: skip
 """Tests that must pass, not skip: the broker's and SASL's settings reached them."""
-NOT_ON_PROCESSES_YET = ("TestSCRAM", "TestOAuth", "TestShareGroup", "TestConsumeRegexShare")
-"""MUST_RUN's tests that skip on several processes: a SASL listener and share groups are
-served by one process only, as yet (docs/cluster.md)."""
+NOT_ON_PROCESSES_YET = ("TestSCRAM", "TestOAuth")
+"""MUST_RUN's tests that skip on several processes: a SASL listener is served by one
+process only, as yet (docs/cluster.md)."""
 
 
 def pinned_version() -> str:
@@ -197,7 +197,7 @@ def test_franz_gos_kgo_suite_passes(
         + run.report(failed)
     )
     # The broker tests ran (not skipped for a missing setting), the SASL ones included;
-    # on several processes, all but the SASL and share groups' (not served there yet).
+    # on several processes, all but the SASL ones (no SASL listener there yet).
     must = [
         name for name in MUST_RUN if processes == 1 or not name.startswith(NOT_ON_PROCESSES_YET)
     ]

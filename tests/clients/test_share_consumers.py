@@ -53,10 +53,11 @@ class Target:
     nullbroker: RunningBroker | None = None
 
 
-@pytest.fixture(params=["nullbroker", "kafka-4.4.0"])
+@pytest.fixture(params=["nullbroker", "nullbroker-brokers-3-processes-2", "kafka-4.4.0"])
 def target(request: pytest.FixtureRequest, nullbroker_factory: StartBroker) -> Iterator[Target]:
-    if request.param == "nullbroker":
-        broker = nullbroker_factory("--retain", str(64 << 20))
+    if request.param.startswith("nullbroker"):
+        cluster = ("--brokers", "3", "--processes", "2") if "processes" in request.param else ()
+        broker = nullbroker_factory("--retain", str(64 << 20), *cluster)
         yield Target("nullbroker", broker.bootstrap, broker)
     else:
         kafka: KafkaBroker = request.getfixturevalue("kafka")

@@ -76,6 +76,9 @@ def member_group(broker: Broker, group_id: str, member_id: str) -> ShareGroup | 
     if not member_id:
         return ErrorCode.unknown_member_id
     group = broker.share_groups.get(group_id) if group_id else None
+    if group is None and group_id and not broker.serves_node(broker.cluster.coordinator(group_id)):
+        # Another process coordinates it: this leader holds its share partitions here.
+        return broker.share_groups.partitions_holder(group_id)
     if group is None:
         return ErrorCode.unknown_member_id
     return group

@@ -313,7 +313,7 @@ async def _held(
                 wake = min(wake, due)
         with trio.move_on_at(wake):
             await broker.log_growth.wait()
-        if member_id not in group.members:
+        if group.coordinated_here and member_id not in group.members:
             return {}
         acquired = _acquire(broker, group, member_id, share_session, body)
         if acquired or trio.current_time() >= deadline:

@@ -58,6 +58,9 @@ class ShareGroup:
     """When it was made (the groups' clock)."""
     initialized: set[str] = field(default_factory=set)
     """The topics whose share partitions the group has initialized (subscribed to)."""
+    coordinated_here: bool = True
+    """False where another process coordinates the group (`--processes`): this one holds
+    the share partitions it leads, and knows nothing of the members."""
 
     @property
     def state(self) -> str:
@@ -126,6 +129,7 @@ class ShareGroups:
             if beat.member_epoch != 0:
                 raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
             group = self.groups[group_id] = ShareGroup(group_id)
+        group.coordinated_here = True
         self.expire(group)
         member = group.members.get(beat.member_id)
         if beat.member_epoch == LEAVE_EPOCH:
@@ -220,6 +224,14 @@ class ShareGroups:
         gone = [m for m in group.members.values() if now - m.last_heartbeat > timeout]
         for member in gone:
             self._remove(group, member)
+
+    def partitions_holder(self, group_id: str) -> ShareGroup:
+        """The group as a partition's leader holds it where another process coordinates it
+        (`--processes`): its share partitions here, no members."""
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = ShareGroup(group_id, coordinated_here=False)
+        return group
 
     def get(self, group_id: str) -> ShareGroup | None:
         group = self.groups.get(group_id)
