@@ -258,6 +258,24 @@ class Broker:
         AddPartitionsToTxn, WriteTxnMarkers): its response, or None if none came."""
         raise AssertionError(f"a lone broker serves every node, node {node} too")
 
+    async def ask_nodes(self, requests: dict[int, Any]) -> dict[int, Any]:
+        """Each node's response to its request, asked at once (`ask_node`); None for a node
+        that gave none."""
+        answers: dict[int, Any] = {}
+
+        async def ask(node: int, request: Any) -> None:
+            answers[node] = await self.ask_node(node, request)
+
+        async with trio.open_nursery() as nursery:
+            for node, request in requests.items():
+                nursery.start_soon(ask, node, request)
+        return answers
+
+    def nodes_elsewhere(self) -> list[int]:
+        """A node of each other process of the cluster, to ask what only they hold (a lone
+        broker has none)."""
+        return []
+
     def write_markers_elsewhere(
         self, partitions: list[tuple[str, int]], marker: Marker, written_ms: int
     ) -> Awaitable[None]:

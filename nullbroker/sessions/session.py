@@ -36,6 +36,9 @@ class Session:
     """Each node's port on the listener this client came in on (None: the cluster's)."""
     sasl: SaslSession | None = None
     """On a SASL listener, the connection's authentication; None elsewhere."""
+    inter_broker: bool = False
+    """A request another worker of this cluster sent, as Kafka's brokers ask each other
+    (nullbroker.workers.inter_broker); never a client's."""
     on_close: dict[object, Callable[[], None]] = field(default_factory=dict)
     """What the broker does when this connection closes, by what it concerns: state that
     Kafka ties to a connection registers here (a share session, closed on disconnect)."""

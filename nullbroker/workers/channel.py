@@ -31,8 +31,12 @@ _ALLOWED_MODULES = frozenset(
         "nullbroker.state.producers",
         # Transactions handed over: a coordinator's, and what a partition's log keeps.
         "nullbroker.state.transactions",
-        # A group handed over carries its committed offsets only: its members join again.
+        # A group handed over carries its committed offsets (a classic, consumer or streams
+        # group's members join again), a share group its members too.
         "nullbroker.state.groups.offsets",
+        "nullbroker.state.share.groups",
+        # A share partition handed over with its partition: its records' states.
+        "nullbroker.state.share.partition",
     )
 )
 

@@ -50,6 +50,7 @@ from .transaction_markers import deliver_markers
 
 if TYPE_CHECKING:
     from ..state.groups.coordinator import GroupHandoff
+    from ..state.share.partition import HandedOver
     from ..state.streams.topology import TopicInfo
     from ..state.transactions import Marker, PartitionTransactions, Transaction
 
@@ -215,6 +216,13 @@ class ReplicatingBroker(Broker):
     async def ask_node(self, node: int, body: Any) -> Any:
         return await self.inter_broker.ask(node, body)
 
+    def nodes_elsewhere(self) -> list[int]:
+        first: dict[int, int] = {}
+        for node, worker in sorted(self.owners.items()):
+            if worker != self.worker:
+                first.setdefault(worker, node)
+        return list(first.values())
+
     def write_markers_elsewhere(
         self, partitions: list[tuple[str, int]], marker: Marker, written_ms: int
     ) -> Awaitable[None]:
@@ -280,7 +288,19 @@ class ReplicatingBroker(Broker):
             None if partition.retained is None else partition.retained.take(),
             self.producers.take_partition(topic.name, index),
             partition.transactions,
+            self._give_share_partitions(topic.name, index),
         )
+
+    def _give_share_partitions(self, topic: str, index: int) -> dict[str, HandedOver]:
+        """Each share group's share partition of the partition, by group id."""
+        if "share_groups" not in self.__dict__:
+            return {}  # no share group has come here
+        given = {}
+        for group in self.share_groups.groups.values():
+            held = group.partitions.pop((topic, index), None)
+            if held is not None:
+                given[group.group_id] = held.hand_over()
+        return given
 
     def take_handoff(
         self,
@@ -300,11 +320,23 @@ class ReplicatingBroker(Broker):
                     partition.retained.put(state.retained)
                 self.producers.put_partition(state.topic, state.index, state.sequences)
                 partition.transactions = state.transactions
+                if state.share:
+                    self._take_share_partitions(state)
             self.cluster.release(state.topic, state.index)
+        if any(handoff[2] is not None for handoff in groups.values()):
+            self.groups.share_groups = self.share_groups  # made on the first share group
         for group, handoff in groups.items():
             self.groups.take_over(group, handoff)
         if transactions:
             self.transactions.take_over(transactions)
+
+    def _take_share_partitions(self, state: PartitionState) -> None:
+        from ..state.share.partition import SharePartition
+
+        for group_id, given in state.share.items():
+            counters = self.stats.share_counters(group_id, state.topic, state.index)
+            held = self.share_groups.partitions_holder(group_id)
+            held.partitions[(state.topic, state.index)] = SharePartition.taken_over(given, counters)
 
     def accounts(self, *, reset: bool = False) -> tuple[BrokerStats, int, int]:
         """This worker's accounts, RSS and peak RSS, for the cluster's reports; with `reset`,
@@ -440,6 +472,8 @@ class PartitionState:
     retained: list[tuple[int, int, bytearray]] | None
     sequences: list[tuple[int, PartitionSequences]]
     transactions: PartitionTransactions | None
+    share: dict[str, HandedOver]
+    """Each share group's share partition, by group id."""
 
 
 def _session_fields(session: Session) -> tuple[Any, ...]:

@@ -1,12 +1,14 @@
 """Requests one worker sends to a node another worker serves (`--processes`, `--node-map`), as
 Kafka's brokers send each other: a transaction coordinator's WriteTxnMarkers to the leaders
 of the partitions the transaction wrote, a partition leader's or group coordinator's
-AddPartitionsToTxn to the transaction's coordinator (KIP-890).
+AddPartitionsToTxn to the transaction's coordinator (KIP-890), a share group's coordinator's
+questions to the leaders of its share partitions.
 
 The request is a real Kafka frame. It goes over the worker's control channel to the
 supervisor, which passes it to the node's worker; that worker answers it through its
 dispatch, as if a client had sent it to the node, and the response frame comes back the same
-way. Only transactions use it, never a request's common path.
+way. Only transactions and share groups' offsets (their coordinator asks the leaders that
+hold the share partitions) use it, never a request's common path.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ class InterBroker:
         """Answer worker `origin`'s request to `node`, one of this worker's, as the node
         answers a client."""
         assert self.channel is not None
-        session = Session(f"worker-{origin}:0", Endpoint("", 0), node)
+        session = Session(f"worker-{origin}:0", Endpoint("", 0), node, inter_broker=True)
         response: Any = None
         try:
             response = dispatch.answer(frame, session)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from codec import ApiKey, Request
-from codec.entities import make, response_module
+from codec.entities import make, request_module, response_module
 
 from ..common import NO_THROTTLE, coordinated_elsewhere, counted
 
@@ -23,13 +23,30 @@ KEY = ApiKey.DELETE_GROUPS
 
 
 def handle(broker: Broker, request: Request, session: Session) -> Any:
-    types = response_module(ApiKey.DELETE_GROUPS, request.header.api_version)
+    version = request.header.api_version
+    types = response_module(KEY, version)
+    asked = list(request.body.groups_names)
+    if session.inter_broker:  # a share group's coordinator deleted it: its partitions go
+        results = [(group_id, _drop_share_partitions(broker, group_id)) for group_id in asked]
+        return _response(broker, types, results)
+    shares = [group_id for group_id in asked if broker.groups.share_group(group_id) is not None]
+    results = _deleted(broker, session, asked)
+    deleted = [
+        group_id for group_id, error in results if group_id in shares and error is ErrorCode.none
+    ]
+    nodes = broker.nodes_elsewhere() if deleted else []
+    if nodes:
+        return _share_partitions_dropped(broker, types, version, results, deleted, nodes)
+    return _response(broker, types, results)
+
+
+def _response(broker: Broker, types: Any, results: list[tuple[str, ErrorCode]]) -> Any:
     return make(
         types.DeleteGroupsResponse,
         throttle_time=NO_THROTTLE,
         results=tuple(
             make(types.DeletableGroupResult, group_id=group_id, error_code=counted(broker, error))
-            for group_id, error in _deleted(broker, session, request.body.groups_names)
+            for group_id, error in results
         ),
     )
 
@@ -46,3 +63,29 @@ def _deleted(
         next(deleted) if group_id in here else (group_id, ErrorCode.not_coordinator)
         for group_id in asked
     ]
+
+
+def _drop_share_partitions(broker: Broker, group_id: str) -> ErrorCode:
+    """Forget the share partitions this process leads of a share group another process
+    coordinated and has deleted."""
+    held = broker.share_groups.get(group_id)
+    if held is None or held.coordinated_here:
+        return ErrorCode.group_id_not_found
+    del broker.share_groups.groups[group_id]
+    return ErrorCode.none
+
+
+async def _share_partitions_dropped(
+    broker: Broker,
+    types: Any,
+    version: int,
+    results: list[tuple[str, ErrorCode]],
+    deleted: list[str],
+    nodes: list[int],
+) -> Any:
+    """The answer once every other process has forgotten the deleted share groups' share
+    partitions it leads (Kafka's group coordinator deletes their state with the share
+    coordinator before it answers)."""
+    request = make(request_module(KEY, version).DeleteGroupsRequest, groups_names=tuple(deleted))
+    await broker.ask_nodes(dict.fromkeys(nodes, request))
+    return _response(broker, types, results)

@@ -1,6 +1,7 @@
 """DescribeShareGroupOffsets: each share partition's start offset (and, from v1, its lag),
 for `kafka-share-groups --describe --offsets` and the admin client's
-listShareGroupOffsets."""
+listShareGroupOffsets. Where other processes lead some of the group's partitions, their
+leaders are asked (share.leaders)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from codec import ApiKey, Request
-from codec.entities import make, response_module
+from codec.entities import make, request_module, response_module
 
 from ..common import NO_THROTTLE, coordinated_elsewhere, counted
 from .partitions import readable_end, reads_committed
@@ -27,12 +28,13 @@ KEY = ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS
 
 
 def handle(broker: Broker, request: Request, session: Session) -> Any:
-    types = response_module(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, request.header.api_version)
+    version = request.header.api_version
+    types = response_module(KEY, version)
 
     def described(asked: Any) -> Any:
         group_id = asked.group_id
         error = ErrorCode.none
-        if coordinated_elsewhere(broker, session, group_id):
+        if not session.inter_broker and coordinated_elsewhere(broker, session, group_id):
             error = ErrorCode.not_coordinator
         topics: tuple[Any, ...] = ()
         if error is ErrorCode.none:
@@ -47,20 +49,30 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
             error_message=None,
         )
 
+    groups = [described(asked) for asked in request.body.groups]
+    if not session.inter_broker:
+        asks = _asks(broker, version, request.body.groups, groups)
+        if asks:
+            return _with_leaders(broker, types, groups, asks)
+    return _response(types, groups)
+
+
+def _response(types: Any, groups: list[Any]) -> Any:
     return make(
-        types.DescribeShareGroupOffsetsResponse,
-        throttle_time=NO_THROTTLE,
-        groups=tuple(described(asked) for asked in request.body.groups),
+        types.DescribeShareGroupOffsetsResponse, throttle_time=NO_THROTTLE, groups=tuple(groups)
     )
 
 
 def _topics(broker: Broker, types: Any, group: ShareGroup | None, asked: Any) -> tuple[Any, ...]:
-    """The asked topics' partitions (every partition the group has read, for none asked)."""
+    """The asked topics' partitions (every partition the group has read here, for none
+    asked), as this process holds them."""
     committed_only = group is not None and reads_committed(broker, group.group_id)
     wanted: dict[str, list[int]] = {}
     if asked is None and group is not None:
         for name, index in sorted(group.partitions):
-            wanted.setdefault(name, []).append(index)
+            # A share partition left behind when its partition moved away is not the group's.
+            if broker.leads_here(name, index):
+                wanted.setdefault(name, []).append(index)
     elif asked is not None:
         for topic in asked:
             wanted.setdefault(topic.topic_name, []).extend(topic.partitions)
@@ -77,17 +89,7 @@ def _topics(broker: Broker, types: Any, group: ShareGroup | None, asked: Any) ->
                 start = shared.start
                 end = readable_end(topic.partitions[index], committed_only)
                 lag = max(0, end - start - shared.done_in_flight())
-            partitions.append(
-                make(
-                    types.DescribeShareGroupOffsetsResponsePartition,
-                    partition_index=index,
-                    start_offset=start,
-                    leader_epoch=0,
-                    lag=lag,
-                    error_code=ErrorCode.none,
-                    error_message=None,
-                )
-            )
+            partitions.append(_partition(types, index, start, lag, ErrorCode.none))
         told.append(
             make(
                 types.DescribeShareGroupOffsetsResponseTopic,
@@ -97,3 +99,136 @@ def _topics(broker: Broker, types: Any, group: ShareGroup | None, asked: Any) ->
             )
         )
     return tuple(told)
+
+
+def _partition(
+    types: Any, index: int, start: int, lag: int, error: ErrorCode, message: str | None = None
+) -> Any:
+    return make(
+        types.DescribeShareGroupOffsetsResponsePartition,
+        partition_index=index,
+        start_offset=start,
+        leader_epoch=0,
+        lag=lag,
+        error_code=error,
+        error_message=message,
+    )
+
+
+# Where other processes lead partitions: one request per (group, leader node).
+
+Ask = tuple[int, int, Any]
+"""(the group's place in the answer, the node asked, the request)."""
+
+
+def _asks(broker: Broker, version: int, asked_groups: Any, groups: list[Any]) -> list[Ask]:
+    """What to ask the leaders other processes serve, for the groups coordinated here."""
+    nodes_elsewhere = broker.nodes_elsewhere()
+    if not nodes_elsewhere:
+        return []
+    from .leaders import by_leader
+
+    request_types = request_module(KEY, version)
+    asks = []
+    for place, (asked, group) in enumerate(zip(asked_groups, groups, strict=True)):
+        if group.error_code is not ErrorCode.none or not asked.group_id:
+            continue
+        if asked.topics is None:  # every partition: each other process says what it holds
+            wanted: dict[int, Any] = dict.fromkeys(nodes_elsewhere)
+        else:
+            known = [
+                (topic.topic_name, index)
+                for topic in asked.topics
+                if (found := broker.topics.get(topic.topic_name)) is not None
+                for index in topic.partitions
+                if 0 <= index < len(found.partitions)
+            ]
+            wanted = {
+                node: _request_topics(request_types, partitions)
+                for node, partitions in by_leader(broker, known).items()
+            }
+        for node, topics in wanted.items():
+            request = make(
+                request_types.DescribeShareGroupOffsetsRequest,
+                groups=(
+                    make(
+                        request_types.DescribeShareGroupOffsetsRequestGroup,
+                        group_id=asked.group_id,
+                        topics=topics,
+                    ),
+                ),
+            )
+            asks.append((place, node, request))
+    return asks
+
+
+def _request_topics(request_types: Any, partitions: list[tuple[str, int]]) -> tuple[Any, ...]:
+    by_name: dict[str, list[int]] = {}
+    for name, index in partitions:
+        by_name.setdefault(name, []).append(index)
+    return tuple(
+        make(
+            request_types.DescribeShareGroupOffsetsRequestTopic,
+            topic_name=name,
+            partitions=tuple(indexes),
+        )
+        for name, indexes in by_name.items()
+    )
+
+
+async def _with_leaders(broker: Broker, types: Any, groups: list[Any], asks: list[Ask]) -> Any:
+    """The answer once the leaders have: their partitions in place of this process's."""
+    from .leaders import NO_ANSWER_MESSAGE
+
+    answers: dict[int, Any] = {}
+    for place, node, request in asks:  # a group's asks go to different nodes
+        answers.setdefault(place, {})[node] = request
+    for place, requests in answers.items():
+        replies = await broker.ask_nodes(requests)
+        partitions: dict[str, dict[int, Any]] = {}
+        ids: dict[str, Any] = {}
+        error, message = groups[place].error_code, groups[place].error_message
+        for topic in groups[place].topics:
+            ids[topic.topic_name] = topic.topic_id
+            partitions[topic.topic_name] = {p.partition_index: p for p in topic.partitions}
+        for node, reply in replies.items():
+            asked = requests[node].groups[0].topics
+            if reply is None and asked is None:  # what it holds is unknown: the whole group
+                error = counted(broker, ErrorCode.unknown_server_error)
+                message = f"Node {node} did not answer for the partitions it leads."
+                continue
+            if reply is None:
+                for topic in asked:
+                    for index in topic.partitions:
+                        partitions[topic.topic_name][index] = _partition(
+                            types, index, NO_OFFSET, NO_LAG,
+                            counted(broker, ErrorCode.unknown_server_error),
+                            NO_ANSWER_MESSAGE.format(node=node),
+                        )  # fmt: skip
+                continue
+            for topic in reply.groups[0].topics:
+                ids[topic.topic_name] = topic.topic_id
+                held = partitions.setdefault(topic.topic_name, {})
+                for partition in topic.partitions:
+                    held[partition.partition_index] = partition
+        every = requests and next(iter(requests.values())).groups[0].topics is None
+        names = sorted(partitions) if every else list(partitions)
+        groups[place] = make(
+            types.DescribeShareGroupOffsetsResponseGroup,
+            group_id=groups[place].group_id,
+            topics=tuple(
+                make(
+                    types.DescribeShareGroupOffsetsResponseTopic,
+                    topic_name=name,
+                    topic_id=ids[name],
+                    partitions=tuple(
+                        partitions[name][index]
+                        for index in (sorted(partitions[name]) if every else partitions[name])
+                    ),
+                )
+                for name in names
+            ),
+            error_code=error,
+            error_message=message,
+        )
+    return _response(types, groups)

@@ -40,14 +40,17 @@ from .replies import Reply
 from .transaction_offsets import StagedOffsets, TransactionOffsets
 
 if TYPE_CHECKING:
-    from ..share.groups import ShareGroups
+    from ..share.groups import ShareGroup, ShareGroups
     from ..streams.groups import StreamsGroup, StreamsGroups
     from .consumer import ConsumerGroup, ConsumerGroups
 
 
-GroupHandoff = tuple[dict[str, dict[int, CommittedOffset]] | None, dict[int, StagedOffsets]]
+GroupHandoff = tuple[
+    dict[str, dict[int, CommittedOffset]] | None, dict[int, StagedOffsets], "ShareGroup | None"
+]
 """A group as its coordinator hands it to another process: its committed offsets (None: only
-transactions' staged offsets, no group), and its staged offsets by producer id."""
+transactions' staged offsets, no group), its staged offsets by producer id, and a share
+group's membership (ShareGroups.hand_over)."""
 
 
 class GroupCoordinator:
@@ -299,6 +302,8 @@ class GroupCoordinator:
             *(consumer.groups if consumer is not None else ()),
             *(streams.groups if streams is not None else ()),
         ]
+        if self.share_groups is not None:
+            held += [g.group_id for g in self.share_groups.groups.values() if g.coordinated_here]
         return [*held, *(self.transaction_offsets.group_ids() - set(held))]
 
     def snapshots(self) -> dict[str, GroupSnapshot]:
@@ -316,21 +321,25 @@ class GroupCoordinator:
         unloads; a KIP-848 or streams group's members learn it at their next heartbeat
         (UNKNOWN_MEMBER_ID from the new coordinator: they join it again). Its committed
         offsets (None: no such group) and the offsets transactions have staged for it go to
-        the new coordinator."""
+        the new coordinator; a share group's members go on there (ShareGroups.hand_over)."""
         staged = self.transaction_offsets.take(group_id)
         if group_id in self._groups:
-            return self._classic.hand_over(group_id), staged
+            return self._classic.hand_over(group_id), staged, None
         for kind in (self.consumer_groups, self.streams_groups):
             group = kind.groups.pop(group_id, None) if kind is not None else None
             if group is not None:
-                return group.offsets, staged
-        return None, staged
+                return group.offsets, staged, None
+        shares = self.share_groups
+        return None, staged, shares.hand_over(group_id) if shares is not None else None
 
     def take_over(self, group_id: str, handoff: GroupHandoff) -> None:
         """Coordinate a group handed over by another process, from its committed offsets;
         its members join again, as after a coordinator moves in Kafka."""
-        offsets, staged = handoff
+        offsets, staged, share = handoff
         self.transaction_offsets.put(group_id, staged)
+        if share is not None:
+            assert self.share_groups is not None, "the broker makes them for a share group"
+            self.share_groups.take_over(share)
         if offsets is None:
             return
         group = self._groups.get(group_id) or self._classic.create(group_id)

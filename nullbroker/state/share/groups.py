@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kio.schema.errors import ErrorCode
 
@@ -232,6 +232,26 @@ class ShareGroups:
         if group is None:
             group = self.groups[group_id] = ShareGroup(group_id, coordinated_here=False)
         return group
+
+    def hand_over(self, group_id: str) -> ShareGroup | None:
+        """A group this process coordinated, for the process that coordinates it now
+        (`--processes`): its members, epochs and assignment, as Kafka's new coordinator
+        reads them from __consumer_offsets, so its members go on without joining again.
+        Its share partitions stay with their leaders: here, held as another process's."""
+        group = self.groups.get(group_id)
+        if group is None or not group.coordinated_here:
+            return None
+        given = replace(group, partitions={})
+        group.members, group.targets, group.coordinated_here = {}, {}, False
+        return given
+
+    def take_over(self, given: ShareGroup) -> None:
+        """Coordinate a group another process handed over, with the share partitions this
+        one leads."""
+        held = self.groups.get(given.group_id)
+        if held is not None:
+            given.partitions = held.partitions
+        self.groups[given.group_id] = given
 
     def get(self, group_id: str) -> ShareGroup | None:
         group = self.groups.get(group_id)

@@ -43,6 +43,8 @@ RENEW = 4
 ACKNOWLEDGE_TYPES = frozenset((GAP, ACCEPT, RELEASE, REJECT, RENEW))
 
 _DONE = bytes((ACKNOWLEDGED, ARCHIVED))
+_RELEASED = bytes.maketrans(bytes((ACQUIRED,)), bytes((AVAILABLE,)))
+"""A translation table: ACQUIRED offsets AVAILABLE again, the others as they are."""
 _ONE_MORE = bytes(min(count + 1, 255) for count in range(256))
 """A translation table: each delivery count, plus one (capped at a byte's range)."""
 
@@ -54,6 +56,18 @@ class Acquired:
     first: int
     last: int
     delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class HandedOver:
+    """What a share partition's next leader takes from the last (`--processes`), as Kafka's
+    share coordinator keeps it for a new leader: the start, the end, and each offset's state
+    and delivery count in between, none of them acquired."""
+
+    start: int
+    end: int
+    states: bytes
+    deliveries: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,6 +397,26 @@ class SharePartition:
         self._locks.clear()
         self.start = self.end = start
         self.counters.start_offset = start
+
+    def hand_over(self) -> HandedOver:
+        """The partition for its next leader: what is acquired here is AVAILABLE there (a
+        lock is this leader's; the member's acknowledgement of it is refused at the next,
+        and the record delivered again, as when a partition's leader changes in Kafka)."""
+        self.counters.in_flight -= self._states.count(ACQUIRED)
+        return HandedOver(
+            self.start, self.end, self._states.translate(_RELEASED), bytes(self._deliveries)
+        )
+
+    @classmethod
+    def taken_over(cls, given: HandedOver, counters: ShareCounters) -> SharePartition:
+        """The partition as its last leader handed it over."""
+        taken = cls(given.start, counters)
+        taken.end = given.end
+        taken._states = bytearray(given.states)
+        taken._deliveries = bytearray(given.deliveries)
+        taken._owners = [None] * len(given.states)
+        taken._deadlines = [0.0] * len(given.states)
+        return taken
 
     def done_in_flight(self) -> int:
         """Records in the window already done (acknowledged or archived), which a lag
