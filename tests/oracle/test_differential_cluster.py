@@ -15,8 +15,9 @@ refuses with NOT_LEADER_OR_FOLLOWER naming the leader (KIP-951), a group's coord
 serves it and every other node answers NOT_COORDINATOR; and each node leads as many
 partitions of a topic on both.
 
-What `--processes` does not advertise (the transaction APIs, the KIP-848 group protocol) is
-refused as docs/compatibility.md says: the connection closes."""
+Every API one process serves is served and advertised on `--processes` too
+(SINGLE_PROCESS_KEYS is empty); were one not, it would be refused as docs/compatibility.md
+says: the connection closes."""
 
 from __future__ import annotations
 
@@ -732,9 +733,8 @@ async def test_a_consumer_group_member_joins_at_its_coordinator_as_in_kafka(
 
 
 async def test_what_several_processes_serve_is_advertised(clusters: Clusters) -> None:
-    """On --processes share and streams groups' APIs are not advertised (any other
-    difference from Kafka's list is compared by
-    tests/oracle/test_api_versions_as_kafka.py),
+    """On --processes only SINGLE_PROCESS_KEYS (none now) are not advertised (any other
+    difference from Kafka's list is compared by tests/oracle/test_api_versions_as_kafka.py),
     and every node advertises the same."""
     theirs, ours = (set(side.ranges) for side in clusters.base.sides)
     missing = theirs - ours

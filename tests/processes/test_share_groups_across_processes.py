@@ -3,9 +3,10 @@ process and the leaders holding its share partitions in both: DescribeShareGroup
 AlterShareGroupOffsets, DeleteShareGroupOffsets and DeleteGroups at the coordinator reach
 every partition, as Kafka's coordinator reaches them through its share coordinator
 (nullbroker.handlers.share.leaders); a share partition moves with its partition's
-leadership, and a group's members with its coordinator. Real share consumers and Kafka's own tools do the same
-on this cluster shape in tests/clients/test_share_consumers.py and test_share_tools.py; here
-every partition's placement is known, so each answer is checked whole."""
+leadership, and a group's members with its coordinator. Real share consumers and Kafka's
+own tools run on this cluster shape in tests/clients/test_share_consumers.py and
+test_share_tools.py; here every partition's placement is known, so each answer is checked
+whole."""
 
 from __future__ import annotations
 
