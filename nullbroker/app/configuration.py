@@ -254,10 +254,10 @@ def _check_listeners(config: Config) -> None:
             f"{named('tls_client_auth')} {config.tls_client_auth}: needs {named('tls_ca')}, "
             "the CA that signs client certificates"
         )
-    if names != [PLAINTEXT] and (config.node_map is not None or config.processes != "1"):
+    if names != [PLAINTEXT] and config.node_map is not None:
         raise ConfigError(
-            f"{named('listeners')}: with {named('processes')} or {named('node_map')} "
-            "only one PLAINTEXT listener is served yet"
+            f"{named('listeners')}: with {named('node_map')} only one PLAINTEXT listener is "
+            "served yet"
         )
 
 

@@ -22,7 +22,7 @@ import socket
 import struct
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, field
 from functools import partial
 from itertools import count
 from typing import TYPE_CHECKING, Any
@@ -497,3 +497,8 @@ class WorkerRole:
     """Every node's host, from a node map; empty: the host each client reached."""
     channel: socket.socket
     """This worker's end of its control channel."""
+    further: dict[str, dict[int, list[socket.socket]]] = field(default_factory=dict)
+    """The listening sockets of this worker's nodes on each listener after the first
+    (`--listeners`), by listener name, then node id."""
+    listener_ports: dict[str, dict[int, int]] = field(default_factory=dict)
+    """Every node's port on each listener, as clients are told it, by listener name."""

@@ -31,7 +31,8 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from itertools import count
 from typing import Any
 
@@ -41,6 +42,7 @@ from ..cluster.faults import Faults
 from ..cluster.node_map import NodeMap, read_node_map
 from ..cluster.nodes import Cluster
 from ..log_limit import RepeatLimitedLog
+from ..net.listeners import listener_specs
 from ..ops.report import write_summary
 from ..sessions import Endpoint
 from ..settings import Config
@@ -49,7 +51,7 @@ from . import operator_services as services
 from .channel import ControlChannel, receive_blocking, send_blocking
 from .cluster_changes import WorkerRole
 from .listening import StartupError, endpoint_of, open_listeners
-from .run import print_addresses, run_server
+from .run import print_addresses, print_listeners, run_server
 from .server import DRAIN_SECONDS, open_node_listeners
 
 log = logging.getLogger("nullbroker")
@@ -89,9 +91,8 @@ def serve_processes(config: Config) -> int:
         pids.append(pid)
     for _, worker_end in pairs:
         worker_end.close()
-    for sockets in bound.nodes.values():
-        for sock in sockets:
-            sock.close()
+    for sock in bound.sockets_of(local):
+        sock.close()
     supervisor = Supervisor(config, [end for end, _ in pairs], pids, owners, bound)
     trio.run(supervisor.run)
     status = 0
@@ -161,11 +162,37 @@ class _Bound:
     registry: list[socket.socket]
     control: list[socket.socket]
     """The supervisor's listener for workers on other hosts (a node map's)."""
+    further: dict[str, dict[int, list[socket.socket]]] = field(default_factory=dict)
+    """Each node's listening sockets on each listener after the first (`--listeners`), by
+    listener name, then node id (not with a node map: one listener there)."""
+    listener_ports: dict[str, dict[int, int]] = field(default_factory=dict)
+    """Each node's port on each listener, as clients are told it, by listener name."""
+
+    def sockets_of(self, nodes: Iterable[int]) -> list[socket.socket]:
+        """The listening sockets of these nodes, on every listener."""
+        wanted = set(nodes)
+        return [
+            sock
+            for by_node in (self.nodes, *self.further.values())
+            for node, sockets in by_node.items()
+            if node in wanted
+            for sock in sockets
+        ]
 
 
 async def _bind(config: Config, node_map: NodeMap | None) -> _Bound:
+    further: dict[str, dict[int, list[socket.socket]]] = {}
+    listener_ports: dict[str, dict[int, int]] = {}
     if node_map is None:
-        listeners, addresses, ports = await open_node_listeners(config)
+        first, *others = listener_specs(config)
+        listeners, addresses, ports = await open_node_listeners(config, first)
+        listener_ports[first.name] = ports
+        for spec in others:
+            opened, _, listener_ports[spec.name] = await open_node_listeners(config, spec)
+            further[spec.name] = {
+                node: [_detached(listener) for listener in sockets]
+                for node, sockets in opened.items()
+            }
         hosts: dict[int, str] = {}
     else:
         listeners = {}
@@ -194,7 +221,9 @@ async def _bind(config: Config, node_map: NodeMap | None) -> _Bound:
             (host, port), config.named("node_map"), f"supervisor {host}:{port}"
         )
         control = [_detached(listener) for listener in opened]
-    return _Bound(nodes, addresses, ports, hosts, metrics, registry, control)
+    return _Bound(
+        nodes, addresses, ports, hosts, metrics, registry, control, further, listener_ports
+    )
 
 
 async def _open_if_here(
@@ -238,11 +267,16 @@ def _run_worker(
         for sock in [*bound.metrics, *bound.registry, *bound.control]:
             sock.close()
         mine = {node: sockets for node, sockets in bound.nodes.items() if owners[node] == worker}
-        for node, sockets in bound.nodes.items():
-            if node not in mine:
-                for sock in sockets:
-                    sock.close()
-        role = WorkerRole(worker, dict(owners), mine, bound.ports, bound.hosts, pairs[worker][1])
+        for sock in bound.sockets_of(node for node in bound.nodes if node not in mine):
+            sock.close()
+        further = {
+            name: {node: sockets for node, sockets in by_node.items() if node in mine}
+            for name, by_node in bound.further.items()
+        }
+        role = WorkerRole(
+            worker, dict(owners), mine, bound.ports, bound.hosts, pairs[worker][1],
+            further, bound.listener_ports,
+        )  # fmt: skip
         run_server(config, role)
     except BaseException:  # a worker reports whatever ended it, then exits
         log.exception("worker %d failed", worker)
@@ -350,6 +384,7 @@ class Supervisor:
                     _address_of(self.bound.metrics),
                     _address_of(self.bound.registry),
                 )
+                print_listeners(self.config, self.bound.listener_ports)
                 print(f"processes: {self._describe()}", flush=True)
                 await self.stop.wait()
                 await self._stop_workers()

@@ -59,11 +59,14 @@ async def _stop_on_signal(signals: AsyncIterator[int], server: BrokerServer) -> 
 def _print_addresses(server: BrokerServer) -> None:
     assert server.address is not None
     print_addresses(server.node_addresses, server.metrics_address, server.schema_registry_address)
-    specs = listener_specs(server.config)
+    print_listeners(server.config, server.listener_ports)
+
+
+def print_listeners(config: Config, ports: dict[str, dict[int, int]]) -> None:
+    """Node 0's address on each listener, where there is more than one PLAINTEXT listener."""
+    specs = listener_specs(config)
     if len(specs) > 1 or specs[0].name != "PLAINTEXT":
-        listed = ", ".join(
-            f"{spec.name} on {spec.host}:{server.listener_ports[spec.name][0]}" for spec in specs
-        )
+        listed = ", ".join(f"{spec.name} on {spec.host}:{ports[spec.name][0]}" for spec in specs)
         print(f"listeners: {listed}", flush=True)
 
 

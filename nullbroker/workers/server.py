@@ -260,18 +260,22 @@ class BrokerServer:
     async def _open_node_listeners(self) -> None:
         """Every node's listeners; a worker takes the ones its supervisor bound for it."""
         config = self.config
-        if self.role is not None:
-            self.broker.cluster.ports.update(self.role.ports)
-            self.broker.cluster.hosts.update(self.role.hosts)
-            plaintext = listener_specs(config)[0]
-            for node, sockets in self.role.listeners.items():
-                self._listeners[node, plaintext] = [
-                    trio.SocketListener(trio.socket.from_stdlib_socket(sock)) for sock in sockets
-                ]
-            return
         specs = listener_specs(config)
         if any(spec.tls for spec in specs):
             self._tls = self._tls_context()
+        role = self.role
+        if role is not None:
+            self.broker.cluster.ports.update(role.ports)
+            self.broker.cluster.hosts.update(role.hosts)
+            self.listener_ports.update(role.listener_ports)
+            bound = {specs[0].name: role.listeners, **role.further}
+            for spec in specs:
+                for node, sockets in bound[spec.name].items():
+                    self._listeners[node, spec] = [
+                        trio.SocketListener(trio.socket.from_stdlib_socket(sock))
+                        for sock in sockets
+                    ]
+            return
         for index, spec in enumerate(specs):
             try:
                 listeners, addresses, ports = await open_node_listeners(config, spec)

@@ -53,9 +53,6 @@ MUST_RUN = (
     "TestShareGroupOffsetsAdmin", "TestConsumeRegexShareSkipsInternal",
 )  # fmt: skip
 """Tests that must pass, not skip: the broker's and SASL's settings reached them."""
-NOT_ON_PROCESSES_YET = ("TestSCRAM", "TestOAuth")
-"""MUST_RUN's tests that skip on several processes: a SASL listener is served by one
-process only, as yet (docs/cluster.md)."""
 
 
 def pinned_version() -> str:
@@ -169,24 +166,20 @@ def test_franz_gos_kgo_suite_passes(
 ) -> None:
     users = tmp_path / "users.toml"
     users.write_text(f'[users]\n{SCRAM_USER} = "{SCRAM_PASSWORD}"\n')
-    # Several processes serve one PLAINTEXT listener yet: the SASL tests skip there.
     listeners = (
-        ("--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-         "--users", str(users), "--sasl-mechanisms", "SCRAM-SHA-256,OAUTHBEARER")
-        if processes == 1 else ()
+        "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "--users", str(users), "--sasl-mechanisms", "SCRAM-SHA-256,OAUTHBEARER",
     )  # fmt: skip
     broker = nullbroker_factory(
         *listeners,
         "--brokers", str(nodes), "--processes", str(processes), *BROKER_FLAGS,
     )  # fmt: skip
-    sasl_env = {}
-    if listeners:
-        sasl = re.search(r"SASL_PLAINTEXT on (\S+:\d+)", broker.wait_for_line(LISTENED, 10))
-        assert sasl is not None
-        sasl_env = {
-            "KGO_TEST_SCRAM_SEEDS": sasl[1], "KGO_TEST_SCRAM": f"{SCRAM_USER}:{SCRAM_PASSWORD}",
-            "KGO_TEST_OAUTH_SEEDS": sasl[1],
-        }  # fmt: skip
+    sasl = re.search(r"SASL_PLAINTEXT on (\S+:\d+)", broker.wait_for_line(LISTENED, 10))
+    assert sasl is not None
+    sasl_env = {
+        "KGO_TEST_SCRAM_SEEDS": sasl[1], "KGO_TEST_SCRAM": f"{SCRAM_USER}:{SCRAM_PASSWORD}",
+        "KGO_TEST_OAUTH_SEEDS": sasl[1],
+    }  # fmt: skip
     run = run_suite({
         "KGO_SEEDS": broker.bootstrap, "KGO_TEST_RF": "1", "KGO_TEST_RECORDS": str(RECORDS),
         "KGO_LOG_LEVEL": "info", **sasl_env,
@@ -196,10 +189,7 @@ def test_franz_gos_kgo_suite_passes(
         f"franz-go's kgo tests failed against {nodes} node(s): {failed or 'the binary'}\n"
         + run.report(failed)
     )
-    # The broker tests ran (not skipped for a missing setting), the SASL ones included;
-    # on several processes, all but the SASL ones (no SASL listener there yet).
-    must = [
-        name for name in MUST_RUN if processes == 1 or not name.startswith(NOT_ON_PROCESSES_YET)
-    ]
+    # The broker tests ran (not skipped for a missing setting), the SASL ones included, on
+    # every cluster shape.
     passed = set(run.named("pass"))
-    assert set(must) <= passed, {name: run.results.get(name) for name in must}
+    assert set(MUST_RUN) <= passed, {name: run.results.get(name) for name in MUST_RUN}

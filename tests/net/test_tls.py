@@ -109,12 +109,15 @@ def counted(broker: RunningBroker, topic: str) -> int:
 
 
 @pytest.mark.clients
+@pytest.mark.parametrize("processes", ["1", "2"], ids=["one-process", "two-processes"])
 def test_confluent_kafka_produces_over_ssl_and_each_listener_tells_its_own_addresses(
-    nullbroker_factory: StartBroker, certificates: Certificates
+    nullbroker_factory: StartBroker, certificates: Certificates, processes: str
 ) -> None:
+    """On one process and on two (each node's listeners served by its own worker)."""
     broker, ssl_bootstrap = start_tls_broker(
-        nullbroker_factory, certificates, "--brokers", "2", "--partitions", "4"
-    )
+        nullbroker_factory, certificates, "--brokers", "2", "--partitions", "4",
+        "--processes", processes,
+    )  # fmt: skip
     secure = {"bootstrap.servers": ssl_bootstrap, "security.protocol": "SSL",
               "ssl.ca.location": str(certificates.ca)}  # fmt: skip
     assert produce(secure, "secure", 3000) == []
