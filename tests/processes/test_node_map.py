@@ -89,6 +89,39 @@ print(json.dumps({
 }))
 """
 
+TRANSACTIONS = """
+import json, sys
+from confluent_kafka import Consumer, Producer
+bootstrap, records, expected = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "across-hosts",
+                     "linger.ms": 5})
+producer.init_transactions(60)
+for commit in (False, True):
+    producer.begin_transaction()
+    for index in range(records):
+        producer.produce("spread", key=str(index).encode(), value=b"t" * 100)
+    assert producer.flush(60) == 0
+    (producer.commit_transaction if commit else producer.abort_transaction)(60)
+consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "across-hosts",
+                     "group.protocol": "consumer", "isolation.level": "read_committed",
+                     "auto.offset.reset": "earliest", "enable.auto.commit": False})
+consumer.subscribe(["spread"])
+import time
+read, deadline = 0, time.monotonic() + 60
+quiet_until = deadline
+while time.monotonic() < min(deadline, quiet_until):
+    for message in consumer.consume(500, 0.5):
+        assert message.error() is None, message.error()
+        read += 1
+    if read >= expected and quiet_until == deadline:
+        quiet_until = time.monotonic() + 2  # then nothing more: no aborted record
+consumer.commit(asynchronous=False)
+consumer.close()
+print(json.dumps({"read": read}))
+"""
+"""A transaction across the hosts' leaders (its markers sent between hosts through the
+supervisor), one aborted and one committed, then a KIP-848 consumer reading committed."""
+
 
 def _namespaces_unavailable() -> str | None:
     if sys.platform != "linux":
@@ -168,6 +201,15 @@ def test_two_hosts_form_one_cluster_and_count_exactly(
         assert all(offsets == list(range(len(offsets))) for offsets in acked.values())
         assert "the cluster is complete" in host_logs[0]
         assert "joined as worker 1" in host_logs[1]
+        # Transactions and the new group protocol across the hosts as across processes.
+        done = subprocess.run(
+            ["ip", "netns", "exec", first, sys.executable, "-c", TRANSACTIONS,
+             f"{SUBNET}.1:9092", "500", str(records + 500)],
+            capture_output=True, text=True, timeout=240, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-4000:]
+        # The idempotent records and the committed transaction's, not the aborted one's.
+        assert json.loads(done.stdout) == {"read": records + 500}
     finally:
         hosts[0].send_signal(signal.SIGTERM)
         assert hosts[0].wait(timeout=30) == 0
@@ -176,5 +218,5 @@ def test_two_hosts_form_one_cluster_and_count_exactly(
         for log in logs:
             log.close()
     counted = json.loads(summary.read_text())
-    assert counted["produced"]["topics"]["spread"]["records"] == records
+    assert counted["produced"]["topics"]["spread"]["records"] == records + 2 * 500
     assert set(counted["produced"]["topics"]["spread"]["partitions"]) == {"0", "1", "2", "3"}
