@@ -334,7 +334,8 @@ class GroupCoordinator:
 
     def take_over(self, group_id: str, handoff: GroupHandoff) -> None:
         """Coordinate a group handed over by another process, from its committed offsets;
-        its members join again, as after a coordinator moves in Kafka."""
+        its members join again, as after a coordinator moves in Kafka (a share group's go
+        on: its membership came with it)."""
         offsets, staged, share = handoff
         self.transaction_offsets.put(group_id, staged)
         if share is not None:
