@@ -68,11 +68,8 @@ def _deleted(
 def _drop_share_partitions(broker: Broker, group_id: str) -> ErrorCode:
     """Forget the share partitions this process leads of a share group another process
     coordinated and has deleted."""
-    held = broker.share_groups.get(group_id)
-    if held is None or held.coordinated_here:
-        return ErrorCode.group_id_not_found
-    del broker.share_groups.groups[group_id]
-    return ErrorCode.none
+    dropped = broker.share_groups.drop_held(group_id)
+    return ErrorCode.none if dropped else ErrorCode.group_id_not_found
 
 
 async def _share_partitions_dropped(

@@ -14,7 +14,7 @@ from codec import ApiKey, Request
 from codec.entities import make, request_module, response_module
 
 from ...state.share.groups import ShareGroup
-from ..common import coordinated_elsewhere, counted
+from ..common import by_topic, coordinated_elsewhere, counted
 from .partitions import NOT_EMPTY_MESSAGE, UNKNOWN_TOPIC_MESSAGE, offsets_answer, share_partition
 
 if TYPE_CHECKING:
@@ -136,9 +136,6 @@ async def _reset_by_leaders(
     }
     requests = {}
     for node, partitions in by_leader(broker, elsewhere).items():
-        by_name: dict[str, list[int]] = {}
-        for name, index in partitions:
-            by_name.setdefault(name, []).append(index)
         requests[node] = make(
             request_types.AlterShareGroupOffsetsRequest,
             group_id=body.group_id,
@@ -155,7 +152,7 @@ async def _reset_by_leaders(
                         for index in indexes
                     ),
                 )
-                for name, indexes in by_name.items()
+                for name, indexes in by_topic(partitions).items()
             ),
         )
     replies = await broker.ask_nodes(requests)

@@ -12,7 +12,7 @@ from kio.schema.errors import ErrorCode
 from codec import ApiKey, Request
 from codec.entities import make, request_module, response_module
 
-from ..common import NO_THROTTLE, coordinated_elsewhere, counted
+from ..common import NO_THROTTLE, by_topic, coordinated_elsewhere, counted
 from .partitions import readable_end, reads_committed
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     if not session.inter_broker:
         asks = _asks(broker, version, request.body.groups, groups)
         if asks:
-            return _with_leaders(broker, types, groups, asks)
+            return _with_leaders(broker, types, request.body.groups, groups, asks)
     return _response(types, groups)
 
 
@@ -69,10 +69,8 @@ def _topics(broker: Broker, types: Any, group: ShareGroup | None, asked: Any) ->
     committed_only = group is not None and reads_committed(broker, group.group_id)
     wanted: dict[str, list[int]] = {}
     if asked is None and group is not None:
-        for name, index in sorted(group.partitions):
-            # A share partition left behind when its partition moved away is not the group's.
-            if broker.leads_here(name, index):
-                wanted.setdefault(name, []).append(index)
+        # Those this process leads: where the group's share partitions are kept.
+        wanted = by_topic(key for key in sorted(group.partitions) if broker.leads_here(*key))
     elif asked is not None:
         for topic in asked:
             wanted.setdefault(topic.topic_name, []).extend(topic.partitions)
@@ -163,72 +161,81 @@ def _asks(broker: Broker, version: int, asked_groups: Any, groups: list[Any]) ->
 
 
 def _request_topics(request_types: Any, partitions: list[tuple[str, int]]) -> tuple[Any, ...]:
-    by_name: dict[str, list[int]] = {}
-    for name, index in partitions:
-        by_name.setdefault(name, []).append(index)
     return tuple(
         make(
             request_types.DescribeShareGroupOffsetsRequestTopic,
             topic_name=name,
             partitions=tuple(indexes),
         )
-        for name, indexes in by_name.items()
+        for name, indexes in by_topic(partitions).items()
     )
 
 
-async def _with_leaders(broker: Broker, types: Any, groups: list[Any], asks: list[Ask]) -> Any:
-    """The answer once the leaders have: their partitions in place of this process's."""
+async def _with_leaders(
+    broker: Broker, types: Any, asked_groups: Any, groups: list[Any], asks: list[Ask]
+) -> Any:
+    """The answer once the leaders have given theirs: each group's asks at once."""
+    by_group: dict[int, dict[int, Any]] = {}
+    for place, node, request in asks:
+        by_group.setdefault(place, {})[node] = request
+    for place, requests in by_group.items():
+        replies = await broker.ask_nodes(requests)
+        every = asked_groups[place].topics is None
+        groups[place] = _merged(broker, types, groups[place], requests, replies, every)
+    return _response(types, groups)
+
+
+def _merged(
+    broker: Broker,
+    types: Any,
+    group: Any,
+    requests: dict[int, Any],
+    replies: dict[int, Any],
+    every: bool,
+) -> Any:
+    """The group's answer with the leaders' partitions in place of this process's (with
+    `every`, all the partitions each holds, in order)."""
     from .leaders import NO_ANSWER_MESSAGE
 
-    answers: dict[int, Any] = {}
-    for place, node, request in asks:  # a group's asks go to different nodes
-        answers.setdefault(place, {})[node] = request
-    for place, requests in answers.items():
-        replies = await broker.ask_nodes(requests)
-        partitions: dict[str, dict[int, Any]] = {}
-        ids: dict[str, Any] = {}
-        error, message = groups[place].error_code, groups[place].error_message
-        for topic in groups[place].topics:
-            ids[topic.topic_name] = topic.topic_id
-            partitions[topic.topic_name] = {p.partition_index: p for p in topic.partitions}
-        for node, reply in replies.items():
-            asked = requests[node].groups[0].topics
-            if reply is None and asked is None:  # what it holds is unknown: the whole group
-                error = counted(broker, ErrorCode.unknown_server_error)
-                message = f"Node {node} did not answer for the partitions it leads."
-                continue
-            if reply is None:
-                for topic in asked:
-                    for index in topic.partitions:
-                        partitions[topic.topic_name][index] = _partition(
-                            types, index, NO_OFFSET, NO_LAG,
-                            counted(broker, ErrorCode.unknown_server_error),
-                            NO_ANSWER_MESSAGE.format(node=node),
-                        )  # fmt: skip
-                continue
+    partitions: dict[str, dict[int, Any]] = {}
+    ids: dict[str, Any] = {}
+    error, message = group.error_code, group.error_message
+    for topic in group.topics:
+        ids[topic.topic_name] = topic.topic_id
+        partitions[topic.topic_name] = {p.partition_index: p for p in topic.partitions}
+    for node, reply in replies.items():
+        if reply is not None:
             for topic in reply.groups[0].topics:
                 ids[topic.topic_name] = topic.topic_id
                 held = partitions.setdefault(topic.topic_name, {})
-                for partition in topic.partitions:
-                    held[partition.partition_index] = partition
-        every = requests and next(iter(requests.values())).groups[0].topics is None
-        names = sorted(partitions) if every else list(partitions)
-        groups[place] = make(
-            types.DescribeShareGroupOffsetsResponseGroup,
-            group_id=groups[place].group_id,
-            topics=tuple(
-                make(
-                    types.DescribeShareGroupOffsetsResponseTopic,
-                    topic_name=name,
-                    topic_id=ids[name],
-                    partitions=tuple(
-                        partitions[name][index]
-                        for index in (sorted(partitions[name]) if every else partitions[name])
-                    ),
-                )
-                for name in names
-            ),
-            error_code=error,
-            error_message=message,
-        )
-    return _response(types, groups)
+                held.update((p.partition_index, p) for p in topic.partitions)
+        elif every:  # what it holds is unknown: the whole group's answer is
+            error = counted(broker, ErrorCode.unknown_server_error)
+            message = f"Node {node} did not answer for the partitions it leads."
+        else:
+            for topic in requests[node].groups[0].topics:
+                for index in topic.partitions:
+                    partitions[topic.topic_name][index] = _partition(
+                        types, index, NO_OFFSET, NO_LAG,
+                        counted(broker, ErrorCode.unknown_server_error),
+                        NO_ANSWER_MESSAGE.format(node=node),
+                    )  # fmt: skip
+    names = sorted(partitions) if every else list(partitions)
+    return make(
+        types.DescribeShareGroupOffsetsResponseGroup,
+        group_id=group.group_id,
+        topics=tuple(
+            make(
+                types.DescribeShareGroupOffsetsResponseTopic,
+                topic_name=name,
+                topic_id=ids[name],
+                partitions=tuple(
+                    partitions[name][index]
+                    for index in (sorted(partitions[name]) if every else partitions[name])
+                ),
+            )
+            for name in names
+        ),
+        error_code=error,
+        error_message=message,
+    )

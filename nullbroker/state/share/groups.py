@@ -253,6 +253,15 @@ class ShareGroups:
             given.partitions = held.partitions
         self.groups[given.group_id] = given
 
+    def drop_held(self, group_id: str) -> bool:
+        """Forget the share partitions held here of a group another process coordinated
+        and has deleted; whether there were any."""
+        held = self.groups.get(group_id)
+        if held is None or held.coordinated_here:
+            return False
+        del self.groups[group_id]
+        return True
+
     def get(self, group_id: str) -> ShareGroup | None:
         group = self.groups.get(group_id)
         if group is not None:
