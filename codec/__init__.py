@@ -4,7 +4,15 @@ Nothing here touches a socket, a clock or a thread, so all of it is testable and
 benchmarkable in isolation.
 """
 
-from .apis import KAFKA_4_RANGES, NOT_SERVED, ApiKey, ApiRange, advertised, api_name
+from .apis import (
+    KAFKA_4_RANGES,
+    NOT_SERVED,
+    TELEMETRY_KEYS,
+    ApiKey,
+    ApiRange,
+    advertised,
+    api_name,
+)
 from .errors import (
     FrameTooLarge,
     InvalidFrameSize,
@@ -37,6 +45,7 @@ __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
     "KAFKA_4_RANGES",
     "NOT_SERVED",
+    "TELEMETRY_KEYS",
     "ApiKey",
     "ApiRange",
     "FrameReader",

@@ -101,6 +101,8 @@ class ApiKey(IntEnum):
     LIST_TRANSACTIONS = 66
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    GET_TELEMETRY_SUBSCRIPTIONS = 71
+    PUSH_TELEMETRY = 72
     LIST_CONFIG_RESOURCES = 74
     DESCRIBE_TOPIC_PARTITIONS = 75
     SHARE_GROUP_HEARTBEAT = 76
@@ -180,6 +182,8 @@ KAFKA_4_RANGES: dict[int, ApiRange] = _ranges(
     (ApiKey.LIST_TRANSACTIONS, 0, 2),
     (ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1),
     (ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1),
+    (ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, 0),
+    (ApiKey.PUSH_TELEMETRY, 0, 0),
     (ApiKey.LIST_CONFIG_RESOURCES, 0, 1),
     (ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0),
     (ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1),
@@ -194,6 +198,13 @@ KAFKA_4_RANGES: dict[int, ApiRange] = _ranges(
     (ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0, 0),
 )
 """Every API nullbroker may serve; the broker advertises the subset it has handlers for."""
+
+TELEMETRY_KEYS: frozenset[int] = frozenset(
+    (ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY)
+)
+"""Client telemetry (KIP-714): Kafka 4.4.0 lists these only when a metrics reporter of its
+receives what clients push (a ClientTelemetryExporterProvider), and answers them whether it
+lists them or not. nullbroker lists them unless `--client-metrics off`."""
 
 ADVERTISED_MIN_VERSIONS: dict[int, int] = {ApiKey.PRODUCE: 0}
 """Where ApiVersions advertises below the served range, as Kafka 4 does: Produce from v0

@@ -27,9 +27,11 @@ from .stats import BrokerStats
 if TYPE_CHECKING:
     from .sessions import Session
     from .sessions.sasl import Users
+    from .state.client_metrics import ClientMetrics
     from .state.client_quotas import ClientQuotas
     from .state.groups.consumer import ConsumerGroups
     from .state.groups.coordinator import GroupCoordinator
+    from .state.pushed_metrics import PushedMetrics
     from .state.share.configs import GroupConfigs
     from .state.share.groups import ShareGroups
     from .state.streams.groups import StreamsGroups
@@ -122,8 +124,11 @@ class Broker:
         self.fetch_sessions: dict[int, FetchSessionCache] = {}
         """Each node's fetch sessions (KIP-227), made with its first Fetch."""
         self.served: dict[int, ApiRange] = {}
-        """The version range of each API this broker answers, as ApiVersions lists them: set
-        by the dispatch that serves it (nullbroker.dispatch)."""
+        """The version range of each API this broker answers: set by the dispatch that serves
+        it (nullbroker.dispatch)."""
+        self.advertised: tuple[ApiRange, ...] = ()
+        """Those ApiVersions lists: the served ones but the client telemetry APIs with
+        --client-metrics off, answered unlisted as Kafka answers them without a plugin."""
 
     # The coordinators are made by the first request that needs one: most brokers serve
     # no transactions, many no groups, and their modules cost memory for the broker's life.
@@ -179,6 +184,23 @@ class Broker:
         from .state.client_quotas import ClientQuotas
 
         return ClientQuotas()
+
+    @cached_property
+    def client_metrics(self) -> ClientMetrics:
+        """Client telemetry (KIP-714): the subscriptions, --client-metrics' and those set
+        as client-metrics configs, and each client instance's place in the exchange."""
+        from .state.client_metrics import ClientMetrics, default_subscriptions
+
+        return ClientMetrics(default_subscriptions(self.config), self.config.telemetry_max_bytes)
+
+    @cached_property
+    def pushed_metrics(self) -> PushedMetrics:
+        """What client instances pushed (KIP-714): their metrics' latest values, bounded."""
+        from .state.pushed_metrics import PushedMetrics
+
+        return PushedMetrics(
+            self.config.client_metrics_max_clients, self.config.client_metrics_max_series
+        )
 
     @cached_property
     def group_configs(self) -> GroupConfigs:
@@ -360,6 +382,10 @@ class Broker:
             for partition in topic.partitions:
                 ends[(topic.name, partition.index)] = partition.log_end_offset
         stats.log_end_offsets = ends
+        if "pushed_metrics" in self.__dict__:
+            pushed = self.pushed_metrics
+            stats.pushed_clients = pushed.snapshots(now)
+            stats.pushed_totals = pushed.totals()
         return stats
 
     def expire_transactions(self) -> int:

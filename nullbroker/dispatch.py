@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from codec import (
+    TELEMETRY_KEYS,
     ApiKey,
     Request,
     RequestHeader,
@@ -51,6 +52,11 @@ class Dispatch:
         self.broker = broker
         self.handlers = handler_table(keys)
         broker.served = served_ranges(self.handlers)
+        broker.advertised = tuple(
+            api
+            for api in broker.served.values()
+            if broker.config.client_telemetry or api.key not in TELEMETRY_KEYS
+        )
         self._api_versions = broker.served[API_VERSIONS]
         self.produce_lane: Lane | None = for_broker(broker, broker.served[PRODUCE])
         """The common Produce request answered whole in C (also by the host loop's C reader,

@@ -133,6 +133,23 @@ class Config:
     """Deliveries of a record before it is archived instead of delivered again."""
     group_share_partition_max_record_locks: int = 2000
     """Records in flight per share partition: the window that bounds its memory."""
+    client_metrics: str = "*"
+    """Client telemetry (KIP-714): the metric name prefixes every client is asked to push
+    (`*`: every metric), comma separated; "off": GetTelemetrySubscriptions and
+    PushTelemetry are not advertised, so clients push nothing (nullbroker.state.client_metrics)."""
+    client_metrics_interval_ms: int = 5000
+    """How often clients push them."""
+    client_metrics_match: str = ""
+    """Which clients are asked: `key=regex,...` of KIP-714's selectors (client_id,
+    client_software_name, client_software_version, client_source_address,
+    client_source_port, client_instance_id), each regex the whole value; "": every client."""
+    client_metrics_max_clients: int = 64
+    """Client instances whose pushed metrics are kept (nullbroker.state.pushed_metrics)."""
+    client_metrics_max_series: int = 16384
+    """Pushed series kept over every client instance; more are counted as dropped."""
+    telemetry_max_bytes: int = 1 << 20
+    """The largest push a client may send, compressed, and inflated (Kafka's
+    telemetry.max.bytes)."""
     connection_loop: str = "epoll"
     """What serves plain TCP connections: "epoll", a loop hosting trio as its guest, or
     "trio" alone (slower: kept to compare, and as the path every other stream takes)."""
@@ -174,6 +191,11 @@ class Config:
     def max_request_bytes(self) -> int:
         """A request announced larger closes its connection: it could never be read."""
         return min(self.max_frame_bytes, self.max_buffered_bytes)
+
+    @property
+    def client_telemetry(self) -> bool:
+        """Whether ApiVersions lists the client telemetry APIs (KIP-714)."""
+        return self.client_metrics.strip().lower() != "off"
 
     @property
     def metrics_address(self) -> tuple[str, int] | None:

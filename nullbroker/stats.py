@@ -13,6 +13,10 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .state.pushed_metrics import ClientSnapshot
 
 GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
 """A classic group's live states (nullbroker.state.groups.model.GroupState): the accounts
@@ -206,6 +210,8 @@ class ShareCounters:
 # cluster's processes, and `reset_counts` zeroes (the counts) or keeps (the gauges).
 COUNTERS = (
     "errors",
+    "client_records",
+    "client_fetched",
     "node_connections",
     "transactions",
     "transactional_records",
@@ -233,6 +239,22 @@ class ApiStats:
     """The broker's own time per request: decode, handle, encode; never a hold."""
     held: LatencyHistogram = field(default_factory=LatencyHistogram)
     """How long each held request waited (Fetch at the log end, JoinGroup, SyncGroup)."""
+
+
+MAX_CLIENT_IDS = 10_000
+"""Client ids whose records are counted apart (client_records, client_fetched): a client
+making up a new id for each request must not grow the accounts without end."""
+OTHER_CLIENT_IDS = "(other client ids)"
+"""The key the records of the client ids beyond MAX_CLIENT_IDS are counted under."""
+
+
+def count_client_records(counts: Counter[str], client_id: str | None, records: int) -> None:
+    """Count `records` for `client_id` (None: ""), as the C Produce lane counts them too
+    (produce_lane.h)."""
+    key = client_id or ""
+    if key not in counts and len(counts) >= MAX_CLIENT_IDS:
+        key = OTHER_CLIENT_IDS
+    counts[key] += records
 
 
 class BrokerStats:
@@ -290,6 +312,16 @@ class BrokerStats:
         `log_end_offsets` each partition's log end: read from the broker's state when its
         accounts are read (Broker.current_accounts), for the groups' lag (`group_lags`)."""
         self.log_end_offsets: dict[tuple[str, int], int] = {}
+        self.client_records: Counter[str] = Counter()
+        """Records appended by Produce, by the requests' client id."""
+        self.client_fetched: Counter[str] = Counter()
+        """Records Fetch served, by the requests' client id."""
+        self.pushed_clients: tuple[ClientSnapshot, ...] = ()
+        """What client instances pushed (KIP-714), read from the broker's state when its
+        accounts are read (Broker.current_accounts), as `group_snapshots`."""
+        self.pushed_totals: Counter[str] = Counter()
+        """Of those pushes: series kept, and series, instances and payloads dropped
+        (nullbroker.state.pushed_metrics), read likewise."""
         self.other_processes_rss = 0
         self.other_processes_peak_rss = 0
         """RSS and peak RSS, in bytes, of the worker processes whose accounts were added
@@ -413,6 +445,8 @@ class BrokerStats:
         # only its leader's log grows: the other copies lag behind it (a log end never
         # goes back), so the largest is the partition's.
         self.group_snapshots.update(other.group_snapshots)
+        self.pushed_clients += other.pushed_clients
+        self.pushed_totals.update(other.pushed_totals)
         for key, end in other.log_end_offsets.items():
             self.log_end_offsets[key] = max(end, self.log_end_offsets.get(key, 0))
 

@@ -175,6 +175,91 @@ class ShareGroups:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ClientCounts:
+    """What the broker counted for one client id: records appended by its Produce requests,
+    records served to its Fetch requests."""
+
+    produced_records: int = 0
+    fetched_records: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PushedSeries:
+    """One series a client pushed: a metric and its data point's attributes."""
+
+    name: str
+    kind: str
+    """gauge, sum (monotonic: its pushed deltas added up) or up_down_sum."""
+    attributes: Mapping[str, str]
+    value: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PushedClient:
+    """A client instance and what it pushed (KIP-714), as the broker keeps it: `metrics`
+    gives each metric's value by its KIP-714 name (a sum's total over its series, a gauge's
+    where it has one series), `series` every series."""
+
+    instance_id: str
+    client_id: str
+    software_name: str
+    software_version: str
+    address: str
+    first_push: datetime.datetime
+    last_push: datetime.datetime
+    pushes: int
+    payload_bytes: int
+    interval_ms: int
+    ended: str
+    """"terminated" (it closed), "silent" (stopped pushing), "" (still pushing)."""
+    resource: Mapping[str, str]
+    metrics: Mapping[str, float]
+    series: tuple[PushedSeries, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientAgreement:
+    """A producer's pushed count of records sent (`metric`, summed over the `instances` of
+    its client id) beside the records the broker appended for its client id. `final`: every
+    instance closed, so its count is complete."""
+
+    client_id: str
+    metric: str
+    pushed: int
+    counted: int
+    instances: int
+    final: bool
+    agrees: bool
+
+    def __str__(self) -> str:
+        state = "closed" if self.final else "still running"
+        verdict = "agree" if self.agrees else f"differ by {self.pushed - self.counted:+,}"
+        return (
+            f"client id {self.client_id!r} ({self.instances} instance(s), {state}): pushed "
+            f"{self.metric} {self.pushed:,}, broker counted {self.counted:,} records: {verdict}"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Clients:
+    """The clients: the broker's counts by client id (`by_client_id`), the instances that
+    pushed their metrics (KIP-714), each producer's pushed count beside the broker's
+    (`agreement`), and what the bounds left out."""
+
+    by_client_id: Mapping[str, ClientCounts] = field(default_factory=dict)
+    instances: tuple[PushedClient, ...] = ()
+    agreement: tuple[ClientAgreement, ...] = ()
+    series_kept: int = 0
+    dropped_series: int = 0
+    dropped_clients: int = 0
+    refused_payloads: int = 0
+
+    def of(self, client_id: str) -> tuple[PushedClient, ...]:
+        """The instances of `client_id` that pushed."""
+        return tuple(client for client in self.instances if client.client_id == client_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Accounts:
     """Everything a broker counted since it started or was last reset (`counts_since`).
 
@@ -183,7 +268,8 @@ class Accounts:
     `held_requests` and `request_held` the requests that waited (a Fetch at the log end, a
     JoinGroup or SyncGroup in a rebalance) and for how long; `errors` the Kafka error codes
     answered, by name; `groups` the consumer groups; `share` the share groups' records
-    (KIP-932); `connections` those open now.
+    (KIP-932); `clients` the counts by client id and what clients pushed (KIP-714);
+    `connections` those open now.
     Docs: docs/python-api.md; every field's meaning: docs/metrics.md.
     """
 
@@ -203,6 +289,7 @@ class Accounts:
     connections_total: int
     groups: Groups
     share: ShareGroups
+    clients: Clients
     fetch_requests: Mapping[str, int]
     transactions: Mapping[str, int]
     transactional_records: Mapping[str, int]
@@ -230,6 +317,7 @@ class Accounts:
             connections_total=int(document["connections_total"]),
             groups=_groups(document["groups"]),
             share=_share(document.get("share", {})),
+            clients=_clients(document.get("clients", {})),
             fetch_requests=dict(document["fetch_requests"]),
             transactions=dict(document["transactions"]),
             transactional_records=dict(document["transactional_records"]),
@@ -237,6 +325,31 @@ class Accounts:
             rss_bytes=int(document["rss_bytes"]),
             peak_rss_bytes=int(document["peak_rss_bytes"]),
         )
+
+
+def _clients(entry: Mapping[str, Any]) -> Clients:
+    return Clients(
+        by_client_id={
+            client_id: ClientCounts(**counts)
+            for client_id, counts in entry.get("by_client_id", {}).items()
+        },
+        instances=tuple(
+            PushedClient(
+                **{
+                    **pushed,
+                    "first_push": datetime.datetime.fromisoformat(pushed["first_push"]),
+                    "last_push": datetime.datetime.fromisoformat(pushed["last_push"]),
+                    "series": tuple(PushedSeries(**series) for series in pushed["series"]),
+                }
+            )
+            for pushed in entry.get("instances", ())
+        ),
+        agreement=tuple(ClientAgreement(**row) for row in entry.get("agreement", ())),
+        **{
+            name: int(entry.get(name, 0))
+            for name in ("series_kept", "dropped_series", "dropped_clients", "refused_payloads")
+        },
+    )
 
 
 def _share(entry: Mapping[str, Any]) -> ShareGroups:

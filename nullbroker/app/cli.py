@@ -391,6 +391,53 @@ def build_parser() -> argparse.ArgumentParser:
         "group.share.session.timeout.ms)",
     )
     serve.add_argument(
+        "--client-metrics",
+        metavar="PREFIXES",
+        help="client telemetry (KIP-714): the metric name prefixes producers and consumers "
+        "are asked to push, comma separated (e.g. org.apache.kafka.producer.); '*' (the "
+        "default) asks for every metric; 'off' advertises neither GetTelemetrySubscriptions "
+        "nor PushTelemetry, so clients push nothing. What they push is in /metrics "
+        "(nullbroker_client_*), /accounts, the status page and the summary",
+    )
+    serve.add_argument(
+        "--client-metrics-interval-ms",
+        type=int,
+        metavar="MS",
+        help="how often clients push their metrics (default "
+        f"{defaults.client_metrics_interval_ms}; Kafka's interval.ms of a client-metrics "
+        "subscription, 100 to 3600000)",
+    )
+    serve.add_argument(
+        "--client-metrics-match",
+        metavar="KEY=REGEX,...",
+        help="ask only the clients whose every KEY matches its REGEX (the whole value): "
+        "client_id, client_software_name, client_software_version, client_source_address, "
+        "client_source_port, client_instance_id (default: every client)",
+    )
+    serve.add_argument(
+        "--client-metrics-max-clients",
+        type=int,
+        metavar="N",
+        help="client instances whose pushed metrics are kept; a new one pushes out one that "
+        "ended, else the one that pushed least recently "
+        f"(default {defaults.client_metrics_max_clients})",
+    )
+    serve.add_argument(
+        "--client-metrics-max-series",
+        type=int,
+        metavar="N",
+        help="pushed series (a metric and its attributes) kept over every client; more are "
+        f"counted as dropped (default {defaults.client_metrics_max_series})",
+    )
+    serve.add_argument(
+        "--telemetry-max-bytes",
+        type=int,
+        metavar="BYTES",
+        help="the largest push a client may send, compressed (TELEMETRY_TOO_LARGE) and "
+        f"inflated (INVALID_RECORD), as Kafka's telemetry.max.bytes (default "
+        f"{defaults.telemetry_max_bytes})",
+    )
+    serve.add_argument(
         "--connection-loop",
         choices=CONNECTION_LOOPS,
         help="what serves plain TCP connections: epoll (the default), a loop in the main "

@@ -27,6 +27,7 @@ from ..net.read_budget import SMALL_REQUEST_BYTES
 from ..sessions.mechanisms import MECHANISMS, OAUTHBEARER
 from ..settings import CONNECTION_LOOPS, Config, ConfigError, flag_name, parse_host_port
 from ..sources.synthetic import SourceSpec, SourceSpecError
+from ..state.client_metrics import SubscriptionError, check_interval, parse_match
 from ..toml_files import read_document
 
 ENV_PREFIX = "NULLBROKER_"
@@ -40,6 +41,34 @@ strict run's."""
 
 MAX_ASSIGNMENT_INTERVAL_MS = 15000
 """Kafka 4.4's group.consumer.max.assignment.interval.ms: the longest assignment interval."""
+
+
+def _check_client_metrics(config: Config) -> None:
+    named = config.named
+    if not config.client_telemetry:
+        return
+    if not any(m.strip() for m in config.client_metrics.split(",")):
+        raise ConfigError(
+            f"{named('client_metrics')}: metric name prefixes, comma separated ('*': every "
+            "metric), or 'off'; got none"
+        )
+    for setting, check in (
+        ("client_metrics_interval_ms", check_interval),
+        ("client_metrics_match", parse_match),
+    ):
+        try:
+            check(getattr(config, setting))
+        except SubscriptionError as error:
+            raise ConfigError(f"{named(setting)}: {error}") from None
+    for setting in ("client_metrics_max_clients", "client_metrics_max_series"):
+        if getattr(config, setting) < 1:
+            raise ConfigError(
+                f"{named(setting)}: must be at least 1, got {getattr(config, setting)}"
+            )
+    if config.telemetry_max_bytes < 1:
+        raise ConfigError(
+            f"{named('telemetry_max_bytes')}: must be at least 1, got {config.telemetry_max_bytes}"
+        )
 
 
 def checked(config: Config) -> Config:
@@ -173,6 +202,7 @@ def checked(config: Config) -> Config:
             f"{named('group_share_partition_max_record_locks')}: must be at least 100, "
             f"got {config.group_share_partition_max_record_locks}"
         )
+    _check_client_metrics(config)
     if config.connection_loop not in CONNECTION_LOOPS:
         raise ConfigError(
             f"{named('connection_loop')}: must be one of {', '.join(CONNECTION_LOOPS)}, "

@@ -464,6 +464,34 @@ class RunningBroker(ServerProcess):
                 raise AssertionError(_described(mismatches, timeout))
             time.sleep(EXPECT_POLL_S)
 
+    def assert_clients_agree(
+        self, client_id: str | None = None, *, timeout: float = EXPECT_TIMEOUT_S
+    ) -> Accounts:
+        """Fail, saying where, unless within `timeout` seconds every producer that pushed
+        its count of records sent (KIP-714: the Java client's record.send.total), or the
+        one of `client_id`, has closed and pushed exactly the records the broker appended
+        for its client id. Fails too when none pushed one. The accounts counted."""
+        deadline = time.monotonic() + timeout
+        while True:
+            accounts = self.accounts()
+            rows = [
+                row
+                for row in accounts.clients.agreement
+                if client_id is None or row.client_id == client_id
+            ]
+            if rows and all(row.final and row.agrees for row in rows):
+                return accounts
+            if time.monotonic() >= deadline or not self.running:
+                found = "\n".join(map(str, rows)) or (
+                    "no producer"
+                    + ("" if client_id is None else f" of client id {client_id!r}")
+                    + " pushed its count of records sent"
+                )
+                raise AssertionError(
+                    f"the clients' view and the broker's, after {timeout} s:\n{found}"
+                )
+            time.sleep(EXPECT_POLL_S)
+
     def scrape(self, timeout: float = SCRAPE_TIMEOUT_S) -> list[Metric]:
         """GET /metrics, parsed as Prometheus text (prometheus_client's metric families):
         what a Prometheus scraping it would read. A ServerError if it was started without

@@ -113,6 +113,7 @@ IMPORTED_ON_FIRST_USE: dict[str, tuple[ApiKey, ...]] = {
         ApiKey.ALTER_SHARE_GROUP_OFFSETS,
         ApiKey.DELETE_SHARE_GROUP_OFFSETS,
     ),
+    "telemetry": (ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY),
     "streams": (
         ApiKey.STREAMS_GROUP_HEARTBEAT,
         ApiKey.STREAMS_GROUP_DESCRIBE,

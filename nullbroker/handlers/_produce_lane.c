@@ -40,6 +40,7 @@
 #define MAX_BOUNDS 128
 
 static PyObject *s_produce_api; /* PRODUCE_API_NAME, interned */
+static PyObject *s_other_client_ids; /* OTHER_CLIENT_IDS, interned */
 static PyObject *one; /* the int 1 */
 
 typedef struct {
@@ -52,6 +53,8 @@ typedef struct {
     PyObject *node_requests; /* BrokerStats.node_requests: node id -> requests */
     PyObject *apis;          /* BrokerStats.apis: API name -> ApiStats */
     PyObject *api_stats;     /* BrokerStats.api: makes an API's ApiStats on its first request */
+    PyObject *client_records; /* BrokerStats.client_records: client id -> records appended */
+    PyObject *client_key;    /* the last client id counted, as a str: a producer sends one */
     PyObject *faults;        /* faults.Faults: the lane steps aside while `active` is not empty */
     PyObject *log_growth;    /* broker.LogGrowth: where Fetch requests wait for a log to grow */
     PyObject *crc32c;        /* the CRC-32C function, or None when CRCs are not verified */
@@ -87,6 +90,8 @@ typedef struct {
 typedef struct {
     int version;
     int32_t correlation_id;
+    const uint8_t *client_id; /* the header's, ASCII (NULL: null) */
+    Py_ssize_t client_id_size;
     PyObject *node; /* the node id the client connected to (borrowed) */
     Py_ssize_t topic_count, batch_count;
     PlannedTopic topics[MAX_TOPICS];
@@ -384,6 +389,8 @@ static int plan_request(Lane *lane, const uint8_t *data, Py_ssize_t size, Planne
     if (client_id_size < -1 || !need(&c, client_id_size > 0 ? client_id_size : 0)) return 0;
     for (Py_ssize_t i = 0; i < client_id_size; i++)
         if (data[c.pos + i] & 0x80) return 0; /* not ASCII: the Python decoder judges it */
+    plan->client_id = client_id_size >= 0 ? data + c.pos : NULL;
+    plan->client_id_size = client_id_size > 0 ? client_id_size : 0;
     c.pos += client_id_size > 0 ? client_id_size : 0;
     if (flexible && read_uvarint(&c) != 0) return 0;  /* header tagged fields */
     if (flexible ? read_uvarint(&c) != 0 : read_i16(&c) != -1) return 0; /* transactional */
@@ -517,6 +524,37 @@ static int64_t now_ns(void) {
  * LatencyHistogram.observe puts it: bisect_left over the bounds). The fields it moves are
  * the `moved` entries of produce_lane.h's accounts, which tests/handlers/test_lane_contract.py
  * holds equal to those the Python path moves. */
+/* The request's records counted for its client id, as stats.count_client_records counts
+ * them: into BrokerStats.client_records, at most MAX_CLIENT_IDS ids, the rest together. */
+static int count_client_records(Lane *lane, PlannedRequest *plan) {
+    int64_t records = 0;
+    for (Py_ssize_t i = 0; i < plan->batch_count; i++) records += plan->batches[i].record_count;
+    Py_ssize_t size = plan->client_id_size;
+    const char *id = plan->client_id == NULL ? "" : (const char *)plan->client_id;
+    PyObject *key = lane->client_key;
+    if (key == NULL || PyUnicode_GET_LENGTH(key) != size ||
+        memcmp(PyUnicode_DATA(key), id, (size_t)size) != 0) {
+        key = PyUnicode_DecodeASCII(id, size, NULL);
+        if (key == NULL) return -1;
+        Py_XSETREF(lane->client_key, key);
+    }
+    PyObject *counted = PyDict_GetItemWithError(lane->client_records, key);
+    if (counted == NULL && PyErr_Occurred()) return -1;
+    if (counted == NULL && PyDict_GET_SIZE(lane->client_records) >= MAX_CLIENT_IDS) {
+        key = s_other_client_ids;
+        counted = PyDict_GetItemWithError(lane->client_records, key);
+        if (counted == NULL && PyErr_Occurred()) return -1;
+    }
+    PyObject *added = PyLong_FromLongLong(records);
+    if (added == NULL) return -1;
+    PyObject *sum = counted == NULL ? Py_NewRef(added) : PyNumber_Add(counted, added);
+    Py_DECREF(added);
+    if (sum == NULL) return -1;
+    int failed = PyDict_SetItem(lane->client_records, key, sum) < 0;
+    Py_DECREF(sum);
+    return failed ? -1 : 0;
+}
+
 static int account(Lane *lane, PyObject *node, int64_t started) {
     int64_t elapsed = now_ns() - started;
     PyObject *requests = PyDict_GetItemWithError(lane->node_requests, node);
@@ -575,7 +613,8 @@ static int answer_frame(Lane *lane, const uint8_t *data, Py_ssize_t size, PyObje
         }
     }
     if (planned == 1) {
-        if (append_planned(lane, &plan) < 0) planned = -1;
+        if (append_planned(lane, &plan) < 0 || count_client_records(lane, &plan) < 0)
+            planned = -1;
         else write_answer(out, &plan);
     }
     release_plan(&plan);
@@ -662,9 +701,14 @@ static int read_accounts(Lane *lane, PyObject *stats) {
     lane->node_requests = PyObject_GetAttr(stats, ATTRIBUTE(BrokerStats, node_requests));
     lane->apis = PyObject_GetAttr(stats, ATTRIBUTE(BrokerStats, apis));
     lane->api_stats = PyObject_GetAttr(stats, ATTRIBUTE(BrokerStats, api));
-    if (lane->node_requests == NULL || lane->apis == NULL || lane->api_stats == NULL) return -1;
-    if (!PyDict_Check(lane->node_requests) || !PyDict_Check(lane->apis)) {
-        PyErr_SetString(PyExc_TypeError, "stats.node_requests and stats.apis must be dicts");
+    lane->client_records = PyObject_GetAttr(stats, ATTRIBUTE(BrokerStats, client_records));
+    if (lane->node_requests == NULL || lane->apis == NULL || lane->api_stats == NULL ||
+        lane->client_records == NULL)
+        return -1;
+    if (!PyDict_Check(lane->node_requests) || !PyDict_Check(lane->apis) ||
+        !PyDict_Check(lane->client_records)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "stats.node_requests, .apis and .client_records must be dicts");
         return -1;
     }
     return 0;
@@ -735,6 +779,8 @@ static int lane_traverse(Lane *lane, visitproc visit, void *arg) {
     Py_VISIT(lane->sequences);
     Py_VISIT(lane->recent_type);
     Py_VISIT(lane->node_requests);
+    Py_VISIT(lane->client_records);
+    Py_VISIT(lane->client_key);
     Py_VISIT(lane->apis);
     Py_VISIT(lane->api_stats);
     Py_VISIT(lane->faults);
@@ -750,6 +796,8 @@ static int lane_clear(Lane *lane) {
     Py_CLEAR(lane->sequences);
     Py_CLEAR(lane->recent_type);
     Py_CLEAR(lane->node_requests);
+    Py_CLEAR(lane->client_records);
+    Py_CLEAR(lane->client_key);
     Py_CLEAR(lane->apis);
     Py_CLEAR(lane->api_stats);
     Py_CLEAR(lane->faults);
@@ -801,6 +849,8 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC PyInit__produce_lane(void) {
     if (intern_lane_attributes() < 0) return NULL;
     if (s_produce_api == NULL) s_produce_api = PyUnicode_InternFromString(PRODUCE_API_NAME);
+    if (s_other_client_ids == NULL)
+        s_other_client_ids = PyUnicode_InternFromString(OTHER_CLIENT_IDS);
     if (s_produce_api == NULL) return NULL;
     if (one == NULL) one = PyLong_FromLong(1);
     if (one == NULL || PyType_Ready(&LaneType) < 0) return NULL;

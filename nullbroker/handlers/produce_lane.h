@@ -88,6 +88,7 @@ typedef struct {
     A(LogGrowth, notify, method, called)                    \
     /* the accounts, as dispatch keeps them */              \
     A(BrokerStats, node_requests, dict, moved)              \
+    A(BrokerStats, client_records, dict, moved)             \
     A(BrokerStats, apis, dict, read)                        \
     A(BrokerStats, api, method, called)                     \
     A(ApiStats, requests, int, moved)                       \
@@ -103,6 +104,11 @@ typedef struct {
 
 /* The name dispatch accounts a Produce request under (codec.api_name(ApiKey.PRODUCE)). */
 #define PRODUCE_API_NAME "Produce"
+
+/* stats.MAX_CLIENT_IDS and stats.OTHER_CLIENT_IDS: the client ids whose records are counted
+ * apart, and the key the records of the rest are counted under. */
+#define MAX_CLIENT_IDS 10000
+#define OTHER_CLIENT_IDS "(other client ids)"
 
 enum {
 #define RECENT_BATCH_INDEX(field) RECENT_BATCH_##field,

@@ -15,6 +15,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from ..stats import LATENCY_BOUNDS_NS, PROMETHEUS_BOUNDS_NS, BrokerStats
+from .client_series import client_families
 
 
 class BrokerCollector(Collector):
@@ -188,6 +189,7 @@ class BrokerCollector(Collector):
         yield from _group_members_and_lag(stats)
         yield from _streams_groups(stats)
         yield from _share_groups(stats)
+        yield from client_families(stats)
         yield _counter(
             "nullbroker_fetch_requests",
             "Fetch requests by kind (KIP-227): sessionless, full (asking for a fetch session), "

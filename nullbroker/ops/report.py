@@ -8,11 +8,15 @@ import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..stats import SHARE_COUNTS, BrokerStats, LatencyHistogram, ShareCounters, percentile_ns
 
+if TYPE_CHECKING:
+    from ..state.pushed_metrics import ClientSnapshot
+
 MIB = 1024 * 1024
+PUSHED_TOTALS = ("series_kept", "dropped_series", "dropped_clients", "refused_payloads")
 
 
 @dataclass(slots=True)
@@ -154,6 +158,7 @@ def summary(stats: BrokerStats) -> dict[str, Any]:
             "by_group": _groups(stats),
         },
         "share": _share(stats),
+        "clients": _clients(stats),
         "fetch_requests": dict(sorted(stats.fetch_requests.items())),
         "transactions": dict(sorted(stats.transactions.items())),
         "transactional_records": dict(sorted(stats.transactional_records.items())),
@@ -194,6 +199,82 @@ def _groups(stats: BrokerStats) -> dict[str, Any]:
         if snapshot.streams is not None:
             groups[group]["streams"] = asdict(snapshot.streams)
     return groups
+
+
+SENT_METRICS = ("org.apache.kafka.producer.record.send.total",)
+"""What a producer pushes as its count of records sent (the Java client's; librdkafka
+pushes none)."""
+
+
+def _clients(stats: BrokerStats) -> dict[str, Any]:
+    """The clients (KIP-714): the broker's own counts by client id, each client instance
+    with what it pushed, and each producer's pushed count of records sent beside the
+    broker's count for its client id (`agreement`)."""
+    client_ids = sorted(stats.client_records.keys() | stats.client_fetched.keys())
+    return {
+        "by_client_id": {
+            client_id: {
+                "produced_records": stats.client_records[client_id],
+                "fetched_records": stats.client_fetched[client_id],
+            }
+            for client_id in client_ids
+        },
+        "instances": [_pushed(client) for client in stats.pushed_clients],
+        "agreement": _agreement(stats),
+        **{name: stats.pushed_totals[name] for name in PUSHED_TOTALS},
+    }
+
+
+def _pushed(client: ClientSnapshot) -> dict[str, Any]:
+    return {
+        "instance_id": client.instance_id,
+        "client_id": client.client_id,
+        "software_name": client.software_name,
+        "software_version": client.software_version,
+        "address": client.address,
+        "first_push": _iso(client.first_push_ms / 1000),
+        "last_push": _iso(client.last_push_ms / 1000),
+        "pushes": client.pushes,
+        "payload_bytes": client.payload_bytes,
+        "interval_ms": client.interval_ms,
+        "ended": client.ended,
+        "resource": dict(client.resource),
+        "metrics": client.metrics,
+        "series": [
+            {"name": name, "kind": kind, "attributes": dict(attributes), "value": value}
+            for name, kind, attributes, value in client.series
+        ],
+    }
+
+
+def _agreement(stats: BrokerStats) -> list[dict[str, Any]]:
+    """Per client id whose instances pushed a count of records sent: that count (summed
+    over its instances), the records the broker appended for the client id, and whether
+    every instance has ended (its count is final: a running one pushes what it sent up to
+    its last push)."""
+    pushed: dict[str, list[tuple[float, bool]]] = {}
+    for client in stats.pushed_clients:
+        metrics = client.metrics
+        for name in SENT_METRICS:
+            if name in metrics:
+                entry = pushed.setdefault(client.client_id, [])
+                entry.append((metrics[name], client.ended == "terminated"))
+    rows = []
+    for client_id, counts in sorted(pushed.items()):
+        sent = round(sum(count for count, _ in counts))
+        counted = stats.client_records[client_id]
+        rows.append(
+            {
+                "client_id": client_id,
+                "metric": SENT_METRICS[0],
+                "pushed": sent,
+                "counted": counted,
+                "instances": len(counts),
+                "final": all(ended for _, ended in counts),
+                "agrees": sent == counted,
+            }
+        )
+    return rows
 
 
 def _share(stats: BrokerStats) -> dict[str, Any]:

@@ -39,6 +39,9 @@ class Session:
     inter_broker: bool = False
     """A request another worker of this cluster sent, as Kafka's brokers ask each other
     (nullbroker.workers.inter_broker); never a client's."""
+    client_software: tuple[str, str] | None = None
+    """The name and version of the client's software, as its ApiVersions (v3+) said them
+    (KIP-511); None if it did not say."""
     on_close: dict[object, Callable[[], None]] = field(default_factory=dict)
     """What the broker does when this connection closes, by what it concerns: state that
     Kafka ties to a connection registers here (a share session, closed on disconnect)."""

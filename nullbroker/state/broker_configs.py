@@ -328,6 +328,7 @@ def static_broker_configs(config: Config, node_id: int) -> dict[str, str]:
          config.group_share_delivery_count_limit),
         ("group_share_partition_max_record_locks", "group.share.partition.max.record.locks",
          config.group_share_partition_max_record_locks),
+        ("telemetry_max_bytes", "telemetry.max.bytes", config.telemetry_max_bytes),
     ):  # fmt: skip
         if setting in given or str(value) != default_value(name):
             static[name] = str(value)

@@ -15,9 +15,11 @@ import secrets
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
-import crc32c
 from kio.schema.errors import ErrorCode
+
+from codec.crc import crc32c
 
 from ..java_hashing import java_hash_order
 
@@ -82,6 +84,9 @@ class ClientInstance:
     last_error: ErrorCode = ErrorCode.none
     terminating: bool = False
     seen_ms: int = 0
+    tied: bool = False
+    """Tied to the connection whose request made it: Kafka forgets the instance when
+    that connection closes."""
 
     @property
     def expiry_ms(self) -> int:
@@ -98,12 +103,66 @@ def subscription_id(metrics: tuple[str, ...], interval_ms: int, instance_id: uui
     """Kafka's subscription id: the CRC-32C of the metrics set as Java prints a HashSet of them
     (`[a, b]`, in its bucket order) followed by the interval, XOR the instance id's hash."""
     printed = "[" + ", ".join(java_hash_order(metrics)) + "]" + str(interval_ms)
-    checksum = _signed(crc32c.crc32c(printed.encode()))
+    checksum = _signed(crc32c(printed.encode()))
     return _signed((checksum ^ java_uuid_hash(instance_id)) & 0xFFFFFFFF)
 
 
 def _signed(value: int) -> int:
     return value - (1 << 32) if value >= 1 << 31 else value
+
+
+DEFAULT_SUBSCRIPTION = "nullbroker-default"
+"""The name of --client-metrics' subscription, as a client-metrics config resource's."""
+MIN_INTERVAL_MS = 100
+MAX_INTERVAL_MS = 3_600_000
+"""interval.ms's bounds, as Kafka's ClientMetricsConfigs checks them."""
+
+
+class SubscriptionError(ValueError):
+    """A subscription Kafka would refuse: the message says why."""
+
+
+def parse_match(text: str) -> tuple[tuple[str, str], ...]:
+    """`key=regex,...` into (key, regex) pairs, as Kafka's ClientMetricsConfigs parses a
+    subscription's `match`: each entry exactly one `=`, a known key, a regex that compiles."""
+    pairs = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        parts = entry.split("=")
+        if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+            raise SubscriptionError(f"{entry!r} is not key=regex")
+        key, pattern = parts[0].strip(), parts[1].strip()
+        if key not in MATCH_KEYS:
+            raise SubscriptionError(f"{key!r} is none of {', '.join(sorted(MATCH_KEYS))}")
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise SubscriptionError(f"{pattern!r} is not a regex: {error}") from None
+        pairs.append((key, pattern))
+    return tuple(pairs)
+
+
+def check_interval(interval_ms: int) -> int:
+    if not MIN_INTERVAL_MS <= interval_ms <= MAX_INTERVAL_MS:
+        raise SubscriptionError(
+            f"must be from {MIN_INTERVAL_MS} to {MAX_INTERVAL_MS} ms, got {interval_ms}"
+        )
+    return interval_ms
+
+
+def default_subscriptions(config: Any) -> tuple[Subscription, ...]:
+    """--client-metrics' subscription (none when off): its prefixes, for the clients its
+    match selects, at its interval. `config` is checked already (app.configuration)."""
+    if not config.client_telemetry:
+        return ()
+    metrics = tuple(filter(None, (m.strip() for m in config.client_metrics.split(","))))
+    return (
+        Subscription(
+            DEFAULT_SUBSCRIPTION,
+            metrics,
+            config.client_metrics_interval_ms,
+            parse_match(config.client_metrics_match),
+        ),
+    )
 
 
 class ClientMetrics:
@@ -134,9 +193,11 @@ class ClientMetrics:
         if self.subscriptions.pop(name, None) is not None:
             self.version += 1
 
-    def forget(self, instance_id: uuid.UUID) -> None:
-        """The connection that made the instance closed: Kafka forgets it then."""
-        self.instances.pop(instance_id, None)
+    def forget(self, instance: ClientInstance) -> None:
+        """The connection that made `instance` closed: Kafka forgets it then (unless it was
+        made again since, from another connection)."""
+        if self.instances.get(instance.instance_id) is instance:
+            del self.instances[instance.instance_id]
 
     # The two requests.
 

@@ -26,6 +26,8 @@ class AppendResult(NamedTuple):
     log_append_time: int = -1
     """-1, as Kafka answers a batch of a CreateTime topic; a duplicate's is the timestamp
     recorded for the batch it repeats."""
+    records: int = 0
+    """The records appended (none for a duplicate or a refusal)."""
 
 
 NO_SEQUENCE = -1
@@ -135,4 +137,4 @@ def append(
             base_offset,
             batch.max_timestamp,
         )
-    return AppendResult(ErrorCode.none, base_offset)
+    return AppendResult(ErrorCode.none, base_offset, None, -1, batch.record_count)

@@ -110,6 +110,8 @@ ANSWERED_WHERE_ASKED = frozenset(
             ApiKey.SASL_HANDSHAKE,
             ApiKey.SASL_AUTHENTICATE,
             *IMPORTED_ON_FIRST_USE["access"],
+            # Kafka keeps client instances per broker; a client pushes to one it picked.
+            *IMPORTED_ON_FIRST_USE["telemetry"],
         ),
     )
 )

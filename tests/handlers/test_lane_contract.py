@@ -35,6 +35,7 @@ from nullbroker.net.connection import Wire
 from nullbroker.net.host_loop import ReceiveBuffer
 from nullbroker.settings import Config
 from nullbroker.state.producers import RecentBatch
+from nullbroker import stats
 from nullbroker.stats import BrokerStats, LatencyHistogram
 from tests.support.kafka_wire import record_batch
 from tests.support.kio_calls import call, dispatch_of, types
@@ -177,7 +178,8 @@ def test_the_c_names_an_attribute_only_through_the_table_and_uses_every_entry() 
     # No other way to a Python attribute by name: C strings looked up, or interned apart.
     assert not re.findall(r"GetAttrString|SetAttrString|_Py_IDENTIFIER|CallMethod\(", sources)
     interned = re.findall(r"PyUnicode_InternFromString\((\w+)\)", sources)
-    assert interned == ["PRODUCE_API_NAME"], "a name interned outside the table"
+    # Dict keys, not attribute names: the API's accounts, and the client ids beyond the bound.
+    assert interned == ["PRODUCE_API_NAME", "OTHER_CLIENT_IDS"], "a name interned outside the table"
 
 
 def test_every_entry_of_the_table_holds_for_the_python_objects() -> None:
@@ -235,6 +237,12 @@ def test_recent_batches_are_made_in_the_named_tuple_s_field_order() -> None:
 def test_the_lane_accounts_produce_under_the_name_dispatch_uses() -> None:
     (name,) = re.findall(r'#define PRODUCE_API_NAME "(\w+)"', header())
     assert name == api_name(ApiKey.PRODUCE)
+
+
+def test_the_lane_bounds_the_client_ids_as_the_python_path_does() -> None:
+    (bound,) = re.findall(r"#define MAX_CLIENT_IDS (\d+)", header())
+    (other,) = re.findall(r'#define OTHER_CLIENT_IDS "([^"]+)"', header())
+    assert (int(bound), other) == (stats.MAX_CLIENT_IDS, stats.OTHER_CLIENT_IDS)
 
 
 def account_fields(stats: BrokerStats) -> dict[tuple[Any, ...], tuple[str, str, Any]]:

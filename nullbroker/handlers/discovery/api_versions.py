@@ -60,13 +60,20 @@ FIRST_ADDRESSED_VERSION = 5
 reach: null and -1 on a connection to a bootstrap address, which could be any node."""
 
 
+FIRST_NAMING_VERSION = 3
+"""ApiVersions v3+ (KIP-511) names the client's software and its version."""
+
+
 def handle(broker: Broker, request: Request, session: Session) -> bytes:
     version = request.header.api_version
+    if version >= FIRST_NAMING_VERSION:
+        body = request.body
+        session.client_software = (body.client_software_name, body.client_software_version)
     if version >= FIRST_ADDRESSED_VERSION:
         error = _misdirected(broker, session, request.body)
         if error is not None:
             return _refused(version, counted(broker, error))
-    return _encoded_body(version, tuple(broker.served.values()))
+    return _encoded_body(version, broker.advertised)
 
 
 def _misdirected(broker: Broker, session: Session, body: Any) -> ErrorCode | None:

@@ -50,6 +50,7 @@ from ...state.fetch_sessions import (
     next_epoch,
 )
 from ...state.topics import Partition, Topic
+from ...stats import count_client_records
 from ..common import counted, epoch_error, led_elsewhere
 
 if TYPE_CHECKING:
@@ -173,7 +174,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     answer = _build(body, wanted, version >= FIRST_LEADER_HINT_VERSION)
     if _enough(answer, body) or body.max_wait.total_seconds() <= 0:
         parts = _respond(version, body, answer, context, _endpoints(broker, session, answer))
-        return _account(broker, parts, answer, node)
+        return _account(broker, parts, answer, node, request.header.client_id)
     deadline_ms = now_ms() + body.max_wait.total_seconds() * 1000
     return _held(broker, request, wanted, context, deadline_ms, session)
 
@@ -313,9 +314,8 @@ async def _held(
         answer = _build(body, wanted, version >= FIRST_LEADER_HINT_VERSION)
         if _enough(answer, body) or now_ms() >= deadline_ms:
             endpoints = _endpoints(broker, session, answer)
-            return _account(
-                broker, _respond(version, body, answer, context, endpoints), answer, node
-            )
+            parts = _respond(version, body, answer, context, endpoints)
+            return _account(broker, parts, answer, node, request.header.client_id)
 
 
 def _next_growth_ms(wanted: list[_WantedTopic]) -> float | None:
@@ -619,16 +619,22 @@ def _by_topic(runs: list[_Run]) -> list[FetchTopic]:
     return topics
 
 
-def _account(broker: Broker, parts: list[Buffer], answer: _Answer, node: int) -> list[Buffer]:
-    """Count what the response serves, once, when it is sent; a throttle fault sets its
-    throttle_time_ms from the bytes served."""
+def _account(
+    broker: Broker, parts: list[Buffer], answer: _Answer, node: int, client_id: str | None
+) -> list[Buffer]:
+    """Count what the response serves, once, when it is sent (by partition, and for the
+    client id); a throttle fault sets its throttle_time_ms from the bytes served."""
     if broker.faults.active:
         throttle_ms = broker.faults.throttle_ms("Fetch", node, answer.bytes)
         if throttle_ms:
             parts = with_throttle(parts, throttle_ms)
+    served_records = 0
     for partition, records, served_bytes in answer.served:
         partition.fetched.records += records
         partition.fetched.bytes += served_bytes
+        served_records += records
+    if served_records:
+        count_client_records(broker.stats.client_fetched, client_id, served_records)
     for error in answer.errors:
         counted(broker, error)
     return parts

@@ -27,6 +27,7 @@ from codec.produce import (
 
 from ...state import null_sink
 from ...state.topics import Topic, is_internal
+from ...stats import count_client_records
 from ...topic_names import invalid_name_reason
 from ..common import coordinated_here, counted, led_elsewhere
 
@@ -95,6 +96,7 @@ def _append(
     # An error fault answers every partition with its code, appending nothing.
     injected = broker.faults.error("Produce", session.node_id) if broker.faults.active else None
     transactional_id = body.transactional_id
+    appended = 0
     transactions_v2 = (
         transactional_id is not None and request.header.api_version >= FIRST_ADDING_PRODUCE_VERSION
     )
@@ -146,6 +148,7 @@ def _append(
                     transactions_v2,
                     broker.cluster.leader_epoch(topic.name, index),
                 )
+                appended += result.records
                 # Taken, or refused by the sequence checks: the log start, as Kafka's
                 # answer carries it; refused before (the transaction, the batch): -1.
                 if not result.error or (
@@ -167,6 +170,8 @@ def _append(
                 )
             )
         topic_results.append((_topic_key(topic_data), results))
+    if appended:
+        count_client_records(broker.stats.client_records, request.header.client_id, appended)
     broker.log_grew()
     if body.acks == 0:
         _close_if_refused(topic_results)

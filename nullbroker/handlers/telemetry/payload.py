@@ -1,0 +1,139 @@
+"""A push's metrics read: decompressed (none, gzip, snappy, lz4, zstd, as Kafka compresses
+record batches), never past `telemetry.max.bytes` inflated, and decoded as OpenTelemetry's
+`MetricsData` (OTLP, protobuf) with the opentelemetry-proto package.
+
+Kafka 4.4.0 inflates every push with metrics before its plugins see it, and answers
+INVALID_RECORD to one it cannot inflate or that inflates past the limit; a plugin that
+cannot read it makes the same answer. `PayloadRefused` carries why, for the log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...state.pushed_metrics import GAUGE, MAX_TEXT, SUM, UP_DOWN_SUM, Point
+
+NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
+CODEC_NAMES = {GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
+_XERIAL = b"\x82SNAPPY\x00"
+"""Java's snappy stream (xerial framing) begins so: blocks follow a 16-byte header."""
+MAX_POINT_ATTRIBUTES = 16
+DELTA = 1
+"""OTLP's AGGREGATION_TEMPORALITY_DELTA."""
+
+
+class PayloadRefused(ValueError):
+    """A push's metrics that cannot be read: the message says why."""
+
+
+def inflated(compression: int, data: bytes, max_bytes: int) -> bytes:
+    """`data` decompressed, refused when it does not decompress or would be larger than
+    `max_bytes` (the output buffer is that size, so a bomb costs no more)."""
+    if compression == NONE:
+        return data
+    import cramjam
+
+    output = bytearray(max_bytes + 1)
+    try:
+        if compression == SNAPPY:
+            size = _snappy_into(cramjam, data, output)
+        else:
+            size = getattr(cramjam, CODEC_NAMES[compression]).decompress_into(data, output)
+    except (cramjam.DecompressionError, ValueError, IndexError) as error:
+        raise PayloadRefused(_unreadable(compression, max_bytes, str(error))) from None
+    if size > max_bytes:
+        raise PayloadRefused(f"inflates past telemetry.max.bytes ({max_bytes})")
+    return bytes(output[:size])
+
+
+def _unreadable(compression: int, max_bytes: int, error: str) -> str:
+    if "whole buffer" in error:  # cramjam's word for an output buffer filled
+        return f"inflates past telemetry.max.bytes ({max_bytes})"
+    return f"not {CODEC_NAMES[compression]} data: {error}"
+
+
+def _snappy_into(cramjam: Any, data: bytes, output: bytearray) -> int:
+    """Java's snappy (xerial blocks), or raw snappy, as Kafka's SnappyInputStream reads both."""
+    if not data.startswith(_XERIAL):
+        if cramjam.snappy.decompress_raw_len(data) > len(output) - 1:
+            raise ValueError("failed to write whole buffer")
+        return int(cramjam.snappy.decompress_raw_into(data, output))
+    view = memoryview(output)
+    position, written = 16, 0
+    while position < len(data):
+        if position + 4 > len(data):
+            raise ValueError("a snappy block's size is cut short")
+        size = int.from_bytes(data[position : position + 4], "big")
+        block = data[position + 4 : position + 4 + size]
+        if len(block) != size:
+            raise ValueError("a snappy block is cut short")
+        if written + cramjam.snappy.decompress_raw_len(block) > len(output) - 1:
+            raise ValueError("failed to write whole buffer")
+        written += int(cramjam.snappy.decompress_raw_into(block, view[written:]))
+        position += 4 + size
+    return written
+
+
+def read_points(data: bytes) -> tuple[dict[str, str], list[Point]]:
+    """The resource attributes and the data points of an OTLP `MetricsData`."""
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
+
+    try:
+        metrics_data = MetricsData.FromString(data)
+    except DecodeError as error:
+        raise PayloadRefused(f"not OTLP MetricsData (protobuf): {error}") from None
+    if data and not metrics_data.resource_metrics:
+        raise PayloadRefused("not OTLP MetricsData: no resource metrics in it")
+    resource: dict[str, str] = {}
+    points: list[Point] = []
+    for resource_metrics in metrics_data.resource_metrics:
+        resource.update(_attributes(resource_metrics.resource.attributes))
+        for scope_metrics in resource_metrics.scope_metrics:
+            for metric in scope_metrics.metrics:
+                points += _points(metric)
+    return resource, points
+
+
+def _points(metric: Any) -> list[Point]:
+    name = metric.name[:MAX_TEXT]
+    shape = metric.WhichOneof("data")
+    if shape == "gauge":
+        return [
+            Point(name, GAUGE, _point_attributes(p), _number(p), False)
+            for p in metric.gauge.data_points
+        ]
+    if shape == "sum":
+        kind = SUM if metric.sum.is_monotonic else UP_DOWN_SUM
+        delta = metric.sum.aggregation_temporality == DELTA
+        return [
+            Point(name, kind, _point_attributes(p), _number(p), delta)
+            for p in metric.sum.data_points
+        ]
+    if shape in ("histogram", "exponential_histogram", "summary"):
+        delta = shape != "summary" and getattr(metric, shape).aggregation_temporality == DELTA
+        found = []
+        for p in getattr(metric, shape).data_points:
+            attributes = _point_attributes(p)
+            found.append(Point(name + ".count", SUM, attributes, float(p.count), delta))
+            found.append(Point(name + ".sum", SUM, attributes, float(p.sum), delta))
+        return found
+    return []
+
+
+def _number(point: Any) -> float:
+    return float(point.as_int if point.WhichOneof("value") == "as_int" else point.as_double)
+
+
+def _point_attributes(point: Any) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(_attributes(point.attributes).items()))[:MAX_POINT_ATTRIBUTES]
+
+
+def _attributes(key_values: Any) -> dict[str, str]:
+    found = {}
+    for key_value in key_values:
+        value = key_value.value
+        kind = value.WhichOneof("value")
+        found[key_value.key[:MAX_TEXT]] = (
+            "" if kind is None else str(getattr(value, kind))[:MAX_TEXT]
+        )
+    return found

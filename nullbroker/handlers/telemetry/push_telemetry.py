@@ -1,0 +1,93 @@
+"""PushTelemetry: a client's metrics, refused as Kafka 4.4.0 refuses them
+(nullbroker.state.client_metrics: a reserved id, after a terminating push, too soon, for a
+subscription that changed, an unknown compression type, over `telemetry.max.bytes`), and
+otherwise decompressed, decoded and kept (nullbroker.state.pushed_metrics) where Kafka
+hands them to its plugins. A payload that cannot be read is INVALID_RECORD, as Kafka
+answers when it cannot inflate one or its plugin fails, and a line in the log."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from codec import ApiKey, Request
+from codec.entities import make, response_module
+
+from ...clock import now_ms
+from ...log_limit import RepeatLimitedLog
+from ..common import NO_THROTTLE, counted
+from .client import described, made_here
+
+if TYPE_CHECKING:
+    from ...broker import Broker
+    from ...sessions import Session
+
+warnings = RepeatLimitedLog(logging.getLogger("nullbroker"))
+"""A line for the first unreadable push from a host, then one a window for its repeats."""
+
+KEY = ApiKey.PUSH_TELEMETRY
+
+
+def handle(broker: Broker, request: Request, session: Session) -> Any:
+    body = request.body
+    now = now_ms()
+    client = described(request, session)
+    client_metrics = broker.client_metrics
+    error, instance = client_metrics.push(
+        body.client_instance_id,
+        body.subscription_id,
+        body.terminating,
+        body.compression_type,
+        len(body.metrics),
+        client,
+        now,
+    )
+    if instance is not None:
+        made_here(client_metrics, instance, session)
+    if error is ErrorCode.none and instance is not None and body.metrics:
+        error = _kept(broker, body, instance.client, instance.interval_ms, session, now)
+        instance.last_error = error
+    types = response_module(KEY, request.header.api_version)
+    return make(
+        types.PushTelemetryResponse, throttle_time=NO_THROTTLE, error_code=counted(broker, error)
+    )
+
+
+def _kept(
+    broker: Broker, body: Any, client: dict[str, str], interval_ms: int, session: Session, now: int
+) -> ErrorCode:
+    """The push's metrics read and kept: none, or INVALID_RECORD for a payload that cannot
+    be read."""
+    from .payload import PayloadRefused, inflated, read_points
+
+    pushed = broker.pushed_metrics
+    try:
+        resource, points = read_points(
+            inflated(body.compression_type, body.metrics, broker.client_metrics.max_bytes)
+        )
+    except PayloadRefused as refused:
+        pushed.refused_payloads += 1
+        warnings.warning(
+            session.host,
+            "unreadable telemetry",
+            "PushTelemetry from %s (client id %r, instance %s): %s; answered INVALID_RECORD",
+            session.peer,
+            client.get("client_id", ""),
+            body.client_instance_id,
+            refused,
+        )
+        warnings.flush()
+        return ErrorCode.invalid_record
+    pushed.record(
+        body.client_instance_id,
+        client,
+        interval_ms,
+        resource,
+        points,
+        len(body.metrics),
+        body.terminating,
+        now,
+    )
+    return ErrorCode.none

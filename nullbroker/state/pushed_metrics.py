@@ -1,0 +1,254 @@
+"""What clients push (KIP-714): each client instance's metrics as it last pushed them,
+bounded, for the accounts, /metrics, the status page and the summary.
+
+Kafka hands a push to a plugin its operator writes; nullbroker keeps it here. Clients push
+every metric of theirs that the subscription asks for, once an interval: gauges (the
+latest value is kept), sums (Kafka asks for delta temporality, so a push carries what a
+sum grew by since the last one, and the total is kept by adding them up; a cumulative sum's
+latest value is its total) and histograms and summaries (their count and sum, as two
+series). A series is a metric's name with its data point's attributes (a producer's
+per-topic or per-node metrics are several series of one name).
+
+Bounded twice over: at most `max_clients` instances and `max_series` series over all of
+them. A new instance beyond the first pushes out an ended one (terminated, or silent past
+its expiry), else the one that pushed least recently; a series beyond the second is not
+kept, and counted. An ended instance leaves /metrics at once and stays in the accounts
+until it is pushed out, so that a run's summary still shows the clients that closed.
+
+Sans-IO: the handler (nullbroker.handlers.telemetry.push_telemetry) decompresses and decodes
+the payload into `Point`s; time is given in milliseconds."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+DEFAULT_MAX_CLIENTS = 64
+"""Client instances kept: a load test's producers and consumers, with room to spare."""
+DEFAULT_MAX_SERIES = 16_384
+"""Series kept over every instance: a Java producer pushes about 80 for itself and a few
+per topic and node it sends to; at about 300 bytes a series, 5 MiB at most."""
+MAX_RESOURCE_ATTRIBUTES = 32
+"""A push's resource attributes kept (librdkafka sends four or five, Java none)."""
+MAX_TEXT = 256
+"""Characters kept of an attribute's key or value, and of a metric's name."""
+
+GAUGE = "gauge"
+SUM = "sum"
+"""Monotonic: a counter (Java's `*.total`, `*.count`)."""
+UP_DOWN_SUM = "up_down_sum"
+KINDS = (GAUGE, SUM, UP_DOWN_SUM)
+
+
+class Point(NamedTuple):
+    """One data point of a pushed metric, as the handler read it."""
+
+    name: str
+    kind: str
+    """GAUGE, SUM or UP_DOWN_SUM."""
+    attributes: tuple[tuple[str, str], ...]
+    value: float
+    delta: bool
+    """A sum's point that says what it grew by since the last push, not its total."""
+
+
+@dataclass(slots=True)
+class Series:
+    kind: str
+    value: float
+
+
+SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
+"""A metric's name and its point's attributes."""
+
+
+@dataclass(slots=True)
+class PushedClient:
+    """A client instance as its pushes describe it."""
+
+    instance_id: str
+    client_id: str
+    software_name: str
+    software_version: str
+    address: str
+    first_push_ms: int
+    last_push_ms: int = 0
+    pushes: int = 0
+    payload_bytes: int = 0
+    """Bytes pushed, as sent (compressed)."""
+    interval_ms: int = 0
+    ended: str = ""
+    """Why the instance pushes no more: "terminated" (its closing push), "silent" (no push
+    for its expiry); "" while it pushes."""
+    resource: dict[str, str] = field(default_factory=dict)
+    series: dict[SeriesKey, Series] = field(default_factory=dict)
+
+    def value(self, name: str) -> float | None:
+        """The metric `name` over its series: a sum's total, a gauge's when it has one."""
+        found = [series for (metric, _), series in self.series.items() if metric == name]
+        if not found:
+            return None
+        if found[0].kind == GAUGE:
+            return found[0].value if len(found) == 1 else None
+        return sum(series.value for series in found)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSnapshot:
+    """A pushed client as the accounts carry it (plain values: a worker's accounts reach
+    the supervisor pickled)."""
+
+    instance_id: str
+    client_id: str
+    software_name: str
+    software_version: str
+    address: str
+    first_push_ms: int
+    last_push_ms: int
+    pushes: int
+    payload_bytes: int
+    interval_ms: int
+    ended: str
+    resource: tuple[tuple[str, str], ...]
+    series: tuple[tuple[str, str, tuple[tuple[str, str], ...], float], ...]
+    """(name, kind, attributes, value) of each series, by name."""
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """Each metric's value: a sum's total over its series, a gauge's value where it has
+        one series (per-topic and per-node gauges are in `series`)."""
+        totals: dict[str, float] = {}
+        gauges: dict[str, list[float]] = {}
+        for name, kind, _, value in self.series:
+            if kind == GAUGE:
+                gauges.setdefault(name, []).append(value)
+            else:
+                totals[name] = totals.get(name, 0.0) + value
+        totals.update({name: values[0] for name, values in gauges.items() if len(values) == 1})
+        return dict(sorted(totals.items()))
+
+
+class PushedMetrics:
+    """The metrics every client instance pushed to this broker, bounded."""
+
+    def __init__(
+        self, max_clients: int = DEFAULT_MAX_CLIENTS, max_series: int = DEFAULT_MAX_SERIES
+    ) -> None:
+        self.max_clients = max_clients
+        self.max_series = max_series
+        self.clients: OrderedDict[str, PushedClient] = OrderedDict()
+        """By instance id, the one that pushed least recently first."""
+        self.series_kept = 0
+        self.dropped_series = 0
+        """Series of accepted pushes not kept: over `max_series`."""
+        self.dropped_clients = 0
+        """Instances pushed out to make room for a new one."""
+        self.refused_payloads = 0
+        """Pushes whose payload could not be read (corrupt, too large inflated, not OTLP)."""
+
+    def record(
+        self,
+        instance_id: uuid.UUID,
+        client: dict[str, str],
+        interval_ms: int,
+        resource: dict[str, str],
+        points: list[Point],
+        payload_bytes: int,
+        terminating: bool,
+        now_ms: int,
+    ) -> None:
+        """An accepted push's points, into its instance's series."""
+        key = str(instance_id)
+        pushed = self.clients.get(key)
+        if pushed is None:
+            pushed = self._added(key, client, now_ms)
+        else:
+            self.clients.move_to_end(key)
+        pushed.pushes += 1
+        pushed.payload_bytes += payload_bytes
+        pushed.last_push_ms = now_ms
+        pushed.interval_ms = interval_ms
+        pushed.ended = "terminated" if terminating else ""
+        for name, value in list(resource.items())[:MAX_RESOURCE_ATTRIBUTES]:
+            pushed.resource[name[:MAX_TEXT]] = value[:MAX_TEXT]
+        for point in points:
+            self._add(pushed, point)
+
+    def expire(self, now_ms: int) -> None:
+        """Mark as ended the instances silent for longer than Kafka keeps an instance:
+        max(60 s, 3 push intervals)."""
+        for pushed in self.clients.values():
+            if not pushed.ended and now_ms - pushed.last_push_ms >= max(
+                60_000, 3 * pushed.interval_ms
+            ):
+                pushed.ended = "silent"
+
+    def totals(self) -> Counter[str]:
+        return Counter(
+            series_kept=self.series_kept,
+            dropped_series=self.dropped_series,
+            dropped_clients=self.dropped_clients,
+            refused_payloads=self.refused_payloads,
+        )
+
+    def snapshots(self, now_ms: int) -> tuple[ClientSnapshot, ...]:
+        self.expire(now_ms)
+        return tuple(
+            ClientSnapshot(
+                pushed.instance_id,
+                pushed.client_id,
+                pushed.software_name,
+                pushed.software_version,
+                pushed.address,
+                pushed.first_push_ms,
+                pushed.last_push_ms,
+                pushed.pushes,
+                pushed.payload_bytes,
+                pushed.interval_ms,
+                pushed.ended,
+                tuple(sorted(pushed.resource.items())),
+                tuple(
+                    (name, series.kind, attributes, series.value)
+                    for (name, attributes), series in sorted(pushed.series.items())
+                ),
+            )
+            for pushed in sorted(self.clients.values(), key=lambda c: c.first_push_ms)
+        )
+
+    def _added(self, key: str, client: dict[str, str], now_ms: int) -> PushedClient:
+        if len(self.clients) >= self.max_clients:
+            self.expire(now_ms)
+            ended = next((k for k, c in self.clients.items() if c.ended), None)
+            self._forget(ended if ended is not None else next(iter(self.clients)))
+        pushed = PushedClient(
+            key,
+            client.get("client_id", "")[:MAX_TEXT],
+            client.get("client_software_name", "")[:MAX_TEXT],
+            client.get("client_software_version", "")[:MAX_TEXT],
+            client.get("client_source_address", "")[:MAX_TEXT],
+            now_ms,
+        )
+        self.clients[key] = pushed
+        return pushed
+
+    def _forget(self, key: str) -> None:
+        forgotten = self.clients.pop(key)
+        self.series_kept -= len(forgotten.series)
+        self.dropped_clients += 1
+
+    def _add(self, pushed: PushedClient, point: Point) -> None:
+        key = (point.name[:MAX_TEXT], point.attributes)
+        series = pushed.series.get(key)
+        if series is None:
+            if self.series_kept >= self.max_series:
+                self.dropped_series += 1
+                return
+            series = pushed.series[key] = Series(point.kind, 0.0)
+            self.series_kept += 1
+        if point.delta:
+            series.value += point.value
+        else:
+            series.value = point.value
+        series.kind = point.kind
