@@ -13,10 +13,6 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .state.pushed_metrics import ClientSnapshot
 
 GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
 """A classic group's live states (nullbroker.state.groups.model.GroupState): the accounts
@@ -137,6 +133,108 @@ class StreamsSnapshot:
     rebalances: int
     """Target assignments made for the group since it was created: the group's own count,
     which a reset of the accounts leaves, as it leaves the group."""
+
+
+GAUGE = "gauge"
+"""A pushed metric whose latest value is kept (the other kinds are sums)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSnapshot:
+    """A client instance and what it pushed (KIP-714, nullbroker.state.pushed_metrics), as
+    the accounts carry it (plain values: a worker's accounts reach the supervisor
+    pickled)."""
+
+    instance_id: str
+    client_id: str
+    software_name: str
+    software_version: str
+    address: str
+    first_push_ms: int
+    last_push_ms: int
+    pushes: int
+    payload_bytes: int
+    interval_ms: int
+    ended: str
+    resource: tuple[tuple[str, str], ...]
+    series: tuple[tuple[str, str, tuple[tuple[str, str], ...], float], ...]
+    """(name, kind, attributes, value) of each series, by name."""
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """Each metric's value over its series (`metric_value`; per-topic and per-node
+        values are in `series`)."""
+        by_name: dict[str, list[tuple[str, tuple[tuple[str, str], ...], float]]] = {}
+        for name, kind, attributes, value in self.series:
+            by_name.setdefault(name, []).append((kind, attributes, value))
+        values = {name: metric_value(found) for name, found in sorted(by_name.items())}
+        return {name: value for name, value in values.items() if value is not None}
+
+
+def metric_value(found: list[tuple[str, tuple[tuple[str, str], ...], float]]) -> float | None:
+    """A metric's value from its series, each (kind, attributes, value): the series with
+    no attributes where there is one (the Java consumer pushes records.consumed.total for
+    the client and again per topic, under one name: adding them up would count each
+    record twice); else a sum's total over its series, a gauge's only value."""
+    if not found:
+        return None
+    whole = [value for _, attributes, value in found if not attributes]
+    if whole:
+        return whole[0]
+    if found[0][0] == GAUGE:
+        return found[0][2] if len(found) == 1 else None
+    return sum(value for _, _, value in found)
+
+
+MONOTONIC_SUM = "sum"
+"""A monotonic sum's kind (nullbroker.state.pushed_metrics.SUM): its pushes are deltas."""
+
+
+def one_per_instance(clients: Iterable[ClientSnapshot]) -> tuple[ClientSnapshot, ...]:
+    """The client instances of several processes' accounts, each once. A client pushes to
+    one node and may move to another (the Java producer's closing push often goes to
+    another): each process keeps the pushes it was sent, under the one instance id (Kafka
+    keeps instances per broker too). Made one: pushes and bytes added, a monotonic sum's
+    pushed deltas added up (the broker asks for deltas), the rest as its latest part has
+    it (its gauges, whether it ended)."""
+    parts: dict[str, list[ClientSnapshot]] = {}
+    for client in clients:
+        parts.setdefault(client.instance_id, []).append(client)
+    merged = []
+    for found in parts.values():
+        if len(found) == 1:
+            merged.append(found[0])
+            continue
+        found.sort(key=lambda part: part.last_push_ms)
+        series: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[str, float]] = {}
+        for part in found:
+            for name, kind, attributes, value in part.series:
+                before = series.get((name, attributes))
+                if kind == MONOTONIC_SUM and before is not None and before[0] == kind:
+                    value += before[1]
+                series[(name, attributes)] = (kind, value)
+        latest = found[-1]
+        merged.append(
+            ClientSnapshot(
+                latest.instance_id,
+                latest.client_id,
+                latest.software_name,
+                latest.software_version,
+                latest.address,
+                min(part.first_push_ms for part in found),
+                latest.last_push_ms,
+                sum(part.pushes for part in found),
+                sum(part.payload_bytes for part in found),
+                latest.interval_ms,
+                latest.ended,
+                latest.resource,
+                tuple(
+                    (name, kind, attributes, value)
+                    for (name, attributes), (kind, value) in sorted(series.items())
+                ),
+            )
+        )
+    return tuple(sorted(merged, key=lambda client: client.first_push_ms))
 
 
 @dataclass(frozen=True, slots=True)
@@ -445,7 +543,7 @@ class BrokerStats:
         # only its leader's log grows: the other copies lag behind it (a log end never
         # goes back), so the largest is the partition's.
         self.group_snapshots.update(other.group_snapshots)
-        self.pushed_clients += other.pushed_clients
+        self.pushed_clients = one_per_instance(self.pushed_clients + other.pushed_clients)
         self.pushed_totals.update(other.pushed_totals)
         for key, end in other.log_end_offsets.items():
             self.log_end_offsets[key] = max(end, self.log_end_offsets.get(key, 0))

@@ -190,6 +190,7 @@ class KafkaBroker:
         sasl: SaslListener | None = None,
         heap: str = HEAP,
         version: str = KAFKA_VERSION,
+        classpath: tuple[Path, ...] = (),
     ) -> None:
         self.workdir = workdir
         self.version = version
@@ -204,6 +205,9 @@ class KafkaBroker:
         self.sasl = sasl
         """A SASL_PLAINTEXT listener beside the PLAINTEXT one, or none."""
         self.heap = heap
+        self.classpath = classpath
+        """Folders (or jars) of classes put after Kafka's own: plugins a test names in
+        `properties` (a metric reporter, say)."""
         self.port = 0
         self.sasl_port = 0
         self.controller_port = 0
@@ -309,7 +313,7 @@ class KafkaBroker:
         log = open(self.log_path, "wb")  # noqa: SIM115 - the child holds it; closed below
         try:
             self.process = subprocess.Popen(
-                ["java", self.heap, "-cp", f"{self.lib}/*", "kafka.Kafka", str(config)],
+                ["java", self.heap, "-cp", self.launch_classpath(), "kafka.Kafka", str(config)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -317,6 +321,9 @@ class KafkaBroker:
             )
         finally:
             log.close()
+
+    def launch_classpath(self) -> str:
+        return os.pathsep.join([f"{self.lib}/*", *map(str, self.classpath)])
 
     def wait_started(self, deadline: float | None = None) -> None:
         """Until Kafka logs that it started (by `deadline`, time.monotonic(), or

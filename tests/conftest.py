@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from nullbroker.settings import CONNECTION_LOOPS, Config
-from perf.kafka_broker import KafkaBroker, SaslListener
+from perf.java_perf import CACHE
+from perf.kafka_broker import KafkaBroker, SaslListener, lib
 from perf.kafka_broker import missing as kafka_missing
 from tests.support.certificates import Certificates, make_certificates
+from tests.support.java_classes import compiled
 
 KAFKA_SASL = SaslListener(
     {"alice": "alice-secret", "bob": "bob-secret"}, session_lifetime_ms=60_000
@@ -18,6 +20,12 @@ KAFKA_SASL = SaslListener(
 """The `kafka` fixture's SASL_PLAINTEXT listener: PLAIN, SCRAM-SHA-256 and -512 for these
 users, OAUTHBEARER's unsecured tokens, sessions of a minute (KIP-368): what
 tests/oracle/test_differential_sasl.py asks of it and of a nullbroker given the same."""
+
+TELEMETRY_SINK = Path(__file__).parent / "clients" / "java" / "TelemetrySink.java"
+KAFKA_METRIC_REPORTERS = "TelemetrySink,org.apache.kafka.common.metrics.JmxReporter"
+"""The `kafka` fixture's metric.reporters: TelemetrySink, a client-telemetry plugin (KIP-714),
+makes Kafka advertise GetTelemetrySubscriptions and PushTelemetry as nullbroker does; Kafka's
+default JmxReporter is kept beside it."""
 
 
 @pytest.fixture
@@ -57,10 +65,20 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
     the reference every differential test asks, share groups' and streams groups' too (it
     finalizes share.version=2 and streams.version=1 by default). Tests share it, so each
     uses topic and group names of its own. Beside its PLAINTEXT listener (`bootstrap`) a
-    SASL_PLAINTEXT one (`sasl_bootstrap`, KAFKA_SASL). Skipped, with the reason, where Java
-    or Kafka's jars are missing."""
+    SASL_PLAINTEXT one (`sasl_bootstrap`, KAFKA_SASL). A client-telemetry plugin
+    (TelemetrySink, KAFKA_METRIC_REPORTERS) makes it serve KIP-714 as nullbroker does: it
+    advertises GetTelemetrySubscriptions and PushTelemetry, so Java and librdkafka clients ask
+    it for their subscription; it has no client-metrics subscription of its own, so they push
+    nothing unless a test subscribes them. Skipped, with the reason, where Java or Kafka's jars
+    are missing."""
     why = kafka_missing()
     if why is not None:
         pytest.skip(why)
-    with KafkaBroker(tmp_path_factory.mktemp("kafka"), sasl=KAFKA_SASL) as broker:
+    sink = compiled(TELEMETRY_SINK, lib(), CACHE.parent / "java-telemetry-sink")
+    with KafkaBroker(
+        tmp_path_factory.mktemp("kafka"),
+        sasl=KAFKA_SASL,
+        properties={"metric.reporters": KAFKA_METRIC_REPORTERS},
+        classpath=(sink,),
+    ) as broker:
         yield broker

@@ -191,7 +191,8 @@ class PushedSeries:
     kind: str
     """gauge, sum (monotonic: its pushed deltas added up) or up_down_sum."""
     attributes: Mapping[str, str]
-    value: float
+    value: float | None
+    """None where the client pushed NaN (an average of nothing yet)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -213,7 +214,7 @@ class PushedClient:
     ended: str
     """"terminated" (it closed), "silent" (stopped pushing), "" (still pushing)."""
     resource: Mapping[str, str]
-    metrics: Mapping[str, float]
+    metrics: Mapping[str, float | None]
     series: tuple[PushedSeries, ...]
 
 

@@ -520,6 +520,27 @@ class RunningBroker(ServerProcess):
                 raise AssertionError(f"/metrics did not reach the expected state in {timeout} s")
             time.sleep(EXPECT_POLL_S)
 
+    def accounts_until(
+        self,
+        ready: Callable[[Accounts], bool],
+        timeout: float = SCRAPE_UNTIL_TIMEOUT_S,
+        *,
+        what: str = "the expected state",
+    ) -> Accounts:
+        """The accounts once `ready(accounts)` holds (a client's pushed metrics arrive an
+        interval after it did the work); an AssertionError saying `what`, with the clients
+        as they stood, if they do not within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            accounts = self.accounts()
+            if ready(accounts):
+                return accounts
+            if time.monotonic() >= deadline or not self.running:
+                raise AssertionError(
+                    f"the accounts did not reach {what} in {timeout} s; clients: {accounts.clients}"
+                )
+            time.sleep(EXPECT_POLL_S)
+
     def stop(
         self, signum: signal.Signals = signal.SIGTERM, timeout: float = STOP_TIMEOUT_S
     ) -> dict[str, Any]:

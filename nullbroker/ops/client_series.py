@@ -2,10 +2,10 @@
 `nullbroker_client_` and the metric's KIP-714 name without `org.apache.kafka.`, dots made
 underscores (`org.apache.kafka.producer.record.send.total` is
 `nullbroker_client_producer_record_send_total`), its KIP-714 name kept in the `name` label;
-labelled with the client's id, instance id and software, and the data point's attributes.
-Gauges stay gauges; monotonic sums are counters (their pushed deltas added up). Only the
-instances still pushing are shown: one that closed or fell silent leaves /metrics (and
-stays in /accounts). Beside them, the broker's own counts by client id."""
+labelled with the client's id, instance id and software (`name/version`), and the data
+point's attributes. Gauges stay gauges; monotonic sums are counters (their pushed deltas
+added up). Only the instances still pushing are shown: one that closed or fell silent leaves
+/metrics (and stays in /accounts). Beside them, the broker's own counts by client id."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ..stats import BrokerStats
 
 PREFIX = "nullbroker_client_"
 KAFKA_PREFIX = "org.apache.kafka."
-CLIENT_LABELS = ("client_id", "client_instance_id", "client_software_name", "name")
+CLIENT_LABELS = ("client_id", "client_instance_id", "client_software", "name")
 _NOT_A_NAME = re.compile(r"[^a-zA-Z0-9_]")
 
 
@@ -50,7 +50,7 @@ def client_families(stats: BrokerStats) -> Iterator[Metric]:
             labels = {
                 "client_id": client.client_id,
                 "client_instance_id": client.instance_id,
-                "client_software_name": software,
+                "client_software": software,
                 "name": name,
                 **{_label(key): text for key, text in attributes},
             }

@@ -1,5 +1,6 @@
 """A minimal HTTP endpoint on trio, framed by h11: the status page at `/`, `/metrics`,
-`/accounts`, `/faults` and the Schema Registry's REST paths (nullbroker.ops.schema_registry).
+`/accounts`, `/history`, `/faults` and the Schema Registry's REST paths
+(nullbroker.ops.schema_registry).
 Imported with the first HTTP listener: a broker without one never loads h11 or json."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +22,7 @@ from ..log_limit import RepeatLimitedLog
 
 if TYPE_CHECKING:
     from ..cluster.faults import Faults
+    from .history import History
 
 log = logging.getLogger("nullbroker")
 
@@ -82,7 +85,24 @@ def status_page_handler(otherwise: Handler) -> Handler:
 
 
 def json_response(status: int, value: object) -> HttpResponse:
-    return HttpResponse(status, json.dumps(value).encode() + b"\n", b"application/json")
+    """`value` as JSON, which has no NaN or infinity: a non-finite number is null (a Java
+    client pushes NaN for an average of nothing yet, and a browser's JSON.parse refuses
+    the whole document over one)."""
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(value), allow_nan=False)
+    return HttpResponse(status, text.encode() + b"\n", b"application/json")
+
+
+def _finite(value: object) -> object:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 ACCOUNTS_PATH = "/accounts"
@@ -114,6 +134,31 @@ def accounts_handler(
             return HttpResponse(405, f"POST {RESET_PATH}\n".encode())
         answered = otherwise(request)
         return await answered if inspect.isawaitable(answered) else answered
+
+    return handle
+
+
+HISTORY_PATH = "/history"
+
+
+def history_handler(history: History, otherwise: Handler) -> Handler:
+    """`GET /history`: the samples of the last minutes (nullbroker.ops.history), those
+    after the uptime `?after=SECONDS` only when given (what a page that has the rest asks
+    for); `otherwise` for every other path. Read from the ring: nothing is counted anew."""
+
+    def handle(request: HttpRequest) -> HttpResponse | Awaitable[HttpResponse]:
+        if request.path.rstrip("/") != HISTORY_PATH:
+            return otherwise(request)
+        if request.method not in (b"GET", b"HEAD"):
+            return HttpResponse(405, f"GET {HISTORY_PATH}\n".encode())
+        after = None
+        for key, _, value in (part.partition("=") for part in request.query.split("&")):
+            if key == "after":
+                try:
+                    after = float(value)
+                except ValueError:
+                    return HttpResponse(400, b"after: seconds of uptime, e.g. ?after=12.5\n")
+        return json_response(200, history.as_json(after))
 
     return handle
 

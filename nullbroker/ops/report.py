@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import math
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
-from ..stats import SHARE_COUNTS, BrokerStats, LatencyHistogram, ShareCounters, percentile_ns
-
-if TYPE_CHECKING:
-    from ..state.pushed_metrics import ClientSnapshot
+from ..stats import (
+    SHARE_COUNTS,
+    BrokerStats,
+    ClientSnapshot,
+    LatencyHistogram,
+    ShareCounters,
+    percentile_ns,
+)
 
 MIB = 1024 * 1024
 PUSHED_TOTALS = ("series_kept", "dropped_series", "dropped_clients", "refused_payloads")
@@ -239,12 +244,18 @@ def _pushed(client: ClientSnapshot) -> dict[str, Any]:
         "interval_ms": client.interval_ms,
         "ended": client.ended,
         "resource": dict(client.resource),
-        "metrics": client.metrics,
+        "metrics": {name: _number(value) for name, value in client.metrics.items()},
         "series": [
-            {"name": name, "kind": kind, "attributes": dict(attributes), "value": value}
+            {"name": name, "kind": kind, "attributes": dict(attributes), "value": _number(value)}
             for name, kind, attributes, value in client.series
         ],
     }
+
+
+def _number(value: float) -> float | None:
+    """A pushed value as JSON can hold it: a Java client pushes NaN for an average of
+    nothing yet (request latency before its first request), which is null here."""
+    return value if math.isfinite(value) else None
 
 
 def _agreement(stats: BrokerStats) -> list[dict[str, Any]]:

@@ -10,10 +10,12 @@ Sans-IO: the handlers decode the requests and the payload; time is given in mill
 
 from __future__ import annotations
 
+import base64
 import re
 import secrets
 import uuid
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +64,18 @@ class Subscription:
     interval_ms: int = DEFAULT_INTERVAL_MS
     match: tuple[tuple[str, str], ...] = ()
     """(key, regex) pairs, each key one of MATCH_KEYS."""
+    configs: tuple[tuple[str, str], ...] = ()
+    """The client-metrics configs that made it (subscription_of), by name, as Kafka describes
+    them; none for one made otherwise (--client-metrics'), whose configs are its fields."""
+
+    def set_configs(self) -> dict[str, str]:
+        """Its configs as DescribeConfigs reports them set: those given, or its fields."""
+        if self.configs:
+            return dict(self.configs)
+        found = {METRICS: ",".join(self.metrics), INTERVAL: str(self.interval_ms)}
+        if self.match:
+            found[MATCH] = ",".join(f"{key}={pattern}" for key, pattern in self.match)
+        return found
 
     def matches(self, client: dict[str, str]) -> bool:
         return all(
@@ -105,6 +119,12 @@ def subscription_id(metrics: tuple[str, ...], interval_ms: int, instance_id: uui
     printed = "[" + ", ".join(java_hash_order(metrics)) + "]" + str(interval_ms)
     checksum = _signed(crc32c(printed.encode()))
     return _signed((checksum ^ java_uuid_hash(instance_id)) & 0xFFFFFFFF)
+
+
+def kafka_uuid_text(instance_id: uuid.UUID) -> str:
+    """An id as Kafka writes it (Uuid.toString: URL-safe base64, unpadded), the form a
+    subscription's client_instance_id pattern is matched against."""
+    return base64.urlsafe_b64encode(instance_id.bytes).decode().rstrip("=")
 
 
 def _signed(value: int) -> int:
@@ -278,7 +298,9 @@ class ClientMetrics:
         instance = self.instances.get(instance_id)
         if instance is None or instance.subscription_version < self.version:
             known = instance.client if instance is not None else client
-            instance = self._made(instance_id, {**known, "client_instance_id": str(instance_id)})
+            instance = self._made(
+                instance_id, {**known, "client_instance_id": kafka_uuid_text(instance_id)}
+            )
             self.instances[instance_id] = instance
             while len(self.instances) > self.max_instances:
                 self.instances.popitem(last=False)
@@ -297,7 +319,8 @@ class ClientMetrics:
             if subscription.matches(client):
                 metrics += subscription.metrics
                 interval = min(interval, subscription.interval_ms)
-        wanted = (ALL_METRICS,) if ALL_METRICS in metrics else tuple(dict.fromkeys(metrics))
+        # Kafka answers with its HashSet of them, in that set's order.
+        wanted = (ALL_METRICS,) if ALL_METRICS in metrics else tuple(java_hash_order(metrics))
         return ClientInstance(
             instance_id,
             subscription_id(wanted, interval, instance_id),
@@ -315,3 +338,111 @@ class ClientMetrics:
             if now_ms - oldest.seen_ms < oldest.expiry_ms:
                 return
             del self.instances[oldest.instance_id]
+
+
+# Subscriptions as client-metrics config resources (ConfigResource type 16): what
+# IncrementalAlterConfigs and AlterConfigs set (`kafka-client-metrics --alter`), DescribeConfigs
+# reports and ListConfigResources lists, checked as Kafka 4.4.0's ClientMetricsConfigs checks
+# them (the refusals and their words were read from a running Kafka 4.4.0's answers).
+
+METRICS, INTERVAL, MATCH = "metrics", "interval.ms", "match"
+CONFIG_DEFAULTS = {INTERVAL: str(DEFAULT_INTERVAL_MS), MATCH: "", METRICS: ""}
+"""A subscription's configs, each with the value it has when not set."""
+_LIST_SEPARATOR = re.compile(r"[ \t\n\x0b\f\r]*,[ \t\n\x0b\f\r]*")
+"""Java's `\\s*,\\s*`, which Kafka's ConfigDef splits a LIST value on."""
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+INT_RANGE = range(-(1 << 31), 1 << 31)
+
+
+class ConfigRefused(ValueError):
+    """Client-metrics configs Kafka refuses: its error and its words."""
+
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+def subscription_of(name: str, configs: Mapping[str, str]) -> Subscription:
+    """The subscription a client-metrics resource's configs make, checked in Kafka's order:
+    the name, unknown configs, each config's type (metrics, interval.ms, match, as its
+    ConfigDef defines them), the interval's bounds, the match patterns."""
+    if not name:
+        raise ConfigRefused(ErrorCode.invalid_request, "Subscription name can't be empty")
+    for key in configs:
+        if key not in CONFIG_DEFAULTS:
+            raise ConfigRefused(
+                ErrorCode.invalid_request, f"Unknown client metrics configuration: {key}"
+            )
+    metrics = _listed(configs, METRICS)
+    interval = _java_int(configs, INTERVAL)
+    patterns = _listed(configs, MATCH)
+    if not MIN_INTERVAL_MS <= interval <= MAX_INTERVAL_MS:
+        raise ConfigRefused(
+            ErrorCode.invalid_request,
+            f"Invalid value {interval} for interval.ms, interval must be between "
+            f"{MIN_INTERVAL_MS} and {MAX_INTERVAL_MS} (1 hour)",
+        )
+    match: list[tuple[str, str]] = []
+    for entry in patterns:
+        try:
+            match += parse_match(entry)
+        except SubscriptionError:
+            raise ConfigRefused(
+                ErrorCode.invalid_config, f"Illegal client matching pattern: {entry}"
+            ) from None
+    shown = {METRICS: ",".join(metrics), INTERVAL: str(interval), MATCH: ",".join(patterns)}
+    return Subscription(
+        name,
+        tuple(metrics),
+        interval,
+        tuple(match),
+        tuple(sorted((key, shown[key]) for key in configs)),
+    )
+
+
+def _listed(configs: Mapping[str, str], key: str) -> list[str]:
+    """A LIST config's entries, as Kafka's ConfigDef parses one (trimmed, split at commas,
+    each once): an empty entry refused."""
+    text = configs.get(key, "").strip()
+    if not text:
+        return []
+    entries = _LIST_SEPARATOR.split(text)
+    if "" in entries:
+        raise ConfigRefused(
+            ErrorCode.invalid_config, f"Configuration '{key}' values must not be empty."
+        )
+    return list(dict.fromkeys(entries))
+
+
+def _java_int(configs: Mapping[str, str], key: str) -> int:
+    text = configs.get(key, CONFIG_DEFAULTS[key])
+    if not _JAVA_INT.fullmatch(text.strip()) or int(text) not in INT_RANGE:
+        raise ConfigRefused(
+            ErrorCode.invalid_config,
+            f"Invalid value {text} for configuration {key}: Not a number of type INT",
+        )
+    return int(text)
+
+
+def configure(client_metrics: ClientMetrics, name: str, configs: Mapping[str, str]) -> None:
+    """A client-metrics resource's configs as altered into its subscription: made (again)
+    when they changed, removed when none is left (as Kafka deletes a resource without
+    configs). Clients are given the change at their next request."""
+    if not configs:
+        client_metrics.unsubscribe(name)
+        return
+    made = subscription_of(name, configs)
+    held = client_metrics.subscriptions.get(name)
+    if held is None or held.set_configs() != made.set_configs():
+        client_metrics.subscribe(made)
+
+
+def configs_of(client_metrics: ClientMetrics, name: str) -> dict[str, str]:
+    """The configs set on a client-metrics resource (none for a name never set)."""
+    held = client_metrics.subscriptions.get(name)
+    return {} if held is None else held.set_configs()
+
+
+def subscription_names(client_metrics: ClientMetrics) -> list[str]:
+    """The client-metrics resources, in the order Kafka lists them (a hash map's, by name)."""
+    return java_hash_order(client_metrics.subscriptions)

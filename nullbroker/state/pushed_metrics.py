@@ -25,6 +25,8 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..stats import GAUGE, ClientSnapshot
+
 DEFAULT_MAX_CLIENTS = 64
 """Client instances kept: a load test's producers and consumers, with room to spare."""
 DEFAULT_MAX_SERIES = 16_384
@@ -35,7 +37,6 @@ MAX_RESOURCE_ATTRIBUTES = 32
 MAX_TEXT = 256
 """Characters kept of an attribute's key or value, and of a metric's name."""
 
-GAUGE = "gauge"
 SUM = "sum"
 """Monotonic: a counter (Java's `*.total`, `*.count`)."""
 UP_DOWN_SUM = "up_down_sum"
@@ -84,50 +85,6 @@ class PushedClient:
     for its expiry); "" while it pushes."""
     resource: dict[str, str] = field(default_factory=dict)
     series: dict[SeriesKey, Series] = field(default_factory=dict)
-
-    def value(self, name: str) -> float | None:
-        """The metric `name` over its series: a sum's total, a gauge's when it has one."""
-        found = [series for (metric, _), series in self.series.items() if metric == name]
-        if not found:
-            return None
-        if found[0].kind == GAUGE:
-            return found[0].value if len(found) == 1 else None
-        return sum(series.value for series in found)
-
-
-@dataclass(frozen=True, slots=True)
-class ClientSnapshot:
-    """A pushed client as the accounts carry it (plain values: a worker's accounts reach
-    the supervisor pickled)."""
-
-    instance_id: str
-    client_id: str
-    software_name: str
-    software_version: str
-    address: str
-    first_push_ms: int
-    last_push_ms: int
-    pushes: int
-    payload_bytes: int
-    interval_ms: int
-    ended: str
-    resource: tuple[tuple[str, str], ...]
-    series: tuple[tuple[str, str, tuple[tuple[str, str], ...], float], ...]
-    """(name, kind, attributes, value) of each series, by name."""
-
-    @property
-    def metrics(self) -> dict[str, float]:
-        """Each metric's value: a sum's total over its series, a gauge's value where it has
-        one series (per-topic and per-node gauges are in `series`)."""
-        totals: dict[str, float] = {}
-        gauges: dict[str, list[float]] = {}
-        for name, kind, _, value in self.series:
-            if kind == GAUGE:
-                gauges.setdefault(name, []).append(value)
-            else:
-                totals[name] = totals.get(name, 0.0) + value
-        totals.update({name: values[0] for name, values in gauges.items() if len(values) == 1})
-        return dict(sorted(totals.items()))
 
 
 class PushedMetrics:

@@ -26,6 +26,7 @@ from .listening import StartupError, open_listeners
 if TYPE_CHECKING:
     from ..cluster.faults import Faults
     from ..log_limit import RepeatLimitedLog
+    from ..ops.history import History
     from ..ops.http_endpoint import Handler, HttpRequest, HttpResponse
     from ..ops.schema_registry import SchemaRegistry
 
@@ -112,20 +113,24 @@ def serve_http(
     schema_registry: SchemaRegistry | None,
     warnings: RepeatLimitedLog,
 ) -> None:
-    """Serve the status page, /metrics, /accounts and /faults on the metrics listeners and
-    the Schema Registry on its own, in tasks of `services`; each connection's failure is
-    logged to `warnings`."""
+    """Serve the status page, /metrics, /accounts, /history and /faults on the metrics
+    listeners (sampling the accounts for /history once a second) and the Schema Registry
+    on its own, in tasks of `services`; each connection's failure is logged to
+    `warnings`."""
     if listeners.metrics:
         # Imported only when asked for: the HTTP endpoint (h11), and prometheus_client,
         # which brings http.server, urllib and email with it: megabytes a broker without
         # --metrics never needs.
+        from ..ops.history import History
         from ..ops.http_endpoint import serve_http_connection
 
+        history = History()
+        services.start_soon(sample_periodically, accounts, history)
         services.start_soon(
             trio.serve_listeners,
             partial(
                 serve_http_connection,
-                handle=_operator_paths(accounts, faults),
+                handle=_operator_paths(accounts, faults, history),
                 warnings=warnings,
             ),
             listeners.metrics,
@@ -146,14 +151,15 @@ def serve_http(
         )
 
 
-def _operator_paths(accounts: Accounts, faults: Faults) -> Handler:
-    """/accounts, /faults, the status page at / and the exposition of `accounts` at
-    /metrics."""
+def _operator_paths(accounts: Accounts, faults: Faults, history: History) -> Handler:
+    """/accounts, /history, /faults, the status page at / and the exposition of `accounts`
+    at /metrics."""
     from ..ops.http_endpoint import (
         ACCOUNTS_PATH,
         METRICS_PATH,
         accounts_handler,
         faults_handler,
+        history_handler,
         metrics_handler,
         status_page_handler,
     )
@@ -167,11 +173,16 @@ def _operator_paths(accounts: Accounts, faults: Faults) -> Handler:
     answer = accounts_handler(
         lambda: summary(accounts.current()),
         reset,
-        faults_handler(faults, status_page_handler(metrics_handler(partial(exposition, registry)))),
+        history_handler(
+            history,
+            faults_handler(
+                faults, status_page_handler(metrics_handler(partial(exposition, registry)))
+            ),
+        ),
     )
     refresh = accounts.refresh
-    # Only these read the workers' accounts: the status page is static, the faults are the
-    # supervisor's own, and a reset asks every worker itself.
+    # Only these read the workers' accounts: the status page is static, the history and the
+    # faults are the supervisor's own, and a reset asks every worker itself.
     reads_accounts = (METRICS_PATH, ACCOUNTS_PATH)
 
     async def refreshed(request: HttpRequest) -> HttpResponse:
@@ -181,6 +192,22 @@ def _operator_paths(accounts: Accounts, faults: Faults) -> Handler:
         return await answered if inspect.isawaitable(answered) else answered
 
     return refreshed
+
+
+async def sample_periodically(accounts: Accounts, history: History) -> None:
+    """Add a sample of `accounts` to `history` every second (its INTERVAL_SECONDS), in a
+    task of its own: a cluster's supervisor asks its workers for theirs each time, as a
+    read of /accounts does."""
+    from ..ops.history import INTERVAL_SECONDS
+
+    next_sample = trio.current_time()
+    while True:
+        if accounts.refresh is not None:
+            await accounts.refresh()
+        history.sample(accounts.current())
+        # On the second, whatever the refresh took; a late one starts the count afresh.
+        next_sample = max(next_sample + INTERVAL_SECONDS, trio.current_time())
+        await trio.sleep_until(next_sample)
 
 
 async def report_periodically(accounts: Accounts, interval: float) -> None:

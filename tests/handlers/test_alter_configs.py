@@ -129,7 +129,12 @@ def test_a_list_operation_on_a_config_not_set_starts_from_its_default(broker: Br
         ),
         ((BROKER, "0", [("node.id", SET, "3")]), ErrorCode.invalid_request, "dynamically"),
         ((BROKER, "7", [("num.partitions", SET, "3")]), ErrorCode.invalid_request, "expected 0"),
-        ((16, "x", [("a", SET, "1")]), ErrorCode.invalid_request, "resource type 16"),
+        (
+            (16, "x", [("a", SET, "1")]),
+            ErrorCode.invalid_request,
+            "client metrics configuration: a",
+        ),
+        ((64, "x", [("a", SET, "1")]), ErrorCode.invalid_request, "resource type 64"),
     ],
 )
 def test_what_kafka_refuses_is_refused_with_its_error_and_nothing_changes(

@@ -30,12 +30,12 @@ import trio.testing
 
 import nullbroker
 from codec import ApiKey, api_name
+from nullbroker import stats
 from nullbroker.broker import Broker
 from nullbroker.net.connection import Wire
 from nullbroker.net.host_loop import ReceiveBuffer
 from nullbroker.settings import Config
 from nullbroker.state.producers import RecentBatch
-from nullbroker import stats
 from nullbroker.stats import BrokerStats, LatencyHistogram
 from tests.support.kafka_wire import record_batch
 from tests.support.kio_calls import call, dispatch_of, types

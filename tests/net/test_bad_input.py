@@ -219,7 +219,8 @@ async def beside_a_good_connection(
 METADATA_V12 = recorded_frame("java-4.0/003-Metadata-v12")
 METADATA_V13 = recorded_frame("kafka-python-3.0/003-Metadata-v13")
 PRODUCE_V10 = recorded_frame("librdkafka-2.16/010-Produce-v10")
-TELEMETRY = recorded_frame("java-4.0/005-GetTelemetrySubscriptions-v0")
+LOG_DIRS = recorded_frame("java-4.0/061-DescribeLogDirs-v4")
+"""A real client's request of an API nullbroker does not serve (codec.NOT_SERVED)."""
 
 
 def _truncated_header() -> bytes:
@@ -264,7 +265,7 @@ CLOSING_INPUTS = [
         "does not decode",
         id="client-id-beyond-frame",
     ),
-    pytest.param(size_prefix(TELEMETRY), "UnsupportedApi", "71", id="api-key-71-telemetry"),
+    pytest.param(size_prefix(LOG_DIRS), "UnsupportedApi", "35", id="api-key-35-log-dirs"),
     pytest.param(
         size_prefix(struct.pack(">hhih", 999, 0, 1, -1)), "UnsupportedApi", "999", id="api-key-999"
     ),

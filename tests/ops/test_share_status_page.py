@@ -7,18 +7,15 @@ handlers fill them in a running broker)."""
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from nullbroker.ops.http_endpoint import STATUS_PAGE
 from nullbroker.ops.report import summary
 from nullbroker.stats import BrokerStats
 from tests.support.chromium import Chromium, find_chromium
+from tests.support.page_server import PageServer
 
 READ_SHARE = """(() => ({
   hidden: document.getElementById("share").hidden,
@@ -55,44 +52,6 @@ def share_stats() -> BrokerStats:
     return stats
 
 
-class AccountsServer:
-    """The status page, /accounts (summary of `stats`, swapped by the test) and /faults
-    (none), over a real socket."""
-
-    def __init__(self) -> None:
-        self.stats = BrokerStats()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                if self.path.startswith("/accounts"):
-                    body, kind = json.dumps(summary(server.stats)).encode(), "application/json"
-                elif self.path.startswith("/faults"):
-                    body, kind = b"[]", "application/json"
-                else:
-                    body, kind = STATUS_PAGE.read_bytes(), "text/html; charset=utf-8"
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.http.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.http.server_port}/?interval=0.1"
-
-    def close(self) -> None:
-        self.http.shutdown()
-        self.http.server_close()
-
-
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Chromium]:
     binary = find_chromium()
@@ -110,7 +69,7 @@ def browser(tmp_path: Path) -> Iterator[Chromium]:
 def test_the_status_page_shows_share_groups_per_partition_only_when_there_are_some(
     browser: Chromium,
 ) -> None:
-    server = AccountsServer()
+    server = PageServer()
     try:
         page = browser.open(server.url)
         page.wait_for("document.body?.dataset.uptime !== undefined")

@@ -8,8 +8,9 @@ the coordinator in a running broker)."""
 from __future__ import annotations
 
 from nullbroker.stats import BrokerStats, GroupMember, GroupSnapshot, StreamsSnapshot
-from tests.ops.test_share_status_page import AccountsServer, browser
+from tests.ops.test_share_status_page import browser
 from tests.support.chromium import Chromium
+from tests.support.page_server import PageServer
 
 __all__ = ["browser"]
 
@@ -57,7 +58,7 @@ def with_groups(*, streams: bool) -> BrokerStats:
 def test_the_status_page_shows_a_row_per_streams_group_only_when_there_are_some(
     browser: Chromium,
 ) -> None:
-    server = AccountsServer()
+    server = PageServer()
     server.stats = with_groups(streams=False)
     try:
         page = browser.open(server.url)

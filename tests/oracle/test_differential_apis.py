@@ -1303,7 +1303,7 @@ async def list_config_resources(pair: Pair) -> tuple[str, ...]:
                 nodes = {
                     (entry.resource_type, entry.resource_name)
                     for entry in answers[side].config_resources
-                    if entry.resource_type in (4, 8)
+                    if version >= 1 and entry.resource_type in (4, 8)  # v0: client metrics'
                 }
                 listed = {kind for kind in (4, 8) if types == [] or (types and kind in types)}
                 assert {kind for kind, _ in nodes} == listed, (side.name, types, nodes)

@@ -1,8 +1,10 @@
 """Each client's recorded session (tests/vectors/frames, copied from ../shared/frames) replayed
 to Kafka 4.1.1 and to nullbroker alike (tests/support/differential.py), with its names and ids
 rewritten per broker: topics, groups and transactional ids renamed for this test, topic ids,
-producer ids and epochs, member ids and generations, and fetch session ids taken from each
-broker's own answers."""
+producer ids and epochs, member ids and generations, fetch session ids and telemetry
+subscription ids taken from each broker's own answers, client-telemetry instance ids chosen
+afresh (tests/oracle/client_metrics_steps.py says why the pair's nullbroker has no
+subscription of its own)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader
 
+from tests.oracle.client_metrics_steps import without_default_subscription
 from tests.support.differential import Pair, Side, create_topic, error_codes, pair, request, unique
 from tests.support.kafka_wire import FRAMES
 
@@ -39,6 +42,7 @@ listener only; the recording's came from a SASL one)."""
 TOPIC_FIELDS = {"topic", "topic_names", "subscribed_topic_names"}
 GROUP_FIELDS = {"group_id", "groups_names", "group_ids", "groups", "transactional_id", "key"}
 GROUP_LISTS = {"coordinator_keys", "transactional_ids"}
+TELEMETRY_REQUESTS = {"GetTelemetrySubscriptionsRequest", "PushTelemetryRequest"}
 
 
 @dataclasses.dataclass
@@ -117,6 +121,10 @@ class Rewriter:
         self.prefix = unique(client.split("-")[0])
         self.topic_ids = recorded_topic_ids(client)
         self.topics: set[str] = set()
+        self.instance_id: uuid.UUID | None = None
+        """The client-telemetry instance id the replay names (KIP-714): a fresh one, the same
+        to both brokers, for each GetTelemetrySubscriptions the client sent with the zero id
+        (so that both answer for the same instance, and its subscription ids compare)."""
 
     def rename(self, name: str | None) -> str | None:
         return None if not name else f"{self.prefix}-{name}"
@@ -175,6 +183,10 @@ class Rewriter:
             return str(side.learned["node_id"])  # a broker's configs: this broker's own
         if name == "session_id" and inner and owner == "FetchRequest":
             return side.learned.get(("fetch session", inner), inner)
+        if name == "client_instance_id" and owner in TELEMETRY_REQUESTS:
+            return self.instance_id
+        if name == "subscription_id" and owner == "PushTelemetryRequest":
+            return side.learned.get("telemetry subscription", inner)
         if name == "max_wait":
             return min(inner, MAX_WAIT)
         if name == "records" and inner:
@@ -256,6 +268,8 @@ async def replay_one(pair: Pair, rewriter: Rewriter, recorded: Recorded) -> None
     body = recorded.body
     if recorded.api_key == 11 and body.member_id and recorded.version >= 4:
         await learn_member_id(pair, rewriter, body)
+    if recorded.api_key == 71 and body.client_instance_id is None:
+        rewriter.instance_id = uuid.uuid4()
     answers = await pair.step(lambda side: rewriter.entity(body, side), until=settled)
     for side in pair.sides:
         answer = answers[side]
@@ -268,6 +282,9 @@ async def replay_one(pair: Pair, rewriter: Rewriter, recorded: Recorded) -> None
             side.learned["generation", group] = answer.generation_id
         elif recorded.api_key == 68 and answer.member_epoch >= 0:
             side.learned["epoch", group] = answer.member_epoch
+        elif recorded.api_key == 71 and answer.error_code == 0:
+            # The client's pushes name the subscription it was given: each broker's own.
+            side.learned["telemetry subscription"] = answer.subscription_id
         elif recorded.api_key == 1 and (recorded_id := recorded_session_id(recorded)):
             # The client's next fetches name the session it was given: each broker's own.
             side.learned["fetch session", recorded_id] = answer.session_id
@@ -295,6 +312,7 @@ KNOWN_BY_CLIENT: dict[str, tuple[str, ...]] = {
 
 @pytest.mark.parametrize("client", CLIENTS)
 async def test_recorded_session_answers_as_kafka_does(pair: Pair, client: str) -> None:
+    await without_default_subscription(pair)  # the session Kafka's subscriptions: none
     await replay(pair, client)
     pair.check(*KNOWN_BY_CLIENT[client])
 

@@ -21,6 +21,7 @@ from nullbroker.handlers import SERVED_KEYS
 from tests.oracle.test_differential_apis import SWEEP
 from tests.oracle.test_differential_share import SHARE_SWEEP
 from tests.oracle.test_differential_streams import STREAMS_SWEEP
+from tests.oracle.test_differential_telemetry import TELEMETRY_SWEEP
 from tests.support.differential import (
     Difference,
     Listed,
@@ -32,7 +33,14 @@ from tests.support.differential import (
 )
 from tests.support.differential_allowed import ALLOWED, KNOWN
 
-COMPARED_ELSEWHERE = {18: "tests/oracle/test_api_versions_as_kafka.py compares ApiVersions"}
+COMPARED_ELSEWHERE = {
+    18: "tests/oracle/test_api_versions_as_kafka.py compares ApiVersions",
+    **dict.fromkeys(
+        TELEMETRY_SWEEP,
+        "tests/oracle/test_differential_telemetry.py sweeps client telemetry (KIP-714), on a "
+        "pair whose nullbroker has the session Kafka's subscriptions",
+    ),
+}
 SEQUENCES = sorted(Path(__file__).parent.glob("test_differential_*.py"))
 
 

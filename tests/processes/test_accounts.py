@@ -53,6 +53,9 @@ KEPT = {
     "other_processes_peak_rss",
     "group_snapshots",
     "log_end_offsets",
+    # What client instances pushed (KIP-714), read from the broker's state as it stands.
+    "pushed_clients",
+    "pushed_totals",
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -20,7 +21,9 @@ from confluent_kafka import Consumer, Producer
 
 import nullbroker
 from nullbroker import Accounts, RunningBroker
+from perf.java_perf import BIN
 from tests.support.broker_counts import read_and_commit
+from tests.support.kafka_tools import requires_kafka_tools
 from tests.support.kafka_wire import FrameStream
 from tests.support.prometheus import (
     Prometheus,
@@ -79,6 +82,28 @@ QUERIES = {
     "rebalances by streams group": "sum by (group) (nullbroker_streams_group_rebalances_total)",
     "open connections": "sum(nullbroker_connections)",
     "RSS": 'process_resident_memory_bytes{job="nullbroker"}',
+    **{
+        f"pushed {what} by client": f"{how} by (client_id) ({metric})"
+        for what, (how, metric) in {
+            "send rate": ("sum", "nullbroker_client_producer_record_send_rate"),
+            "queue time": ("max", "nullbroker_client_producer_record_queue_time_avg"),
+            "request latency": ("max", "nullbroker_client_producer_request_latency_avg"),
+            "batch size": ("max", "nullbroker_client_producer_batch_size_avg"),
+            "buffer available": ("min", "nullbroker_client_producer_buffer_available_bytes"),
+        }.items()
+    },
+    "produced records/s by client id": summed_rate(
+        "nullbroker_client_produced_records_total", "client_id"
+    ),
+    "fetched records/s by client id": summed_rate(
+        "nullbroker_client_fetched_records_total", "client_id"
+    ),
+    **{
+        f"{side} records by client id": (
+            f"sum by (client_id) (nullbroker_client_{side}_records_total)"
+        )
+        for side in ("produced", "fetched")
+    },
 }
 """The queries a user would write, each checked below; the dashboard draws only these."""
 
@@ -120,6 +145,91 @@ def run(
             yield prometheus, broker, accounts, at
         finally:
             prometheus.close()
+
+
+PERF_RECORDS = 5000
+"""Records kafka-producer-perf-test sends, a thousand a second: time for a few pushes."""
+PERF_CLIENT_ID = "perf-producer-client"
+"""kafka-producer-perf-test's producer's client id."""
+PUSHED = {
+    "pushed send rate by client": "nullbroker_client_producer_record_send_rate",
+    "pushed queue time by client": "nullbroker_client_producer_record_queue_time_avg",
+    "pushed request latency by client": "nullbroker_client_producer_request_latency_avg",
+    "pushed batch size by client": "nullbroker_client_producer_batch_size_avg",
+    "pushed buffer available by client": "nullbroker_client_producer_buffer_available_bytes",
+}
+"""The dashboard's queries of what a producer pushed (KIP-714), and the series each reads."""
+
+
+@pytest.fixture(scope="module")
+def clients_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Prometheus, Accounts, int, int]]:
+    """A broker scraped by Prometheus while Kafka 4.4.0's producer perf test (throttled to
+    run a few seconds) pushes its metrics every half second and a confluent-kafka group
+    reads some of its records: Prometheus, the accounts once both have gone, the time of a
+    scrape while the producer pushed (its series are in /metrics only while it runs), and
+    that of a scrape after the run (as `run`'s)."""
+    binary = find_prometheus()
+    if binary is None:
+        pytest.skip("no prometheus: scripts/ensure-test-tools installs Debian's package")
+    folder = tmp_path_factory.mktemp("prometheus-clients")
+    with nullbroker.start(workdir=folder, client_metrics_interval_ms=500) as broker:
+        prometheus = Prometheus(binary, folder, [broker.http_address])
+        output = folder / "perf.out"
+        with output.open("wb") as out:
+            perf = subprocess.Popen(
+                [
+                    str(BIN / "kafka-producer-perf-test"),
+                    "--topic",
+                    "pushed",
+                    "--num-records",
+                    str(PERF_RECORDS),
+                    "--record-size",
+                    "100",
+                    "--throughput",
+                    "1000",
+                    "--producer-props",
+                    f"bootstrap.servers={broker.bootstrap}",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            pushing = wait_for_scrape_with(prometheus, PUSHED["pushed send rate by client"])
+            assert perf.wait(TIMEOUT * 2) == 0, output.read_text()
+            consumer = Consumer(
+                {
+                    "bootstrap.servers": broker.bootstrap,
+                    "group.id": "pushed-readers",
+                    "auto.offset.reset": "earliest",
+                    "enable.auto.commit": False,
+                }
+            )
+            try:
+                consumer.subscribe(["pushed"])
+                read_and_commit(consumer, READ, TIMEOUT)
+            finally:
+                consumer.close()
+            accounts = quiet_accounts(broker)
+            at = wait_for_scrape_after(prometheus, round(time.time() * 1000))
+            wait_for_scrape_after(prometheus, at)
+            yield prometheus, accounts, pushing, at
+        finally:
+            if perf.poll() is None:
+                perf.kill()
+                perf.wait()
+            prometheus.close()
+
+
+def wait_for_scrape_with(prometheus: Prometheus, metric: str) -> int:
+    """The time of a successful scrape that found `metric` above zero."""
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        at = wait_for_scrape_after(prometheus, round(time.time() * 1000))
+        if any(value > 0 for value in prometheus.vector(metric, at).values()):
+            return at
+    raise AssertionError(f"no scrape with {metric} above zero in {TIMEOUT} s")
 
 
 @pytest.fixture(scope="module")
@@ -362,6 +472,60 @@ def test_streams_groups_tasks_and_rebalances_are_the_brokers(
     # once they do.
     rebalances = by_first_label(prometheus.vector(QUERIES["rebalances by streams group"], at))
     assert rebalances == {STREAMS_APP: 2} == {STREAMS_APP: streams.rebalances}
+
+
+ClientsRun = tuple[Prometheus, Accounts, int, int]
+
+
+@requires_kafka_tools
+def test_what_a_producer_pushed_is_its_series_by_client_id(clients_run: ClientsRun) -> None:
+    prometheus, _, pushing, _ = clients_run
+    for query, metric in PUSHED.items():
+        # Labels in name order: client_id, client_instance_id, client_software_name, name.
+        (series,) = prometheus.vector(metric, pushing).items()
+        (client_id, _, software, name), value = series
+        assert (client_id, software) == (PERF_CLIENT_ID, "apache-kafka-java/4.4.0"), query
+        assert name == "org.apache.kafka." + metric.removeprefix("nullbroker_client_").replace(
+            "_", "."
+        ), query
+        # One instance: the aggregation by client id is its one series.
+        shown = by_first_label(prometheus.vector(QUERIES[query], pushing))
+        assert same(shown, {PERF_CLIENT_ID: value}), query
+    sent = prometheus.vector(QUERIES["pushed send rate by client"], pushing)[(PERF_CLIENT_ID,)]
+    available = prometheus.vector(QUERIES["pushed buffer available by client"], pushing)
+    assert sent > 0 and 0 < available[(PERF_CLIENT_ID,)] <= 32 * 1024 * 1024  # buffer.memory
+
+
+@requires_kafka_tools
+def test_records_by_client_id_are_the_brokers_counts(clients_run: ClientsRun) -> None:
+    prometheus, accounts, _, at = clients_run
+    counted = accounts.clients.by_client_id
+    produced = by_first_label(prometheus.vector(QUERIES["produced records by client id"], at))
+    fetched = by_first_label(prometheus.vector(QUERIES["fetched records by client id"], at))
+    # A client id is in a series once the broker counted records for it that way.
+    assert produced == {
+        client: counts.produced_records
+        for client, counts in counted.items()
+        if counts.produced_records
+    }
+    assert fetched == {
+        client: counts.fetched_records
+        for client, counts in counted.items()
+        if counts.fetched_records
+    }
+    assert produced[PERF_CLIENT_ID] == PERF_RECORDS and fetched["rdkafka"] >= READ
+    for name, metric in (
+        ("produced records/s by client id", "nullbroker_client_produced_records_total"),
+        ("fetched records/s by client id", "nullbroker_client_fetched_records_total"),
+    ):
+        shown = by_first_label(prometheus.vector(QUERIES[name], at))
+        assert shown == rates_by(prometheus, metric, 0, at), name
+    assert (
+        by_first_label(prometheus.vector(QUERIES["produced records/s by client id"], at))[
+            PERF_CLIENT_ID
+        ]
+        > 0
+    )
 
 
 def test_every_query_of_the_dashboard_is_tested_and_documented() -> None:

@@ -334,6 +334,7 @@ def test_the_status_page_shows_the_accounts_while_a_run_goes_on(tmp_path: Path) 
                 "",
                 "accounts",
                 "faults",
+                "history",
             }
         finally:
             consumer.close()

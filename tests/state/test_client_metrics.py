@@ -11,9 +11,16 @@ from kio.schema.errors import ErrorCode
 
 from nullbroker.state.client_metrics import (
     DEFAULT_INTERVAL_MS,
+    DEFAULT_SUBSCRIPTION,
     ClientMetrics,
+    ConfigRefused,
     Subscription,
+    configs_of,
+    configure,
+    kafka_uuid_text,
     subscription_id,
+    subscription_names,
+    subscription_of,
 )
 
 JAVA_UUID = uuid.UUID(int=(0x0123456789ABCDEF << 64) | 0x1111111122222222)
@@ -123,3 +130,94 @@ def test_instances_are_bounded_and_expire() -> None:
     # Unseen for three push intervals (five minutes each, no subscription): forgotten.
     metrics.get_subscription(None, PRODUCER, T0 + 3 * DEFAULT_INTERVAL_MS + 2)
     assert ids[1] not in metrics.instances and ids[2] not in metrics.instances
+
+
+# Subscriptions as client-metrics config resources: refusals and their words as a running
+# Kafka 4.4.0 gave them (tests/oracle/test_differential_telemetry.py compares them live).
+
+
+@pytest.mark.parametrize(
+    ("name", "configs", "error", "message"),
+    [
+        ("", {"metrics": "a"}, ErrorCode.invalid_request, "Subscription name can't be empty"),
+        (
+            "s",
+            {"interval.ms": "1", "match": "foo=1", "bogus": "x"},
+            ErrorCode.invalid_request,
+            "Unknown client metrics configuration: bogus",
+        ),
+        (
+            "s",
+            {"interval.ms": "soon", "metrics": "a,,b"},
+            ErrorCode.invalid_config,
+            "Configuration 'metrics' values must not be empty.",
+        ),
+        (
+            "s",
+            {"match": "a,,b", "interval.ms": "1_000"},
+            ErrorCode.invalid_config,
+            "Invalid value 1_000 for configuration interval.ms: Not a number of type INT",
+        ),
+        (
+            "s",
+            {"match": "foo=1", "interval.ms": "-5"},
+            ErrorCode.invalid_request,
+            "Invalid value -5 for interval.ms, interval must be between 100 and 3600000 (1 hour)",
+        ),
+        (
+            "s",
+            {"match": "client_id=a=b"},
+            ErrorCode.invalid_config,
+            "Illegal client matching pattern: client_id=a=b",
+        ),
+    ],
+)
+def test_client_metrics_configs_are_refused_first_where_kafka_refuses_them(
+    name: str, configs: dict[str, str], error: ErrorCode, message: str
+) -> None:
+    with pytest.raises(ConfigRefused) as refused:
+        subscription_of(name, configs)
+    assert (refused.value.error, str(refused.value)) == (error, message)
+
+
+def test_client_metrics_configs_are_described_as_kafka_parses_them() -> None:
+    made = subscription_of(
+        "s",
+        {"metrics": " b , a,b ", "interval.ms": " +1000 ", "match": "client_id = x "},
+    )
+    assert made.metrics == ("b", "a") and made.interval_ms == 1000
+    assert made.match == (("client_id", "x"),)
+    assert made.set_configs() == {"interval.ms": "1000", "match": "client_id = x", "metrics": "b,a"}
+
+
+def test_a_subscription_is_made_changed_and_removed_by_its_configs() -> None:
+    metrics = ClientMetrics((Subscription(DEFAULT_SUBSCRIPTION, ("*",), 5000),))
+    assert configs_of(metrics, DEFAULT_SUBSCRIPTION) == {"metrics": "*", "interval.ms": "5000"}
+    configure(metrics, "mine", {"metrics": "org.apache.kafka.producer."})
+    assert metrics.version == 1
+    assert sorted(subscription_names(metrics)) == sorted(("mine", DEFAULT_SUBSCRIPTION))
+    configure(metrics, "mine", {"metrics": " org.apache.kafka.producer."})
+    assert metrics.version == 1, "unchanged configs change no subscription"
+    configure(metrics, DEFAULT_SUBSCRIPTION, {})
+    assert list(metrics.subscriptions) == ["mine"] and metrics.version == 2
+
+
+def test_a_match_on_the_instance_id_takes_it_as_kafka_writes_it() -> None:
+    instance_id = uuid.UUID("fe7583d2-763a-478b-84d7-7486bc10cdec")
+    text = kafka_uuid_text(instance_id)
+    assert text == "_nWD0nY6R4uE13SGvBDN7A"
+    metrics = ClientMetrics(
+        (Subscription("one", ("org.apache.kafka.",), 1000, (("client_instance_id", text),)),)
+    )
+    _, instance = metrics.get_subscription(instance_id, PRODUCER, T0)
+    assert instance is not None and instance.metrics == ("org.apache.kafka.",)
+
+
+def test_requested_metrics_are_listed_in_the_order_of_kafkas_hash_set() -> None:
+    # A running Kafka 4.4.0 answered these two prefixes so, whatever order they were set in.
+    subscription = Subscription(
+        "two", ("org.apache.kafka.consumer.", "org.apache.kafka.producer."), 1000
+    )
+    _, instance = ClientMetrics((subscription,)).get_subscription(None, PRODUCER, T0)
+    assert instance is not None
+    assert instance.metrics == ("org.apache.kafka.producer.", "org.apache.kafka.consumer.")

@@ -69,6 +69,7 @@ FIXTURE_CONFIGS: dict[str, tuple[str, ...]] = {
             "log.retention.check.interval.ms",
             "sasl.enabled.mechanisms",
             "connections.max.reauth.ms",
+            "metric.reporters",
         ),
         ("value", "config_source", "synonyms[]", *_DEFAULT_SYNONYM),
     ),
@@ -248,10 +249,11 @@ ALLOWED: tuple[Entry, ...] = (
             "set in Kafka's fixture (perf/kafka_broker.py) for what nullbroker does not have: "
             "its KRaft controller (a CONTROLLER listener, a quorum to reach, a listener for "
             "brokers to talk to each other), the SASL_PLAINTEXT listener the SASL sequences "
-            "use (its mechanisms, its session lifetime), and retention checked once a day, "
-            "not every five minutes (so the tests' records, timestamped 2026-01-01, are not "
-            "deleted mid-test); the pair's nullbroker, one PLAINTEXT listener, reports Kafka's "
-            "defaults, as a node not told them would",
+            "use (its mechanisms, its session lifetime), its client-telemetry plugin (metric "
+            "reporters: TelemetrySink beside JmxReporter, tests/conftest.py), and retention "
+            "checked once a day, not every five minutes (so the tests' records, timestamped "
+            "2026-01-01, are not deleted mid-test); the pair's nullbroker, one PLAINTEXT "
+            "listener, reports Kafka's defaults, as a node not told them would",
         )
         for name, fields in FIXTURE_CONFIGS.items()
         for field in fields

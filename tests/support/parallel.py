@@ -40,6 +40,7 @@ SPARK_SESSION_FILES = (
     "baseline/test_nexmark.py",
     "baseline/test_readme_pyspark.py",
     "cluster/test_timelines.py",
+    "connector/test_client_telemetry.py",
     "connector/test_kafka_connector.py",
     "pykafka/test_batch_read.py",
     "pykafka/test_pykafka_options.py",

@@ -15,8 +15,9 @@ from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ..common import NO_THROTTLE, Refusal
-from .incremental_alter_configs import alteration_responses, current_overrides
-from .resources import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
+from . import client_metrics_resource
+from .incremental_alter_configs import Apply, alteration_responses, current_overrides, replacing
+from .resources import BROKER_RESOURCE, CLIENT_METRICS_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
 
 if TYPE_CHECKING:
     from ...broker import Broker
@@ -36,11 +37,13 @@ prints a list: "Set(log.dirs)" there is "[log.dirs]" here."""
 def handle(broker: Broker, request: Request, session: Session) -> Any:
     types = response_module(ApiKey.ALTER_CONFIGS, request.header.api_version)
 
-    def alteration(resource: Any) -> tuple[dict[str, str], dict[str, str]]:
+    def alteration(resource: Any) -> Apply:
+        if resource.resource_type == CLIENT_METRICS_RESOURCE:
+            return client_metrics_resource.replacement(broker, resource)
         current, check = _replaced(broker, resource, session.node_id)
         replacement = _replacement(resource)
         check(replacement)
-        return current, replacement
+        return replacing(current, replacement)
 
     return make(
         types.AlterConfigsResponse,

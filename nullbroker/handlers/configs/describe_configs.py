@@ -1,5 +1,6 @@
-"""DescribeConfigs: a topic's or a broker's configs as Kafka reports them, with their
-sources, synonyms and (asked for) Kafka's documentation of each."""
+"""DescribeConfigs: a topic's, a broker's, a group's or a client-metrics subscription's
+configs as Kafka reports them, with their sources, synonyms and (asked for) Kafka's
+documentation of each."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from codec.entities import make, response_module
 from ...state.broker_configs import topic_entries
 from ...state.kafka_configs import ConfigEntry
 from ..common import NO_THROTTLE, Refusal, counted
+from . import client_metrics_resource
 from .resources import (
     BROKER_LOGGER_RESOURCE,
     BROKER_RESOURCE,
+    CLIENT_METRICS_RESOURCE,
     GROUP_RESOURCE,
     TOPIC_RESOURCE,
     node_layers,
@@ -48,6 +51,11 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
                 entries = topic_entries(topic.configs, node_layers(broker, session.node_id))
         elif resource.resource_type == GROUP_RESOURCE:
             entries = broker.group_configs.entries(name)
+        elif resource.resource_type == CLIENT_METRICS_RESOURCE:
+            try:
+                entries = client_metrics_resource.entries(broker, name)
+            except Refusal as refusal:
+                error, message = refusal.error, refusal.message
         elif resource.resource_type == BROKER_RESOURCE and not name:
             entries = node_layers(broker, session.node_id).every_broker_entries()
         elif resource.resource_type in (BROKER_RESOURCE, BROKER_LOGGER_RESOURCE):

@@ -1,4 +1,6 @@
-"""IncrementalAlterConfigs: topic and broker configs set, deleted, appended to, subtracted from.
+"""IncrementalAlterConfigs: topic, broker and group configs set, deleted, appended to,
+subtracted from; client-metrics subscriptions (KIP-714) set and deleted
+(handlers/configs/client_metrics_resource).
 
 What `kafka-configs --alter` sends. nullbroker retains nothing, so altered configs change
 what DescribeConfigs reports (and what CreateTopics v5+ echoes), and the one limit it
@@ -33,7 +35,8 @@ from ...state.kafka_configs import (
 )
 from ...state.share.configs import GROUP_CONFIGS, InvalidGroupConfig
 from ..common import NO_THROTTLE, Refusal, counted
-from .resources import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
+from . import client_metrics_resource
+from .resources import BROKER_RESOURCE, CLIENT_METRICS_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -54,11 +57,13 @@ KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 def handle(broker: Broker, request: Request, session: Session) -> Any:
     types = response_module(ApiKey.INCREMENTAL_ALTER_CONFIGS, request.header.api_version)
 
-    def alteration(resource: Any) -> tuple[dict[str, str], dict[str, str]]:
+    def alteration(resource: Any) -> Apply:
+        if resource.resource_type == CLIENT_METRICS_RESOURCE:
+            return client_metrics_resource.incremental_alteration(broker, resource)
         current, types_of, defaults, check = current_overrides(broker, resource, session.node_id)
         altered = _altered(current, types_of, defaults, resource.configs)
         check(altered)
-        return current, altered
+        return replacing(current, altered)
 
     return make(
         types.IncrementalAlterConfigsResponse,
@@ -67,9 +72,19 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     )
 
 
-Alteration = Callable[[Any], tuple[dict[str, str], dict[str, str]]]
-"""A resource of the request, to its overrides now and what they become, checked (raises
-Refusal)."""
+Apply = Callable[[], None]
+Alteration = Callable[[Any], Apply]
+"""A resource of the request, to what applies its alteration, checked (raises Refusal)."""
+
+
+def replacing(current: dict[str, str], altered: dict[str, str]) -> Apply:
+    """What makes a resource's overrides now (`current`, altered in place) `altered`."""
+
+    def apply() -> None:
+        current.clear()
+        current.update(altered)
+
+    return apply
 
 
 def alteration_responses(
@@ -92,10 +107,9 @@ def alteration_responses(
                     ErrorCode.invalid_request,
                     f"resource {resource.resource_name!r} is named more than once in the request",
                 )
-            current, altered = alteration(resource)
+            apply = alteration(resource)
             if not body.validate_only:
-                current.clear()
-                current.update(altered)
+                apply()
                 broker.topics.configs_changed(message_max_bytes(broker))
         except Refusal as refusal:
             error, message = refusal.error, worded(refusal.message)
@@ -158,7 +172,7 @@ def current_overrides(
     raise Refusal(
         ErrorCode.invalid_request,
         f"resource type {resource.resource_type} cannot be altered here (topics: 2, "
-        "brokers: 4, groups: 32)",
+        "brokers: 4, client metrics: 16, groups: 32)",
     )
 
 

@@ -1,11 +1,11 @@
 """ListConfigResources (KIP-1142; v0 was ListClientMetricsResources): the resources that have
 configs, of the types asked (all of them for none), as Kafka 4.4 lists them: groups with
-configs set, each broker's loggers, each broker, every topic (the internal ones too). v0
-lists client-metrics resources only, and nullbroker has none (KIP-714 subscriptions are not
-configurable yet).
+configs set, client-metrics subscriptions (KIP-714: --client-metrics' own among them, as
+nullbroker-default), each broker's loggers, each broker, every topic (the internal ones too).
+v0 lists client-metrics resources only.
 
-Kafka lists the types in that order whatever order they are asked in, and the topics in the
-order of its metadata image's hash map of them: by their names' Java hash codes."""
+Kafka lists the types in that order whatever order they are asked in, and the topics and
+subscriptions in the order of its hash maps of them: by their names' Java hash codes."""
 
 from __future__ import annotations
 
@@ -18,7 +18,13 @@ from codec.entities import make, response_module
 
 from ...java_hashing import java_string_hash
 from ..common import NO_THROTTLE, counted
-from .resources import BROKER_LOGGER_RESOURCE, BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
+from .resources import (
+    BROKER_LOGGER_RESOURCE,
+    BROKER_RESOURCE,
+    CLIENT_METRICS_RESOURCE,
+    GROUP_RESOURCE,
+    TOPIC_RESOURCE,
+)
 
 if TYPE_CHECKING:
     from ...broker import Broker
@@ -27,16 +33,14 @@ if TYPE_CHECKING:
 
 KEY = ApiKey.LIST_CONFIG_RESOURCES
 
-CLIENT_METRICS_RESOURCE = 16
 LISTED_TYPES = (
     GROUP_RESOURCE,
+    CLIENT_METRICS_RESOURCE,
     BROKER_LOGGER_RESOURCE,
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
-    CLIENT_METRICS_RESOURCE,
 )
-"""The types Kafka 4.4 lists, in the order it lists them (client metrics: none here, so
-where Kafka puts them is not seen)."""
+"""The types Kafka 4.4 lists, in the order it lists them."""
 
 
 def handle(broker: Broker, request: Request, session: Session) -> Any:
@@ -72,4 +76,6 @@ def _names(broker: Broker, kind: int) -> list[str]:
         return [str(node) for node in broker.cluster.nodes]
     if kind == TOPIC_RESOURCE:
         return sorted(broker.topics.names(), key=java_string_hash)
-    return []  # client metrics: none
+    from ...state.client_metrics import subscription_names
+
+    return subscription_names(broker.client_metrics)

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 BROKER_LOGGER_RESOURCE = 8
+CLIENT_METRICS_RESOURCE = 16
+"""A KIP-714 subscription (nullbroker.state.client_metrics; handlers/configs/client_metrics)."""
 GROUP_RESOURCE = 32
 
 

@@ -8,6 +8,9 @@ cannot read it makes the same answer. `PayloadRefused` carries why, for the log.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
 from ...state.pushed_metrics import GAUGE, MAX_TEXT, SUM, UP_DOWN_SUM, Point
@@ -15,6 +18,8 @@ from ...state.pushed_metrics import GAUGE, MAX_TEXT, SUM, UP_DOWN_SUM, Point
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
 CODEC_NAMES = {GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 _XERIAL = b"\x82SNAPPY\x00"
+_LZ4_INDEPENDENT_BLOCKS = 0x20
+"""The block independence bit of an LZ4 frame's FLG byte (its fifth)."""
 """Java's snappy stream (xerial framing) begins so: blocks follow a 16-byte header."""
 MAX_POINT_ATTRIBUTES = 16
 DELTA = 1
@@ -25,14 +30,26 @@ class PayloadRefused(ValueError):
     """A push's metrics that cannot be read: the message says why."""
 
 
+_buffers: dict[int, bytearray] = {}
+"""The output buffer of each limit, made once: a push is inflated into it, so that a bomb
+costs no more than the limit, and a push costs no fresh megabyte (one process inflates one
+push at a time)."""
+
+
 def inflated(compression: int, data: bytes, max_bytes: int) -> bytes:
     """`data` decompressed, refused when it does not decompress or would be larger than
-    `max_bytes` (the output buffer is that size, so a bomb costs no more)."""
+    `max_bytes` (the output buffer is that size plus one, so a bomb costs no more)."""
     if compression == NONE:
         return data
     import cramjam
 
-    output = bytearray(max_bytes + 1)
+    if compression == LZ4 and len(data) > 4 and not data[4] & _LZ4_INDEPENDENT_BLOCKS:
+        # Kafka's LZ4 stream reads each block on its own (checked live: 4.4.0 answers
+        # INVALID_RECORD to a frame of linked blocks, cramjam's and lz4's default).
+        raise PayloadRefused("an lz4 frame of linked blocks: Kafka reads independent blocks only")
+    output = _buffers.get(max_bytes)
+    if output is None:
+        output = _buffers[max_bytes] = bytearray(max_bytes + 1)
     try:
         if compression == SNAPPY:
             size = _snappy_into(cramjam, data, output)
@@ -73,8 +90,12 @@ def _snappy_into(cramjam: Any, data: bytes, output: bytearray) -> int:
     return written
 
 
-def read_points(data: bytes) -> tuple[dict[str, str], list[Point]]:
-    """The resource attributes and the data points of an OTLP `MetricsData`."""
+def read_points(
+    data: bytes, max_points: int = sys.maxsize
+) -> tuple[dict[str, str], list[Point], int]:
+    """The resource attributes and the data points of an OTLP `MetricsData`, at most
+    `max_points` of them (no more can be kept: a megabyte of two-byte data points made
+    Points would cost a hundred), and how many more points it holds, left unread."""
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
 
@@ -86,38 +107,44 @@ def read_points(data: bytes) -> tuple[dict[str, str], list[Point]]:
         raise PayloadRefused("not OTLP MetricsData: no resource metrics in it")
     resource: dict[str, str] = {}
     points: list[Point] = []
+    unread = 0
     for resource_metrics in metrics_data.resource_metrics:
         resource.update(_attributes(resource_metrics.resource.attributes))
         for scope_metrics in resource_metrics.scope_metrics:
             for metric in scope_metrics.metrics:
-                points += _points(metric)
-    return resource, points
+                room = max(max_points - len(points), 0)
+                points += islice(_points(metric), room)
+                unread += max(_count(metric) - room, 0)
+    return resource, points, unread
 
 
-def _points(metric: Any) -> list[Point]:
+def _count(metric: Any) -> int:
+    """The Points `_points` makes of `metric`, counted without making them."""
+    shape = metric.WhichOneof("data")
+    if shape in ("gauge", "sum"):
+        return len(getattr(metric, shape).data_points)
+    if shape in ("histogram", "exponential_histogram", "summary"):
+        return 2 * len(getattr(metric, shape).data_points)
+    return 0
+
+
+def _points(metric: Any) -> Iterator[Point]:
     name = metric.name[:MAX_TEXT]
     shape = metric.WhichOneof("data")
     if shape == "gauge":
-        return [
-            Point(name, GAUGE, _point_attributes(p), _number(p), False)
-            for p in metric.gauge.data_points
-        ]
-    if shape == "sum":
+        for p in metric.gauge.data_points:
+            yield Point(name, GAUGE, _point_attributes(p), _number(p), False)
+    elif shape == "sum":
         kind = SUM if metric.sum.is_monotonic else UP_DOWN_SUM
         delta = metric.sum.aggregation_temporality == DELTA
-        return [
-            Point(name, kind, _point_attributes(p), _number(p), delta)
-            for p in metric.sum.data_points
-        ]
-    if shape in ("histogram", "exponential_histogram", "summary"):
+        for p in metric.sum.data_points:
+            yield Point(name, kind, _point_attributes(p), _number(p), delta)
+    elif shape in ("histogram", "exponential_histogram", "summary"):
         delta = shape != "summary" and getattr(metric, shape).aggregation_temporality == DELTA
-        found = []
         for p in getattr(metric, shape).data_points:
             attributes = _point_attributes(p)
-            found.append(Point(name + ".count", SUM, attributes, float(p.count), delta))
-            found.append(Point(name + ".sum", SUM, attributes, float(p.sum), delta))
-        return found
-    return []
+            yield Point(name + ".count", SUM, attributes, float(p.count), delta)
+            yield Point(name + ".sum", SUM, attributes, float(p.sum), delta)
 
 
 def _number(point: Any) -> float:

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from ...sessions import Session
 
 warnings = RepeatLimitedLog(logging.getLogger("nullbroker"))
-"""A line for the first unreadable push from a host, then one a window for its repeats."""
+"""A line for the first unreadable or too large push from a host, then one a window for its
+repeats (summarised by a push after the window, and as the broker stops)."""
 
 KEY = ApiKey.PUSH_TELEMETRY
 
@@ -46,9 +47,23 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     )
     if instance is not None:
         made_here(client_metrics, instance, session)
+    if error is ErrorCode.telemetry_too_large:
+        warnings.warning(
+            session.host,
+            "telemetry too large",
+            "PushTelemetry from %s (client id %r, instance %s): %d bytes, over "
+            "telemetry.max.bytes (%d); answered TELEMETRY_TOO_LARGE",
+            session.peer,
+            client["client_id"],
+            body.client_instance_id,
+            len(body.metrics),
+            client_metrics.max_bytes,
+        )
     if error is ErrorCode.none and instance is not None and body.metrics:
         error = _kept(broker, body, instance.client, instance.interval_ms, session, now)
         instance.last_error = error
+    if warnings.gathering:
+        warnings.flush()  # the repeats of a window past, summarised by the next push
     types = response_module(KEY, request.header.api_version)
     return make(
         types.PushTelemetryResponse, throttle_time=NO_THROTTLE, error_code=counted(broker, error)
@@ -64,8 +79,9 @@ def _kept(
 
     pushed = broker.pushed_metrics
     try:
-        resource, points = read_points(
-            inflated(body.compression_type, body.metrics, broker.client_metrics.max_bytes)
+        resource, points, unread = read_points(
+            inflated(body.compression_type, body.metrics, broker.client_metrics.max_bytes),
+            pushed.max_series,
         )
     except PayloadRefused as refused:
         pushed.refused_payloads += 1
@@ -78,8 +94,8 @@ def _kept(
             body.client_instance_id,
             refused,
         )
-        warnings.flush()
         return ErrorCode.invalid_record
+    pushed.dropped_series += unread
     pushed.record(
         body.client_instance_id,
         client,
