@@ -9,8 +9,6 @@ cannot read it makes the same answer. `PayloadRefused` carries why, for the log.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from itertools import islice
 from typing import Any
 
 from ...state.pushed_metrics import GAUGE, MAX_TEXT, SUM, UP_DOWN_SUM, Point
@@ -95,7 +93,10 @@ def read_points(
 ) -> tuple[dict[str, str], list[Point], int]:
     """The resource attributes and the data points of an OTLP `MetricsData`, at most
     `max_points` of them (no more can be kept: a megabyte of two-byte data points made
-    Points would cost a hundred), and how many more points it holds, left unread."""
+    Points would cost a hundred), and how many more points it holds, left unread.
+
+    One loop over the metrics, reading each field once: a push is read whole on the request
+    path, once per client per interval (perf/README.md, "Client telemetry")."""
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
 
@@ -112,47 +113,56 @@ def read_points(
         resource.update(_attributes(resource_metrics.resource.attributes))
         for scope_metrics in resource_metrics.scope_metrics:
             for metric in scope_metrics.metrics:
+                shape = metric.WhichOneof("data")
+                if shape is None:
+                    continue
+                body = getattr(metric, shape)
+                width = 1 if shape in _NUMBERS else 2
+                made = len(body.data_points) * width
                 room = max(max_points - len(points), 0)
-                points += islice(_points(metric), room)
-                unread += max(_count(metric) - room, 0)
+                name = metric.name[:MAX_TEXT]
+                if made <= room:
+                    _read(name, shape, body, body.data_points, points)
+                elif room:
+                    unread += made - room
+                    # Never a slice: upb would wrap every data point of the field at once.
+                    wanted = zip(range(-(-room // width)), body.data_points, strict=False)
+                    _read(name, shape, body, (p for _, p in wanted), points)
+                else:
+                    unread += made
+    del points[max_points:]  # a histogram's count kept without its sum, at the bound
     return resource, points, unread
 
 
-def _count(metric: Any) -> int:
-    """The Points `_points` makes of `metric`, counted without making them."""
-    shape = metric.WhichOneof("data")
-    if shape in ("gauge", "sum"):
-        return len(getattr(metric, shape).data_points)
-    if shape in ("histogram", "exponential_histogram", "summary"):
-        return 2 * len(getattr(metric, shape).data_points)
-    return 0
+_NUMBERS = frozenset(("gauge", "sum"))
+"""The shapes whose data points are numbers; the others' (histogram, exponential histogram,
+summary) are kept as their count and sum."""
 
 
-def _points(metric: Any) -> Iterator[Point]:
-    name = metric.name[:MAX_TEXT]
-    shape = metric.WhichOneof("data")
+def _read(name: str, shape: str, body: Any, data_points: Any, points: list[Point]) -> None:
+    """The Points of one metric's data points, onto `points`."""
     if shape == "gauge":
-        for p in metric.gauge.data_points:
-            yield Point(name, GAUGE, _point_attributes(p), _number(p), False)
+        kind, delta = GAUGE, False
     elif shape == "sum":
-        kind = SUM if metric.sum.is_monotonic else UP_DOWN_SUM
-        delta = metric.sum.aggregation_temporality == DELTA
-        for p in metric.sum.data_points:
-            yield Point(name, kind, _point_attributes(p), _number(p), delta)
-    elif shape in ("histogram", "exponential_histogram", "summary"):
-        delta = shape != "summary" and getattr(metric, shape).aggregation_temporality == DELTA
-        for p in getattr(metric, shape).data_points:
-            attributes = _point_attributes(p)
-            yield Point(name + ".count", SUM, attributes, float(p.count), delta)
-            yield Point(name + ".sum", SUM, attributes, float(p.sum), delta)
+        kind = SUM if body.is_monotonic else UP_DOWN_SUM
+        delta = body.aggregation_temporality == DELTA
+    else:
+        delta = shape != "summary" and body.aggregation_temporality == DELTA
+        for p in data_points:
+            attributes = _point_attributes(p.attributes) if p.attributes else ()
+            points.append(Point(name + ".count", SUM, attributes, float(p.count), delta))
+            points.append(Point(name + ".sum", SUM, attributes, float(p.sum), delta))
+        return
+    append = points.append
+    for p in data_points:
+        attributes = p.attributes
+        # A point holds as_double or as_int: whichever is set, the other reads 0.
+        value = p.as_double or float(p.as_int)
+        append(Point(name, kind, _point_attributes(attributes) if attributes else (), value, delta))
 
 
-def _number(point: Any) -> float:
-    return float(point.as_int if point.WhichOneof("value") == "as_int" else point.as_double)
-
-
-def _point_attributes(point: Any) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted(_attributes(point.attributes).items()))[:MAX_POINT_ATTRIBUTES]
+def _point_attributes(key_values: Any) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(_attributes(key_values).items()))[:MAX_POINT_ATTRIBUTES]
 
 
 def _attributes(key_values: Any) -> dict[str, str]:
