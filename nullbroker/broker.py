@@ -17,6 +17,7 @@ from codec.control_batch import control_batch
 from .clock import now_ms
 from .cluster.faults import Faults
 from .cluster.nodes import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Cluster, internal_partition_for
+from .log_limit import RepeatLimitedLog
 from .settings import Config
 from .state.fetch_sessions import FetchSessionCache
 from .state.kafka_configs import FORMATTED_CLUSTER_CONFIGS
@@ -115,6 +116,9 @@ class Broker:
         """Broker configs set by IncrementalAlterConfigs, by resource name: "" for every
         broker (cluster defaults, from those a KRaft cluster is formatted with), the node id
         for this one. Reported, not enforced."""
+        self.warnings = RepeatLimitedLog(log)
+        """Where what goes wrong with a peer is logged, a line per kind and peer, repeats
+        summarised: the connection layer's (nullbroker.net.shared) and the handlers'."""
         self.faults = Faults(self.cluster, counts=self.stats.faults)
         """Latency, errors, nodes down and leaders moved, on demand."""
         for spec in config.faults:

@@ -14,13 +14,19 @@ DEFAULT_CAPACITY = 16
 LOAD_FACTOR = 0.75
 
 
+def java_int(value: int) -> int:
+    """The low 32 bits of `value` as Java's signed int holds them."""
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
 def java_string_hash(text: str) -> int:
     """Java's String.hashCode(), over UTF-16 code units, as a signed 32-bit int."""
     value = 0
     encoded = text.encode("utf-16-be")
     for index in range(0, len(encoded), 2):
         value = (31 * value + int.from_bytes(encoded[index : index + 2], "big")) & 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
+    return java_int(value)
 
 
 def java_hash_order(keys: Iterable[str], capacity: int = DEFAULT_CAPACITY) -> list[str]:

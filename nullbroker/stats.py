@@ -7,6 +7,7 @@ Prometheus collector, the console reporter and the summary JSON all read these o
 from __future__ import annotations
 
 import copy
+import dataclasses
 import resource
 import time
 from bisect import bisect_left
@@ -137,6 +138,9 @@ class StreamsSnapshot:
 
 GAUGE = "gauge"
 """A pushed metric whose latest value is kept (the other kinds are sums)."""
+SUM = "sum"
+"""A monotonic sum: a counter (Java's `*.total`, `*.count`), whose pushes are deltas."""
+UP_DOWN_SUM = "up_down_sum"
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,10 +190,6 @@ def metric_value(found: list[tuple[str, tuple[tuple[str, str], ...], float]]) ->
     return sum(value for _, _, value in found)
 
 
-MONOTONIC_SUM = "sum"
-"""A monotonic sum's kind (nullbroker.state.pushed_metrics.SUM): its pushes are deltas."""
-
-
 def one_per_instance(clients: Iterable[ClientSnapshot]) -> tuple[ClientSnapshot, ...]:
     """The client instances of several processes' accounts, each once. A client pushes to
     one node and may move to another (the Java producer's closing push often goes to
@@ -210,25 +210,16 @@ def one_per_instance(clients: Iterable[ClientSnapshot]) -> tuple[ClientSnapshot,
         for part in found:
             for name, kind, attributes, value in part.series:
                 before = series.get((name, attributes))
-                if kind == MONOTONIC_SUM and before is not None and before[0] == kind:
+                if kind == SUM and before is not None and before[0] == kind:
                     value += before[1]
                 series[(name, attributes)] = (kind, value)
-        latest = found[-1]
         merged.append(
-            ClientSnapshot(
-                latest.instance_id,
-                latest.client_id,
-                latest.software_name,
-                latest.software_version,
-                latest.address,
-                min(part.first_push_ms for part in found),
-                latest.last_push_ms,
-                sum(part.pushes for part in found),
-                sum(part.payload_bytes for part in found),
-                latest.interval_ms,
-                latest.ended,
-                latest.resource,
-                tuple(
+            dataclasses.replace(
+                found[-1],
+                first_push_ms=min(part.first_push_ms for part in found),
+                pushes=sum(part.pushes for part in found),
+                payload_bytes=sum(part.payload_bytes for part in found),
+                series=tuple(
                     (name, kind, attributes, value)
                     for (name, attributes), (kind, value) in sorted(series.items())
                 ),

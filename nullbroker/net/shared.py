@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ..log_limit import RepeatLimitedLog
 from .idle import IdleConnections
 from .read_budget import ReadBudget
 
@@ -29,8 +28,9 @@ class Shared:
         config = self.broker.config
         self.answer = dispatch.answer
         """Each request frame's answer (nullbroker.dispatch.Dispatch.answer)."""
-        self.warnings = RepeatLimitedLog(log)
-        """Where connections log what goes wrong with them, a line per kind and peer."""
+        self.warnings = self.broker.warnings
+        """Where connections log what goes wrong with them, a line per kind and peer (the
+        broker's log: its handlers log there too)."""
         if config.users:
             self.broker.sasl_users  # noqa: B018 -- read now: a bad file stops the start
         self.idle_connections = IdleConnections(config.idle_timeout_ms, self.stats, self.warnings)

@@ -14,8 +14,7 @@ from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from ..state.pushed_metrics import SUM
-from ..stats import BrokerStats
+from ..stats import SUM, BrokerStats
 
 PREFIX = "nullbroker_client_"
 KAFKA_PREFIX = "org.apache.kafka."

@@ -23,7 +23,8 @@ from kio.schema.errors import ErrorCode
 
 from codec.crc import crc32c
 
-from ..java_hashing import java_hash_order
+from ..java_hashing import java_hash_order, java_int
+from .kafka_configs import ConfigType, InvalidConfig, parse_value
 
 DEFAULT_INTERVAL_MS = 300_000
 """The push interval of a client no subscription matches (ClientMetricsConfigs'
@@ -110,25 +111,20 @@ class ClientInstance:
 def java_uuid_hash(instance_id: uuid.UUID) -> int:
     """Kafka's Uuid.hashCode(): the halves of its bits XORed, folded to a signed int."""
     bits = (instance_id.int >> 64) ^ (instance_id.int & ((1 << 64) - 1))
-    return _signed(((bits >> 32) ^ bits) & 0xFFFFFFFF)
+    return java_int((bits >> 32) ^ bits)
 
 
 def subscription_id(metrics: tuple[str, ...], interval_ms: int, instance_id: uuid.UUID) -> int:
     """Kafka's subscription id: the CRC-32C of the metrics set as Java prints a HashSet of them
     (`[a, b]`, in its bucket order) followed by the interval, XOR the instance id's hash."""
     printed = "[" + ", ".join(java_hash_order(metrics)) + "]" + str(interval_ms)
-    checksum = _signed(crc32c(printed.encode()))
-    return _signed((checksum ^ java_uuid_hash(instance_id)) & 0xFFFFFFFF)
+    return java_int(crc32c(printed.encode()) ^ java_uuid_hash(instance_id))
 
 
 def kafka_uuid_text(instance_id: uuid.UUID) -> str:
     """An id as Kafka writes it (Uuid.toString: URL-safe base64, unpadded), the form a
     subscription's client_instance_id pattern is matched against."""
     return base64.urlsafe_b64encode(instance_id.bytes).decode().rstrip("=")
-
-
-def _signed(value: int) -> int:
-    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 DEFAULT_SUBSCRIPTION = "nullbroker-default"
@@ -350,8 +346,6 @@ CONFIG_DEFAULTS = {INTERVAL: str(DEFAULT_INTERVAL_MS), MATCH: "", METRICS: ""}
 """A subscription's configs, each with the value it has when not set."""
 _LIST_SEPARATOR = re.compile(r"[ \t\n\x0b\f\r]*,[ \t\n\x0b\f\r]*")
 """Java's `\\s*,\\s*`, which Kafka's ConfigDef splits a LIST value on."""
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
-INT_RANGE = range(-(1 << 31), 1 << 31)
 
 
 class ConfigRefused(ValueError):
@@ -415,13 +409,11 @@ def _listed(configs: Mapping[str, str], key: str) -> list[str]:
 
 
 def _java_int(configs: Mapping[str, str], key: str) -> int:
-    text = configs.get(key, CONFIG_DEFAULTS[key])
-    if not _JAVA_INT.fullmatch(text.strip()) or int(text) not in INT_RANGE:
-        raise ConfigRefused(
-            ErrorCode.invalid_config,
-            f"Invalid value {text} for configuration {key}: Not a number of type INT",
-        )
-    return int(text)
+    """An INT config's value, as Kafka's ConfigDef parses one (kafka_configs.parse_value)."""
+    try:
+        return int(parse_value(key, ConfigType.INT, configs.get(key, CONFIG_DEFAULTS[key])))
+    except InvalidConfig as error:
+        raise ConfigRefused(ErrorCode.invalid_config, str(error)) from None
 
 
 def configure(client_metrics: ClientMetrics, name: str, configs: Mapping[str, str]) -> None:

@@ -25,7 +25,8 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..stats import GAUGE, ClientSnapshot
+from ..stats import ClientSnapshot
+from .client_metrics import MIN_EXPIRY_MS
 
 DEFAULT_MAX_CLIENTS = 64
 """Client instances kept: a load test's producers and consumers, with room to spare."""
@@ -36,11 +37,6 @@ MAX_RESOURCE_ATTRIBUTES = 32
 """A push's resource attributes kept (librdkafka sends four or five, Java none)."""
 MAX_TEXT = 256
 """Characters kept of an attribute's key or value, and of a metric's name."""
-
-SUM = "sum"
-"""Monotonic: a counter (Java's `*.total`, `*.count`)."""
-UP_DOWN_SUM = "up_down_sum"
-KINDS = (GAUGE, SUM, UP_DOWN_SUM)
 
 
 class Point(NamedTuple):
@@ -138,7 +134,7 @@ class PushedMetrics:
         max(60 s, 3 push intervals)."""
         for pushed in self.clients.values():
             if not pushed.ended and now_ms - pushed.last_push_ms >= max(
-                60_000, 3 * pushed.interval_ms
+                MIN_EXPIRY_MS, 3 * pushed.interval_ms
             ):
                 pushed.ended = "silent"
 

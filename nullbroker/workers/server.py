@@ -8,7 +8,6 @@ import os
 import socket
 import ssl
 import struct
-import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -357,10 +356,6 @@ class BrokerServer:
             self._drain.start()
             connections.cancel_scope.deadline = trio.current_time() + DRAIN_SECONDS
         self.shared.warnings.flush(everything=True)
-        # PushTelemetry's own repeat-limited log, when a push brought it in (first use).
-        telemetry = sys.modules.get("nullbroker.handlers.telemetry.push_telemetry")
-        if telemetry is not None:
-            telemetry.warnings.flush(everything=True)
         if self.config.summary_json:
             write_summary(self.broker.current_accounts(), self.config.summary_json)
             log.info("summary written to %s", self.config.summary_json)

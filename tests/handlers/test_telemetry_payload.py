@@ -14,7 +14,8 @@ import cramjam
 import pytest
 
 from nullbroker.handlers.telemetry.payload import PayloadRefused, inflated, read_points
-from nullbroker.state.pushed_metrics import GAUGE, SUM, UP_DOWN_SUM, Point
+from nullbroker.state.pushed_metrics import Point
+from nullbroker.stats import GAUGE, SUM, UP_DOWN_SUM
 from tests.support.otlp_payloads import (
     CODECS,
     GZIP,

@@ -11,6 +11,7 @@ json_response (a pushed NaN goes out as null)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -20,9 +21,8 @@ from nullbroker.ops.history import CONSUMED_RATE, QUEUE_TIME, SENT_RATE, History
 from nullbroker.ops.http_endpoint import (
     STATUS_PAGE,
 )
-from nullbroker.state.pushed_metrics import SUM
-from nullbroker.stats import GAUGE, BrokerStats, ClientSnapshot
-from tests.ops.test_history import ClockedStats
+from nullbroker.stats import GAUGE, SUM, BrokerStats, ClientSnapshot
+from tests.ops.test_history import ClockedStats, pushed
 from tests.ops.test_share_status_page import browser
 from tests.support.chromium import Chromium, Page
 from tests.support.page_server import PageServer
@@ -65,19 +65,13 @@ def snapshot(
     series: list[tuple[str, tuple[tuple[str, str], ...], float]],
     ended: str = "",
 ) -> ClientSnapshot:
-    return ClientSnapshot(
-        instance_id=instance,
-        client_id=client_id,
+    return dataclasses.replace(
+        pushed(instance, client_id, {}, PUSH_MS, ended),
         software_name=software[0],
         software_version=software[1],
-        address="127.0.0.1",
         first_push_ms=PUSH_MS - 3000,
-        last_push_ms=PUSH_MS,
         pushes=7,
         payload_bytes=4096,
-        interval_ms=500,
-        ended=ended,
-        resource=(),
         series=tuple(
             (KAFKA + name, SUM if name.endswith(".total") else GAUGE, attributes, value)
             for name, attributes, value in series

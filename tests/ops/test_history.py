@@ -24,8 +24,7 @@ from nullbroker.ops.http_endpoint import (
     history_handler,
     json_response,
 )
-from nullbroker.state.pushed_metrics import GAUGE, SUM, ClientSnapshot
-from nullbroker.stats import BrokerStats, percentile_ns
+from nullbroker.stats import GAUGE, SUM, BrokerStats, ClientSnapshot, percentile_ns
 
 
 class ClockedStats(BrokerStats):

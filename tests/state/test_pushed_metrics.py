@@ -7,15 +7,8 @@ from __future__ import annotations
 
 import uuid
 
-from nullbroker.state.pushed_metrics import (
-    GAUGE,
-    SUM,
-    UP_DOWN_SUM,
-    ClientSnapshot,
-    Point,
-    PushedMetrics,
-)
-from nullbroker.stats import one_per_instance
+from nullbroker.state.pushed_metrics import Point, PushedMetrics
+from nullbroker.stats import GAUGE, SUM, UP_DOWN_SUM, ClientSnapshot, one_per_instance
 
 T0 = 1_800_000_000_000
 INTERVAL_MS = 5000

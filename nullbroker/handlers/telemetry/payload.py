@@ -11,7 +11,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ...state.pushed_metrics import GAUGE, MAX_TEXT, SUM, UP_DOWN_SUM, Point
+from ...state.pushed_metrics import MAX_TEXT, Point
+from ...stats import GAUGE, SUM, UP_DOWN_SUM
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
 CODEC_NAMES = {GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
@@ -120,7 +121,7 @@ def read_points(
                 width = 1 if shape in _NUMBERS else 2
                 made = len(body.data_points) * width
                 room = max(max_points - len(points), 0)
-                name = metric.name[:MAX_TEXT]
+                name = metric.name  # cut to MAX_TEXT where it is kept
                 if made <= room:
                     _read(name, shape, body, body.data_points, points)
                 elif room:

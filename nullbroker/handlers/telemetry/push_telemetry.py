@@ -7,7 +7,6 @@ answers when it cannot inflate one or its plugin fails, and a line in the log.""
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -16,7 +15,6 @@ from codec import ApiKey, Request
 from codec.entities import make, response_module
 
 from ...clock import now_ms
-from ...log_limit import RepeatLimitedLog
 from ..common import NO_THROTTLE, counted
 from .client import described, made_here
 
@@ -24,9 +22,6 @@ if TYPE_CHECKING:
     from ...broker import Broker
     from ...sessions import Session
 
-warnings = RepeatLimitedLog(logging.getLogger("nullbroker"))
-"""A line for the first unreadable or too large push from a host, then one a window for its
-repeats (summarised by a push after the window, and as the broker stops)."""
 
 KEY = ApiKey.PUSH_TELEMETRY
 
@@ -48,7 +43,7 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     if instance is not None:
         made_here(client_metrics, instance, session)
     if error is ErrorCode.telemetry_too_large:
-        warnings.warning(
+        broker.warnings.warning(
             session.host,
             "telemetry too large",
             "PushTelemetry from %s (client id %r, instance %s): %d bytes, over "
@@ -62,8 +57,6 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
     if error is ErrorCode.none and instance is not None and body.metrics:
         error = _kept(broker, body, instance.client, instance.interval_ms, session, now)
         instance.last_error = error
-    if warnings.gathering:
-        warnings.flush()  # the repeats of a window past, summarised by the next push
     types = response_module(KEY, request.header.api_version)
     return make(
         types.PushTelemetryResponse, throttle_time=NO_THROTTLE, error_code=counted(broker, error)
@@ -85,7 +78,7 @@ def _kept(
         )
     except PayloadRefused as refused:
         pushed.refused_payloads += 1
-        warnings.warning(
+        broker.warnings.warning(
             session.host,
             "unreadable telemetry",
             "PushTelemetry from %s (client id %r, instance %s): %s; answered INVALID_RECORD",
