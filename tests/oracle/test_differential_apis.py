@@ -1457,6 +1457,16 @@ async def describe_client_quotas(pair: Pair) -> tuple[str, ...]:
             validate_only=False,
         )
     )
+    # Kafka applies a quota from its metadata log, a moment after it answers the alteration.
+    await pair.step(
+        request(
+            48,
+            pair.versions(48)[-1],
+            components=[{"entity_type": "user", "match_type": 0, "match": "described"}],
+            strict=False,
+        ),
+        until=lambda answer: bool(answer.entries),
+    )
     await describe_quotas(pair, "described", "nobody")
     await remove_quotas(pair, [("user", "described")])
     return ()
