@@ -254,6 +254,9 @@ class Clients:
     dropped_series: int = 0
     dropped_clients: int = 0
     refused_payloads: int = 0
+    cpu_seconds: float = 0.0
+    """The broker's CPU time on the pushes (their handling, the decoder's import at the
+    first, the snapshots of them): what this view cost it."""
 
     def of(self, client_id: str) -> tuple[PushedClient, ...]:
         """The instances of `client_id` that pushed."""
@@ -350,6 +353,7 @@ def _clients(entry: Mapping[str, Any]) -> Clients:
             name: int(entry.get(name, 0))
             for name in ("series_kept", "dropped_series", "dropped_clients", "refused_payloads")
         },
+        cpu_seconds=float(entry.get("cpu_seconds", 0.0)),
     )
 
 

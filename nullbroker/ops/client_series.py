@@ -112,3 +112,9 @@ def _broker_counts(stats: BrokerStats) -> Iterator[Metric]:
     ):
         dropped.add_metric([what], totals[key])
     yield dropped
+    yield CounterMetricFamily(
+        "nullbroker_client_telemetry_cpu_seconds",
+        "The broker's CPU time on the pushes: their handling (the decoder's import at the "
+        "first included) and the snapshots of them for the accounts.",
+        value=totals["cpu_ns"] / 1e9,
+    )

@@ -102,6 +102,10 @@ class History:
     def __init__(self, capacity: int = CAPACITY) -> None:
         self.samples: deque[Sample] = deque(maxlen=capacity)
         self._last: _Counts | None = None
+        self._lines: dict[str, tuple[int, float | None, float | None]] = {}
+        """Each pushing instance's pushes when last sampled, and its rate and queue time
+        then: read again from its metrics only once it pushed again (a second's sample
+        would otherwise go over every series of every instance)."""
 
     def sample(self, stats: BrokerStats) -> Sample | None:
         """Add the sample of the interval since the last call (None for the first call,
@@ -125,7 +129,7 @@ class History:
             (counts.fetched - last.fetched) / seconds,
             percentile_ns(latency, 0.99) / 1e6 if sum(latency) else None,
             sum(held) / seconds,
-            _clients(stats.pushed_clients),
+            self._clients(stats.pushed_clients),
         )
         self.samples.append(sample)
         return sample
@@ -142,28 +146,32 @@ class History:
             ],
         }
 
+    def _clients(self, pushed: Iterable[ClientSnapshot]) -> tuple[ClientSample, ...]:
+        """The instances still pushing that pushed last, at most MAX_CLIENTS, in the order
+        they first pushed (so that a chart's lines keep their colours)."""
+        pushing = sorted(
+            (client for client in pushed if not client.ended),
+            key=lambda client: client.last_push_ms,
+            reverse=True,
+        )[:MAX_CLIENTS]
+        pushing.sort(key=lambda client: (client.first_push_ms, client.instance_id))
+        lines = {}
+        for client in pushing:
+            line = self._lines.get(client.instance_id)
+            if line is None or line[0] != client.pushes:
+                metrics = client.metrics
+                rate = metrics.get(SENT_RATE, metrics.get(CONSUMED_RATE))
+                line = (client.pushes, rate, metrics.get(QUEUE_TIME))
+            lines[client.instance_id] = line
+        self._lines = lines
+        return tuple(
+            ClientSample(client.instance_id, client.client_id, *lines[client.instance_id][1:])
+            for client in pushing
+        )
+
 
 def _since(now: list[int], before: list[int]) -> list[int]:
     return [current - previous for current, previous in zip(now, before, strict=True)]
-
-
-def _clients(pushed: Iterable[ClientSnapshot]) -> tuple[ClientSample, ...]:
-    """The instances still pushing that pushed last, at most MAX_CLIENTS, in the order
-    they first pushed (so that a chart's lines keep their colours)."""
-    pushing = sorted(
-        (client for client in pushed if not client.ended),
-        key=lambda client: client.last_push_ms,
-        reverse=True,
-    )[:MAX_CLIENTS]
-    pushing.sort(key=lambda client: (client.first_push_ms, client.instance_id))
-    samples = []
-    for client in pushing:
-        metrics = client.metrics
-        rate = metrics.get(SENT_RATE, metrics.get(CONSUMED_RATE))
-        samples.append(
-            ClientSample(client.instance_id, client.client_id, rate, metrics.get(QUEUE_TIME))
-        )
-    return tuple(samples)
 
 
 def _sample_json(sample: Sample) -> dict[str, Any]:

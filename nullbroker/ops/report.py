@@ -227,6 +227,7 @@ def _clients(stats: BrokerStats) -> dict[str, Any]:
         "instances": [_pushed(client) for client in stats.pushed_clients],
         "agreement": _agreement(stats),
         **{name: stats.pushed_totals[name] for name in PUSHED_TOTALS},
+        "cpu_seconds": stats.pushed_totals["cpu_ns"] / 1e9,
     }
 
 

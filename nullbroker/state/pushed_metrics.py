@@ -20,10 +20,10 @@ the payload into `Point`s; time is given in milliseconds."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from ..stats import ClientSnapshot
 from .client_metrics import MIN_EXPIRY_MS
@@ -39,16 +39,11 @@ MAX_TEXT = 256
 """Characters kept of an attribute's key or value, and of a metric's name."""
 
 
-class Point(NamedTuple):
-    """One data point of a pushed metric, as the handler read it."""
-
-    name: str
-    kind: str
-    """GAUGE, SUM or UP_DOWN_SUM."""
-    attributes: tuple[tuple[str, str], ...]
-    value: float
-    delta: bool
-    """A sum's point that says what it grew by since the last push, not its total."""
+Point = tuple[str, str, tuple[tuple[str, str], ...], float, bool]
+"""One data point of a pushed metric, as the handler read it: (name, kind: GAUGE, SUM or
+UP_DOWN_SUM, attributes, value, delta: a sum's point that says what it grew by since the
+last push, not its total). A plain tuple: a push makes one per metric, a hundred or more,
+on the request path, and a NamedTuple's constructor is a Python call, several tuples' cost."""
 
 
 @dataclass(slots=True)
@@ -81,6 +76,32 @@ class PushedClient:
     for its expiry); "" while it pushes."""
     resource: dict[str, str] = field(default_factory=dict)
     series: dict[SeriesKey, Series] = field(default_factory=dict)
+    snapshot: ClientSnapshot | None = None
+    """As the accounts last read it; None once it changed. The accounts are read every
+    second for the status page's history (nullbroker.ops.history), and an instance pushes
+    once an interval: one snapshot made per push, not per second."""
+
+    def snapshotted(self) -> ClientSnapshot:
+        if self.snapshot is None:
+            self.snapshot = ClientSnapshot(
+                self.instance_id,
+                self.client_id,
+                self.software_name,
+                self.software_version,
+                self.address,
+                self.first_push_ms,
+                self.last_push_ms,
+                self.pushes,
+                self.payload_bytes,
+                self.interval_ms,
+                self.ended,
+                tuple(sorted(self.resource.items())),
+                tuple(
+                    (name, series.kind, attributes, series.value)
+                    for (name, attributes), series in sorted(self.series.items())
+                ),
+            )
+        return self.snapshot
 
 
 class PushedMetrics:
@@ -100,6 +121,10 @@ class PushedMetrics:
         """Instances pushed out to make room for a new one."""
         self.refused_payloads = 0
         """Pushes whose payload could not be read (corrupt, too large inflated, not OTLP)."""
+        self.cpu_ns = 0
+        """The broker's CPU time (its thread's) on the pushes: PushTelemetry's handling,
+        the decoder's import at the first, and the snapshots made of them for the accounts.
+        What the clients' view costs, shown beside it (perf/README.md, "Client telemetry")."""
 
     def record(
         self,
@@ -119,6 +144,7 @@ class PushedMetrics:
             pushed = self._added(key, client, now_ms)
         else:
             self.clients.move_to_end(key)
+        pushed.snapshot = None
         pushed.pushes += 1
         pushed.payload_bytes += payload_bytes
         pushed.last_push_ms = now_ms
@@ -137,6 +163,7 @@ class PushedMetrics:
                 MIN_EXPIRY_MS, 3 * pushed.interval_ms
             ):
                 pushed.ended = "silent"
+                pushed.snapshot = None
 
     def totals(self) -> Counter[str]:
         return Counter(
@@ -144,31 +171,18 @@ class PushedMetrics:
             dropped_series=self.dropped_series,
             dropped_clients=self.dropped_clients,
             refused_payloads=self.refused_payloads,
+            cpu_ns=self.cpu_ns,
         )
 
     def snapshots(self, now_ms: int) -> tuple[ClientSnapshot, ...]:
+        started = time.thread_time_ns()
         self.expire(now_ms)
-        return tuple(
-            ClientSnapshot(
-                pushed.instance_id,
-                pushed.client_id,
-                pushed.software_name,
-                pushed.software_version,
-                pushed.address,
-                pushed.first_push_ms,
-                pushed.last_push_ms,
-                pushed.pushes,
-                pushed.payload_bytes,
-                pushed.interval_ms,
-                pushed.ended,
-                tuple(sorted(pushed.resource.items())),
-                tuple(
-                    (name, series.kind, attributes, series.value)
-                    for (name, attributes), series in sorted(pushed.series.items())
-                ),
-            )
+        snapshots = tuple(
+            pushed.snapshotted()
             for pushed in sorted(self.clients.values(), key=lambda c: c.first_push_ms)
         )
+        self.cpu_ns += time.thread_time_ns() - started
+        return snapshots
 
     def _added(self, key: str, client: dict[str, str], now_ms: int) -> PushedClient:
         if len(self.clients) >= self.max_clients:
@@ -192,16 +206,17 @@ class PushedMetrics:
         self.dropped_clients += 1
 
     def _add(self, pushed: PushedClient, point: Point) -> None:
-        key = (point.name[:MAX_TEXT], point.attributes)
+        name, kind, attributes, value, delta = point
+        key = (name[:MAX_TEXT], attributes)
         series = pushed.series.get(key)
         if series is None:
             if self.series_kept >= self.max_series:
                 self.dropped_series += 1
                 return
-            series = pushed.series[key] = Series(point.kind, 0.0)
+            series = pushed.series[key] = Series(kind, 0.0)
             self.series_kept += 1
-        if point.delta:
-            series.value += point.value
+        if delta:
+            series.value += value
         else:
-            series.value = point.value
-        series.kind = point.kind
+            series.value = value
+        series.kind = kind

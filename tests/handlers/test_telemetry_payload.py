@@ -14,7 +14,6 @@ import cramjam
 import pytest
 
 from nullbroker.handlers.telemetry.payload import PayloadRefused, inflated, read_points
-from nullbroker.state.pushed_metrics import Point
 from nullbroker.stats import GAUGE, SUM, UP_DOWN_SUM
 from tests.support.otlp_payloads import (
     CODECS,
@@ -188,23 +187,23 @@ def test_each_kind_of_point_is_read() -> None:
     assert resource_attributes == {"group_id": "readers", "client_rack": "r1"}
     assert unread == 0
     assert points == [
-        Point("g", GAUGE, (("node_id", "1"),), 2.5, False),
-        Point("delta.total", SUM, (), 7.0, True),
-        Point("cumulative.total", SUM, (), 9.0, False),
-        Point("buffer", UP_DOWN_SUM, (), -3.0, False),
-        Point("latency.count", SUM, (), 4.0, True),
-        Point("latency.sum", SUM, (), 10.0, True),
-        Point("sizes.count", SUM, (), 3.0, False),
-        Point("sizes.sum", SUM, (), 300.0, False),
+        ("g", GAUGE, (("node_id", "1"),), 2.5, False),
+        ("delta.total", SUM, (), 7.0, True),
+        ("cumulative.total", SUM, (), 9.0, False),
+        ("buffer", UP_DOWN_SUM, (), -3.0, False),
+        ("latency.count", SUM, (), 4.0, True),
+        ("latency.sum", SUM, (), 10.0, True),
+        ("sizes.count", SUM, (), 3.0, False),
+        ("sizes.sum", SUM, (), 300.0, False),
     ]
 
 
 def test_points_past_what_can_be_kept_are_counted_not_read() -> None:
     _, points, unread = read_points(many_gauges(10), max_points=4)
-    assert [point.name for point in points] == ["g0", "g1", "g2", "g3"]
+    assert [name for name, *_ in points] == ["g0", "g1", "g2", "g3"]
     assert unread == 6
     _, points, unread = read_points(
         metrics_data([histogram("h", 1, 1.0), histogram("i", 1, 1.0)]), max_points=3
     )
-    assert [point.name for point in points] == ["h.count", "h.sum", "i.count"]
+    assert [name for name, *_ in points] == ["h.count", "h.sum", "i.count"]
     assert unread == 1

@@ -96,8 +96,11 @@ def read_points(
     `max_points` of them (no more can be kept: a megabyte of two-byte data points made
     Points would cost a hundred), and how many more points it holds, left unread.
 
-    One loop over the metrics, reading each field once: a push is read whole on the request
-    path, once per client per interval (perf/README.md, "Client telemetry")."""
+    Read on the request path, once per client per interval, so read lean: each field once,
+    no call per metric, a plain tuple per point (upb wraps every message it hands out, and
+    the Java clients put each metric in a ResourceMetrics of its own: a producer's push is
+    108 of them, read in 0.44 ms so, 0.62 through a function a metric and a NamedTuple a
+    point; perf/README.md, "Client telemetry")."""
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
 
@@ -109,57 +112,61 @@ def read_points(
         raise PayloadRefused("not OTLP MetricsData: no resource metrics in it")
     resource: dict[str, str] = {}
     points: list[Point] = []
+    append = points.append
+    room = max_points
     unread = 0
     for resource_metrics in metrics_data.resource_metrics:
-        resource.update(_attributes(resource_metrics.resource.attributes))
+        resource_attributes = resource_metrics.resource.attributes
+        if resource_attributes:
+            resource.update(_attributes(resource_attributes))
         for scope_metrics in resource_metrics.scope_metrics:
             for metric in scope_metrics.metrics:
                 shape = metric.WhichOneof("data")
                 if shape is None:
                     continue
                 body = getattr(metric, shape)
-                width = 1 if shape in _NUMBERS else 2
-                made = len(body.data_points) * width
-                room = max(max_points - len(points), 0)
+                data_points = body.data_points
                 name = metric.name  # cut to MAX_TEXT where it is kept
-                if made <= room:
-                    _read(name, shape, body, body.data_points, points)
-                elif room:
-                    unread += made - room
+                if shape == "gauge" or shape == "sum":
+                    if shape == "gauge":
+                        kind, delta = GAUGE, False
+                    else:
+                        kind = SUM if body.is_monotonic else UP_DOWN_SUM
+                        delta = body.aggregation_temporality == DELTA
+                    if len(data_points) > room:
+                        unread += len(data_points) - room
                     # Never a slice: upb would wrap every data point of the field at once.
-                    wanted = zip(range(-(-room // width)), body.data_points, strict=False)
-                    _read(name, shape, body, (p for _, p in wanted), points)
-                else:
-                    unread += made
-    del points[max_points:]  # a histogram's count kept without its sum, at the bound
+                    for p in data_points:
+                        if not room:
+                            break
+                        room -= 1
+                        attributes = p.attributes
+                        # A point holds as_double or as_int: whichever is set, the other is 0.
+                        value = p.as_double or float(p.as_int)
+                        append(
+                            (
+                                name,
+                                kind,
+                                _point_attributes(attributes) if attributes else (),
+                                value,
+                                delta,
+                            )
+                        )
+                    continue
+                # A histogram, an exponential histogram or a summary: its count and its sum.
+                delta = shape != "summary" and body.aggregation_temporality == DELTA
+                if 2 * len(data_points) > room:
+                    unread += 2 * len(data_points) - room
+                for p in data_points:
+                    if not room:
+                        break
+                    attributes = _point_attributes(p.attributes) if p.attributes else ()
+                    append((name + ".count", SUM, attributes, float(p.count), delta))
+                    room -= 1
+                    if room:
+                        append((name + ".sum", SUM, attributes, float(p.sum), delta))
+                        room -= 1
     return resource, points, unread
-
-
-_NUMBERS = frozenset(("gauge", "sum"))
-"""The shapes whose data points are numbers; the others' (histogram, exponential histogram,
-summary) are kept as their count and sum."""
-
-
-def _read(name: str, shape: str, body: Any, data_points: Any, points: list[Point]) -> None:
-    """The Points of one metric's data points, onto `points`."""
-    if shape == "gauge":
-        kind, delta = GAUGE, False
-    elif shape == "sum":
-        kind = SUM if body.is_monotonic else UP_DOWN_SUM
-        delta = body.aggregation_temporality == DELTA
-    else:
-        delta = shape != "summary" and body.aggregation_temporality == DELTA
-        for p in data_points:
-            attributes = _point_attributes(p.attributes) if p.attributes else ()
-            points.append(Point(name + ".count", SUM, attributes, float(p.count), delta))
-            points.append(Point(name + ".sum", SUM, attributes, float(p.sum), delta))
-        return
-    append = points.append
-    for p in data_points:
-        attributes = p.attributes
-        # A point holds as_double or as_int: whichever is set, the other reads 0.
-        value = p.as_double or float(p.as_int)
-        append(Point(name, kind, _point_attributes(attributes) if attributes else (), value, delta))
 
 
 def _point_attributes(key_values: Any) -> tuple[tuple[str, str], ...]:

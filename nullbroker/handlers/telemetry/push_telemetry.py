@@ -7,6 +7,7 @@ answers when it cannot inflate one or its plugin fails, and a line in the log.""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -27,6 +28,7 @@ KEY = ApiKey.PUSH_TELEMETRY
 
 
 def handle(broker: Broker, request: Request, session: Session) -> Any:
+    started = time.thread_time_ns()
     body = request.body
     now = now_ms()
     client = described(request, session)
@@ -58,9 +60,11 @@ def handle(broker: Broker, request: Request, session: Session) -> Any:
         error = _kept(broker, body, instance.client, instance.interval_ms, session, now)
         instance.last_error = error
     types = response_module(KEY, request.header.api_version)
-    return make(
+    response = make(
         types.PushTelemetryResponse, throttle_time=NO_THROTTLE, error_code=counted(broker, error)
     )
+    broker.pushed_metrics.cpu_ns += time.thread_time_ns() - started
+    return response
 
 
 def _kept(
