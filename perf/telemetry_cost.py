@@ -16,11 +16,12 @@ run on a shared machine of two cores, the share does not. What the share leaves 
 the pushes cost the rest (the garbage collector, caches), which only the ratio sees.
 
 CPU per GiB is a rate: what a run pays once (the producers' start, the first push's import of
-the OTLP decoder, 25 to 40 ms and 2.5 MiB of RSS, which the broker puts off until a client
-pushes) is no part of it, and in a 30-s run it would read as a percent or two. So each run is
-measured twice: whole, and from `--warmup` seconds after the producers start (once every
-client has pushed, the first push coming within 1.5 intervals) to the end, the window whose
-CPU and bytes give the steady figure.
+the OTLP decoder, 25 to 60 ms and 2.5 MiB of RSS, which the broker puts off until a client
+pushes) is no part of it, and in a 30-s run it reads as a percent or more. So each run is
+measured twice: whole, and from `--warmup` seconds after the producers start to the end, the
+window whose CPU and bytes give the steady figure. Eight JVMs start slowly on two cores: at a
+5-s interval none had pushed by 10 s, hence a default of 20 (a window that holds the first
+pushes holds the import too: compare its share of the pushes' CPU with the whole run's).
 """
 
 from __future__ import annotations

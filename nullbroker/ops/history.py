@@ -102,10 +102,10 @@ class History:
     def __init__(self, capacity: int = CAPACITY) -> None:
         self.samples: deque[Sample] = deque(maxlen=capacity)
         self._last: _Counts | None = None
-        self._lines: dict[str, tuple[int, float | None, float | None]] = {}
-        """Each pushing instance's pushes when last sampled, and its rate and queue time
-        then: read again from its metrics only once it pushed again (a second's sample
-        would otherwise go over every series of every instance)."""
+        self._lines: dict[str, tuple[int, ClientSample]] = {}
+        """Each pushing instance's line as last sampled, with its pushes then: read again
+        from its metrics only once it pushed again (a second's sample would otherwise go
+        over every series of every instance)."""
 
     def sample(self, stats: BrokerStats) -> Sample | None:
         """Add the sample of the interval since the last call (None for the first call,
@@ -161,13 +161,13 @@ class History:
             if line is None or line[0] != client.pushes:
                 metrics = client.metrics
                 rate = metrics.get(SENT_RATE, metrics.get(CONSUMED_RATE))
-                line = (client.pushes, rate, metrics.get(QUEUE_TIME))
+                sample = ClientSample(
+                    client.instance_id, client.client_id, rate, metrics.get(QUEUE_TIME)
+                )
+                line = (client.pushes, sample)
             lines[client.instance_id] = line
         self._lines = lines
-        return tuple(
-            ClientSample(client.instance_id, client.client_id, *lines[client.instance_id][1:])
-            for client in pushing
-        )
+        return tuple(lines[client.instance_id][1] for client in pushing)
 
 
 def _since(now: list[int], before: list[int]) -> list[int]:

@@ -638,24 +638,53 @@ async def outcome_of_version(side: Side, api_key: int, version: int) -> str:
 
 
 def by_role(answer: Any, side: Side) -> Any:
-    """DescribeGroups' members in the order the sequence learned their ids on that broker, the
-    ids it does not know after them: a classic group's member ids are each broker's own, and
-    Kafka lists the members from a hash map of them (in no order a client may rely on), so
-    members are compared by their part in the sequence (its first member, its second)."""
-    if type(answer).__name__ != "DescribeGroupsResponse":
+    """Entries whose ids are each broker's own, in the order the sequence learned the ids on
+    that broker, the ids it does not know after them: DescribeGroups' members (a classic
+    group's member ids) and DescribeProducers' active producers (producer ids). Kafka lists
+    both from a hash map keyed by the id (in no order a client may rely on, and one that
+    follows the ids, which differ between the brokers), so entries are compared by their part
+    in the sequence (its first member, its second producer)."""
+    kind = type(answer).__name__
+    if kind not in ("DescribeGroupsResponse", "DescribeProducersResponse"):
         return answer
-    rank: dict[str, int] = {}
-    for value in side.learned.values():
-        if isinstance(value, str):
+    rank: dict[object, int] = {}
+    for key, value in side.learned.items():
+        if isinstance(value, str) or (isinstance(key, tuple) and key[0] == "producer_id"):
             rank.setdefault(value, len(rank))
 
-    def ordered(group: Any) -> Any:
-        members = sorted(
-            group.members, key=lambda m: (rank.get(m.member_id, len(rank)), m.member_id)
+    def ordered(entries: tuple[Any, ...], id_of: Callable[[Any], Any]) -> tuple[Any, ...]:
+        return tuple(
+            sorted(entries, key=lambda entry: (rank.get(id_of(entry), len(rank)), id_of(entry)))
         )
-        return dataclasses.replace(group, members=tuple(members))
 
-    return dataclasses.replace(answer, groups=tuple(ordered(group) for group in answer.groups))
+    if kind == "DescribeGroupsResponse":
+        return dataclasses.replace(
+            answer,
+            groups=tuple(
+                dataclasses.replace(
+                    group, members=ordered(group.members, lambda member: member.member_id)
+                )
+                for group in answer.groups
+            ),
+        )
+    return dataclasses.replace(
+        answer,
+        topics=tuple(
+            dataclasses.replace(
+                topic,
+                partitions=tuple(
+                    dataclasses.replace(
+                        partition,
+                        active_producers=ordered(
+                            partition.active_producers, lambda producer: producer.producer_id
+                        ),
+                    )
+                    for partition in topic.partitions
+                ),
+            )
+            for topic in answer.topics
+        ),
+    )
 
 
 @dataclass(frozen=True)

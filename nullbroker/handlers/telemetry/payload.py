@@ -127,46 +127,39 @@ def read_points(
                 body = getattr(metric, shape)
                 data_points = body.data_points
                 name = metric.name  # cut to MAX_TEXT where it is kept
-                if shape == "gauge" or shape == "sum":
-                    if shape == "gauge":
-                        kind, delta = GAUGE, False
-                    else:
-                        kind = SUM if body.is_monotonic else UP_DOWN_SUM
-                        delta = body.aggregation_temporality == DELTA
-                    if len(data_points) > room:
-                        unread += len(data_points) - room
-                    # Never a slice: upb would wrap every data point of the field at once.
-                    for p in data_points:
-                        if not room:
-                            break
-                        room -= 1
-                        attributes = p.attributes
-                        # A point holds as_double or as_int: whichever is set, the other is 0.
-                        value = p.as_double or float(p.as_int)
-                        append(
-                            (
-                                name,
-                                kind,
-                                _point_attributes(attributes) if attributes else (),
-                                value,
-                                delta,
-                            )
-                        )
-                    continue
-                # A histogram, an exponential histogram or a summary: its count and its sum.
-                delta = shape != "summary" and body.aggregation_temporality == DELTA
-                if 2 * len(data_points) > room:
-                    unread += 2 * len(data_points) - room
+                width = 1 if shape in _NUMBERS else 2
+                if width * len(data_points) > room:
+                    unread += width * len(data_points) - room
+                if shape == "gauge":
+                    kind, delta = GAUGE, False
+                elif shape == "sum":
+                    kind = SUM if body.is_monotonic else UP_DOWN_SUM
+                    delta = body.aggregation_temporality == DELTA
+                else:  # a histogram, an exponential histogram or a summary: its count and sum
+                    kind = SUM
+                    delta = shape != "summary" and body.aggregation_temporality == DELTA
+                # Never a slice: upb would wrap every data point of the field at once.
                 for p in data_points:
                     if not room:
                         break
-                    attributes = _point_attributes(p.attributes) if p.attributes else ()
-                    append((name + ".count", SUM, attributes, float(p.count), delta))
+                    attributes = p.attributes
+                    attributes = _point_attributes(attributes) if attributes else ()
+                    if width == 1:
+                        # A point holds as_double or as_int: whichever is set, the other is 0.
+                        append((name, kind, attributes, p.as_double or float(p.as_int), delta))
+                        room -= 1
+                        continue
+                    append((name + ".count", kind, attributes, float(p.count), delta))
                     room -= 1
                     if room:
-                        append((name + ".sum", SUM, attributes, float(p.sum), delta))
+                        append((name + ".sum", kind, attributes, float(p.sum), delta))
                         room -= 1
     return resource, points, unread
+
+
+_NUMBERS = frozenset(("gauge", "sum"))
+"""The shapes whose data points are numbers, a Point each; the others' (histogram,
+exponential histogram, summary) are two, their count and their sum."""
 
 
 def _point_attributes(key_values: Any) -> tuple[tuple[str, str], ...]:
