@@ -164,6 +164,19 @@ class ClientSnapshot:
     series: tuple[tuple[str, str, tuple[tuple[str, str], ...], float], ...]
     """(name, kind, attributes, value) of each series, by name."""
 
+    def metric(self, name: str) -> float | None:
+        """One metric's value (`metric_value`), its series found by bisection (they are
+        sorted by name): the status page's history reads two a second of each pushing
+        client, and `metrics` reads them all."""
+        series = self.series
+        index = bisect_left(series, name, key=_series_name)
+        found = []
+        while index < len(series) and series[index][0] == name:
+            _, kind, attributes, value = series[index]
+            found.append((kind, attributes, value))
+            index += 1
+        return metric_value(found)
+
     @property
     def metrics(self) -> dict[str, float]:
         """Each metric's value over its series (`metric_value`; per-topic and per-node
@@ -173,6 +186,10 @@ class ClientSnapshot:
             by_name.setdefault(name, []).append((kind, attributes, value))
         values = {name: metric_value(found) for name, found in sorted(by_name.items())}
         return {name: value for name, value in values.items() if value is not None}
+
+
+def _series_name(series: tuple[str, str, tuple[tuple[str, str], ...], float]) -> str:
+    return series[0]
 
 
 def metric_value(found: list[tuple[str, tuple[tuple[str, str], ...], float]]) -> float | None:

@@ -147,6 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     }
     ratio = medians["pushing"] / medians["off"]
     steady_ratio = steady["pushing"] / steady["off"]
+    # Each round's two runs ran one after the other, on the same machine's mood: the ratio
+    # within a round drifts less than either side's figure from round to round.
+    paired = {
+        window: sorted(_ratio(runs[index : index + 2], key) for index in range(0, len(runs), 2))
+        for window, key in (
+            ("steady", "steady_cpu_seconds_per_gib"),
+            ("whole", "cpu_seconds_per_gib"),
+        )
+    }
     share = {
         window: statistics.median(
             r[f"{prefix}pushes_cpu_seconds"] / r[f"{prefix}cpu_seconds"]
@@ -163,6 +172,11 @@ def main(argv: list[str] | None = None) -> int:
         f"runs' CPU, as the broker measured it, median: steady {share['steady']:.2%}, whole "
         f"{share['whole']:.2%}"
     )
+    for window, ratios in paired.items():
+        print(
+            f"{window}: pushing / off within each round, median {statistics.median(ratios):.4f} "
+            f"(sorted: {', '.join(f'{r:.3f}' for r in ratios)})"
+        )
     if args.json:
         with open(args.json, "w") as file:
             document = {
@@ -172,9 +186,15 @@ def main(argv: list[str] | None = None) -> int:
                 "steady_medians": steady,
                 "steady_ratio": steady_ratio,
                 "share": share,
+                "paired_ratios": paired,
             }
             json.dump(document, file, indent=2)
     return 0
+
+
+def _ratio(pair: list[dict[str, Any]], key: str) -> float:
+    by_side = {run["side"]: run[key] for run in pair}
+    return float(by_side["pushing"] / by_side["off"])
 
 
 if __name__ == "__main__":

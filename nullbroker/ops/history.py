@@ -106,6 +106,10 @@ class History:
         """Each pushing instance's line as last sampled, with its pushes then: read again
         from its metrics only once it pushed again (a second's sample would otherwise go
         over every series of every instance)."""
+        self._pushed: Iterable[ClientSnapshot] = ()
+        self._pushing: tuple[ClientSample, ...] = ()
+        """The accounts' snapshots of the pushing clients as last sampled, and their lines:
+        between pushes the accounts hand over the same snapshots (one object), read once."""
 
     def sample(self, stats: BrokerStats) -> Sample | None:
         """Add the sample of the interval since the last call (None for the first call,
@@ -149,6 +153,8 @@ class History:
     def _clients(self, pushed: Iterable[ClientSnapshot]) -> tuple[ClientSample, ...]:
         """The instances still pushing that pushed last, at most MAX_CLIENTS, in the order
         they first pushed (so that a chart's lines keep their colours)."""
+        if pushed is self._pushed:
+            return self._pushing
         pushing = sorted(
             (client for client in pushed if not client.ended),
             key=lambda client: client.last_push_ms,
@@ -159,15 +165,18 @@ class History:
         for client in pushing:
             line = self._lines.get(client.instance_id)
             if line is None or line[0] != client.pushes:
-                metrics = client.metrics
-                rate = metrics.get(SENT_RATE, metrics.get(CONSUMED_RATE))
+                rate = client.metric(SENT_RATE)
+                if rate is None:
+                    rate = client.metric(CONSUMED_RATE)
                 sample = ClientSample(
-                    client.instance_id, client.client_id, rate, metrics.get(QUEUE_TIME)
+                    client.instance_id, client.client_id, rate, client.metric(QUEUE_TIME)
                 )
                 line = (client.pushes, sample)
             lines[client.instance_id] = line
         self._lines = lines
-        return tuple(lines[client.instance_id][1] for client in pushing)
+        self._pushed = pushed
+        self._pushing = tuple(lines[client.instance_id][1] for client in pushing)
+        return self._pushing
 
 
 def _since(now: list[int], before: list[int]) -> list[int]:

@@ -76,6 +76,9 @@ class PushedClient:
     for its expiry); "" while it pushes."""
     resource: dict[str, str] = field(default_factory=dict)
     series: dict[SeriesKey, Series] = field(default_factory=dict)
+    """In the order of their keys (name, then attributes), as the accounts list them: put
+    back in order when a push brings a new series, which a client does in its first pushes
+    (and when it meets a new topic or node), not in every push."""
     snapshot: ClientSnapshot | None = None
     """As the accounts last read it; None once it changed. The accounts are read every
     second for the status page's history (nullbroker.ops.history), and an instance pushes
@@ -98,7 +101,7 @@ class PushedClient:
                 tuple(sorted(self.resource.items())),
                 tuple(
                     (name, series.kind, attributes, series.value)
-                    for (name, attributes), series in sorted(self.series.items())
+                    for (name, attributes), series in self.series.items()
                 ),
             )
         return self.snapshot
@@ -121,6 +124,10 @@ class PushedMetrics:
         """Instances pushed out to make room for a new one."""
         self.refused_payloads = 0
         """Pushes whose payload could not be read (corrupt, too large inflated, not OTLP)."""
+        self._snapshots: tuple[ClientSnapshot, ...] | None = None
+        """As `snapshots` last made them; None once an instance pushed, came, went or
+        ended. The accounts are read every second (the status page's history): between
+        pushes they are the same."""
         self.cpu_ns = 0
         """The broker's CPU time (its thread's) on the pushes: PushTelemetry's handling,
         the decoder's import at the first, and the snapshots made of them for the accounts.
@@ -144,7 +151,7 @@ class PushedMetrics:
             pushed = self._added(key, client, now_ms)
         else:
             self.clients.move_to_end(key)
-        pushed.snapshot = None
+        pushed.snapshot = self._snapshots = None
         pushed.pushes += 1
         pushed.payload_bytes += payload_bytes
         pushed.last_push_ms = now_ms
@@ -152,8 +159,11 @@ class PushedMetrics:
         pushed.ended = "terminated" if terminating else ""
         for name, value in list(resource.items())[:MAX_RESOURCE_ATTRIBUTES]:
             pushed.resource[name[:MAX_TEXT]] = value[:MAX_TEXT]
+        known = len(pushed.series)
         for point in points:
             self._add(pushed, point)
+        if len(pushed.series) != known:
+            pushed.series = dict(sorted(pushed.series.items()))
 
     def expire(self, now_ms: int) -> None:
         """Mark as ended the instances silent for longer than Kafka keeps an instance:
@@ -163,7 +173,7 @@ class PushedMetrics:
                 MIN_EXPIRY_MS, 3 * pushed.interval_ms
             ):
                 pushed.ended = "silent"
-                pushed.snapshot = None
+                pushed.snapshot = self._snapshots = None
 
     def totals(self) -> Counter[str]:
         return Counter(
@@ -177,10 +187,12 @@ class PushedMetrics:
     def snapshots(self, now_ms: int) -> tuple[ClientSnapshot, ...]:
         started = time.thread_time_ns()
         self.expire(now_ms)
-        snapshots = tuple(
-            pushed.snapshotted()
-            for pushed in sorted(self.clients.values(), key=lambda c: c.first_push_ms)
-        )
+        snapshots = self._snapshots
+        if snapshots is None:
+            snapshots = self._snapshots = tuple(
+                pushed.snapshotted()
+                for pushed in sorted(self.clients.values(), key=lambda c: c.first_push_ms)
+            )
         self.cpu_ns += time.thread_time_ns() - started
         return snapshots
 
@@ -202,6 +214,7 @@ class PushedMetrics:
 
     def _forget(self, key: str) -> None:
         forgotten = self.clients.pop(key)
+        self._snapshots = None
         self.series_kept -= len(forgotten.series)
         self.dropped_clients += 1
 

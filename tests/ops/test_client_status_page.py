@@ -72,9 +72,9 @@ def snapshot(
         first_push_ms=PUSH_MS - 3000,
         pushes=7,
         payload_bytes=4096,
-        series=tuple(
+        series=tuple(  # by name, as the accounts list them
             (KAFKA + name, SUM if name.endswith(".total") else GAUGE, attributes, value)
-            for name, attributes, value in series
+            for name, attributes, value in sorted(series)
         ),
     )
 

@@ -59,9 +59,9 @@ def pushed(
         interval_ms=500,
         ended=ended,
         resource=(),
-        series=tuple(
+        series=tuple(  # by name, as the accounts list them
             (name, SUM if name.endswith(".total") else GAUGE, (), value)
-            for name, value in metrics.items()
+            for name, value in sorted(metrics.items())
         ),
     )
 

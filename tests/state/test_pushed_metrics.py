@@ -98,6 +98,35 @@ def test_series_of_one_name_with_attributes_are_kept_apart() -> None:
     assert snapshot.metrics == {"org.apache.kafka.producer.topic.record.send.total": 15}
 
 
+def test_series_are_listed_by_name_and_attributes_whatever_order_they_came_in() -> None:
+    # The snapshot lists the series as the dict holds them: put in order when a push brings
+    # a new one (here in the second push, between the others), not sorted at every read.
+    pushed = PushedMetrics()
+    push(pushed, 1, [gauge("c", 3.0), delta("a", 1, topic="y"), gauge("b", 2.0)], T0)
+    first = only(pushed)
+    push(
+        pushed,
+        1,
+        [delta("a", 1, topic="x"), gauge("c", 4.0), delta("a", 1, topic="y"), gauge("b", 2.0)],
+        T0 + INTERVAL_MS,
+    )
+    second = only(pushed, T0 + INTERVAL_MS)
+    assert [series[:3] for series in first.series] == [
+        ("a", SUM, (("topic", "y"),)),
+        ("b", GAUGE, ()),
+        ("c", GAUGE, ()),
+    ]
+    assert [(series[0], series[2], series[3]) for series in second.series] == [
+        ("a", (("topic", "x"),), 1),
+        ("a", (("topic", "y"),), 2),
+        ("b", (), 2.0),
+        ("c", (), 4.0),
+    ]
+    # One metric read by bisection is what the whole mapping says of it.
+    assert {name: second.metric(name) for name in "abc"} == second.metrics
+    assert second.metric("absent") is None and second.metric("") is None
+
+
 def test_a_metric_pushed_for_the_client_and_per_topic_is_the_clients() -> None:
     # The Java consumer pushes records.consumed.total twice under one name: for itself
     # and for each topic. Its value is the client's, not the two added up.
@@ -153,6 +182,22 @@ def test_an_instance_silent_past_its_expiry_is_marked_ended() -> None:
     # A push brings it back.
     push(pushed, 1, [gauge("a", 2)], T0 + expiry_ms + 1)
     assert only(pushed, T0 + expiry_ms + 1).ended == ""
+
+
+def test_the_snapshots_are_made_again_only_when_an_instance_changed() -> None:
+    # Read every second by the status page's history: between pushes, the same snapshots.
+    pushed = PushedMetrics(max_clients=1)
+    push(pushed, 1, [gauge("a", 1)], T0)
+    first = pushed.snapshots(T0 + 1000)
+    assert pushed.snapshots(T0 + 2000) is first
+    push(pushed, 1, [gauge("a", 2)], T0 + INTERVAL_MS)
+    pushed_again = pushed.snapshots(T0 + INTERVAL_MS)
+    assert pushed_again is not first and pushed_again[0].metrics == {"a": 2}
+    silent = pushed.snapshots(T0 + INTERVAL_MS + 60_000)
+    assert silent is not pushed_again and silent[0].ended == "silent"
+    assert pushed.snapshots(T0 + INTERVAL_MS + 61_000) is silent
+    push(pushed, 2, [gauge("b", 3)], T0 + 70_000)  # pushes the silent one out
+    assert [snapshot.metrics for snapshot in pushed.snapshots(T0 + 70_000)] == [{"b": 3}]
 
 
 def test_a_terminating_push_ends_the_instance() -> None:

@@ -116,9 +116,11 @@ def read_points(
     room = max_points
     unread = 0
     for resource_metrics in metrics_data.resource_metrics:
-        resource_attributes = resource_metrics.resource.attributes
-        if resource_attributes:
-            resource.update(_attributes(resource_attributes))
+        described = resource_metrics.resource
+        # One call on the message upb made for it, where its attributes would be a wrapper
+        # more: the Java clients send an empty resource with each of their metrics.
+        if described.ByteSize():
+            resource.update(_attributes(described.attributes))
         for scope_metrics in resource_metrics.scope_metrics:
             for metric in scope_metrics.metrics:
                 shape = metric.WhichOneof("data")
@@ -127,24 +129,24 @@ def read_points(
                 body = getattr(metric, shape)
                 data_points = body.data_points
                 name = metric.name  # cut to MAX_TEXT where it is kept
-                width = 1 if shape in _NUMBERS else 2
-                if width * len(data_points) > room:
-                    unread += width * len(data_points) - room
                 if shape == "gauge":
-                    kind, delta = GAUGE, False
+                    kind, delta, width = GAUGE, False, 1
                 elif shape == "sum":
                     kind = SUM if body.is_monotonic else UP_DOWN_SUM
                     delta = body.aggregation_temporality == DELTA
+                    width = 1
                 else:  # a histogram, an exponential histogram or a summary: its count and sum
-                    kind = SUM
+                    kind, width = SUM, 2
                     delta = shape != "summary" and body.aggregation_temporality == DELTA
+                if width * len(data_points) > room:
+                    unread += width * len(data_points) - room
                 # Never a slice: upb would wrap every data point of the field at once.
                 for p in data_points:
                     if not room:
                         break
                     attributes = p.attributes
                     attributes = _point_attributes(attributes) if attributes else ()
-                    if width == 1:
+                    if width == 1:  # a gauge's or a sum's: a number
                         # A point holds as_double or as_int: whichever is set, the other is 0.
                         append((name, kind, attributes, p.as_double or float(p.as_int), delta))
                         room -= 1
@@ -155,11 +157,6 @@ def read_points(
                         append((name + ".sum", kind, attributes, float(p.sum), delta))
                         room -= 1
     return resource, points, unread
-
-
-_NUMBERS = frozenset(("gauge", "sum"))
-"""The shapes whose data points are numbers, a Point each; the others' (histogram,
-exponential histogram, summary) are two, their count and their sum."""
 
 
 def _point_attributes(key_values: Any) -> tuple[tuple[str, str], ...]:
