@@ -14,6 +14,7 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
 """A classic group's live states (nullbroker.state.groups.model.GroupState): the accounts
@@ -169,7 +170,7 @@ class ClientSnapshot:
         sorted by name): the status page's history reads two a second of each pushing
         client, and `metrics` reads them all."""
         series = self.series
-        index = bisect_left(series, name, key=_series_name)
+        index = bisect_left(series, name, key=itemgetter(0))
         found = []
         while index < len(series) and series[index][0] == name:
             _, kind, attributes, value = series[index]
@@ -186,10 +187,6 @@ class ClientSnapshot:
             by_name.setdefault(name, []).append((kind, attributes, value))
         values = {name: metric_value(found) for name, found in sorted(by_name.items())}
         return {name: value for name, value in values.items() if value is not None}
-
-
-def _series_name(series: tuple[str, str, tuple[tuple[str, str], ...], float]) -> str:
-    return series[0]
 
 
 def metric_value(found: list[tuple[str, tuple[tuple[str, str], ...], float]]) -> float | None:

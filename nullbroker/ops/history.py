@@ -106,10 +106,6 @@ class History:
         """Each pushing instance's line as last sampled, with its pushes then: read again
         from its metrics only once it pushed again (a second's sample would otherwise go
         over every series of every instance)."""
-        self._pushed: Iterable[ClientSnapshot] = ()
-        self._pushing: tuple[ClientSample, ...] = ()
-        """The accounts' snapshots of the pushing clients as last sampled, and their lines:
-        between pushes the accounts hand over the same snapshots (one object), read once."""
 
     def sample(self, stats: BrokerStats) -> Sample | None:
         """Add the sample of the interval since the last call (None for the first call,
@@ -153,8 +149,6 @@ class History:
     def _clients(self, pushed: Iterable[ClientSnapshot]) -> tuple[ClientSample, ...]:
         """The instances still pushing that pushed last, at most MAX_CLIENTS, in the order
         they first pushed (so that a chart's lines keep their colours)."""
-        if pushed is self._pushed:
-            return self._pushing
         pushing = sorted(
             (client for client in pushed if not client.ended),
             key=lambda client: client.last_push_ms,
@@ -174,9 +168,7 @@ class History:
                 line = (client.pushes, sample)
             lines[client.instance_id] = line
         self._lines = lines
-        self._pushed = pushed
-        self._pushing = tuple(lines[client.instance_id][1] for client in pushing)
-        return self._pushing
+        return tuple(lines[client.instance_id][1] for client in pushing)
 
 
 def _since(now: list[int], before: list[int]) -> list[int]:
