@@ -40,15 +40,21 @@ def missing() -> str | None:
 
 
 def producer_command(
-    bootstrap: str, topic: str, records: int, record_size: int, props: tuple[str, ...]
+    bootstrap: str,
+    topic: str,
+    records: int,
+    record_size: int,
+    props: tuple[str, ...],
+    throughput: int = -1,
 ) -> list[str]:
-    """kafka-producer-perf-test, unthrottled, with the producer properties given."""
+    """kafka-producer-perf-test with the producer properties given, at most `throughput`
+    records a second (-1, the default: unthrottled)."""
     return [
         str(BIN / "kafka-producer-perf-test"),
         "--topic", topic,
         "--num-records", str(records),
         "--record-size", str(record_size),
-        "--throughput", "-1",
+        "--throughput", str(throughput),
         "--producer-props", f"bootstrap.servers={bootstrap}", *props,
     ]  # fmt: skip
 

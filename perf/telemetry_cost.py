@@ -49,13 +49,16 @@ def run_once(
     record_size: int,
     warmup: float,
     interval_ms: int | None = None,
+    throughput: int = -1,
 ) -> dict[str, Any]:
     settings = {} if interval_ms is None else {"client_metrics_interval_ms": interval_ms}
     with start(client_metrics=SIDES[side], **settings) as broker:
         cpu_before = exact_cpu_seconds(broker.pid)
         started = time.monotonic()
         commands = [
-            producer_command(broker.bootstrap, f"cost-{index}", records, record_size, ())
+            producer_command(
+                broker.bootstrap, f"cost-{index}", records, record_size, (), throughput
+            )
             for index in range(producers)
         ]
         running = [
@@ -101,6 +104,7 @@ def run_once(
         "instances": len(accounts.clients.instances),
         "agree": all(row.agrees for row in accounts.clients.agreement),
         "elapsed_seconds": elapsed,
+        "throughput": throughput,
     }
 
 
@@ -122,6 +126,16 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         help="the push interval the broker asks for (default: its own default)",
     )
+    parser.add_argument(
+        "--throughput",
+        type=int,
+        default=-1,
+        help="records a second each producer sends at most (default -1: as fast as it can). "
+        "Unthrottled, the producers share the two cores with the broker, and pushing takes "
+        "their CPU too: their batches, so the broker's work per byte, differ between the "
+        "sides. Below the machine's limit both sides send the same requests at the same "
+        "times, and the difference is the broker's alone",
+    )
     parser.add_argument("--json", help="write the runs and medians here")
     args = parser.parse_args(argv)
     why = missing()
@@ -133,7 +147,13 @@ def main(argv: list[str] | None = None) -> int:
         order = list(SIDES) if round_index % 2 == 0 else list(reversed(SIDES))
         for side in order:
             run = run_once(
-                side, args.producers, args.records, args.record_size, args.warmup, args.interval_ms
+                side,
+                args.producers,
+                args.records,
+                args.record_size,
+                args.warmup,
+                args.interval_ms,
+                args.throughput,
             )
             runs.append(run)
             print(json.dumps(run), flush=True)

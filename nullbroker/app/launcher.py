@@ -488,7 +488,8 @@ class RunningBroker(ServerProcess):
                     + " pushed its count of records sent"
                 )
                 raise AssertionError(
-                    f"the clients' view and the broker's, after {timeout} s:\n{found}"
+                    f"the clients' view and the broker's, after {timeout} s:\n{found}\n"
+                    + _pushes_described(accounts, client_id)
                 )
             time.sleep(EXPECT_POLL_S)
 
@@ -678,6 +679,26 @@ def _described(mismatches: list[Mismatch], timeout: float) -> str:
         + ":\n"
         + "\n".join(f"  {mismatch}" for mismatch in mismatches)
     )
+
+
+def _pushes_described(accounts: Accounts, client_id: str | None) -> str:
+    """What a failed `assert_clients_agree` saw of the pushes: each instance's (of
+    `client_id`) pushes and state, and the errors PushTelemetry answered, so that a miss
+    says whether a push was refused or never came."""
+    lines = [
+        f"  instance {client.instance_id} ({client.client_id!r}): {client.pushes} pushes, "
+        f"{client.payload_bytes:,} bytes, {client.ended or 'still pushing'}, last "
+        f"{client.last_push:%H:%M:%S.%f}"
+        for client in accounts.clients.instances
+        if client_id is None or client.client_id == client_id
+    ]
+    errors = {name: count for name, count in accounts.errors.items() if count}
+    lines.append(
+        f"  PushTelemetry answered {accounts.requests.get('PushTelemetry', 0)}; errors "
+        f"answered (every API): {errors or 'none'}; payloads refused "
+        f"{accounts.clients.refused_payloads}, series dropped {accounts.clients.dropped_series}"
+    )
+    return "\n".join(lines)
 
 
 def setting_name(name: str) -> str:

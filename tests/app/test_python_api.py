@@ -144,6 +144,23 @@ def test_an_assertion_on_counts_says_where_they_differ_and_fails_at_once_when_ov
         broker.assert_fetched("orders", records=0, bytes=0)
 
 
+def test_a_failed_agreement_says_what_the_broker_saw_of_the_pushes() -> None:
+    """assert_clients_agree's failure names the instances, their pushes and the errors
+    PushTelemetry answered, so that a run that fails it says whether a push was refused.
+    Pushing off: no push arrives at a time the test cannot know (the instances' lines are
+    those of tests/clients/test_client_telemetry.py's runs)."""
+    with nullbroker.start(client_metrics="off") as broker:
+        produce(broker.bootstrap, "orders", {0: 10})
+        with pytest.raises(AssertionError) as none:
+            broker.assert_clients_agree("rdkafka", timeout=0.2)
+    assert str(none.value).splitlines() == [
+        "the clients' view and the broker's, after 0.2 s:",
+        "no producer of client id 'rdkafka' pushed its count of records sent",
+        "  PushTelemetry answered 0; errors answered (every API): none; payloads refused 0, "
+        "series dropped 0",
+    ]
+
+
 def test_a_broker_started_without_metrics_says_where_its_accounts_are() -> None:
     with (
         nullbroker.start(metrics=False) as broker,

@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 import cramjam
 import pytest
+from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData, ResourceMetrics, ScopeMetrics
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from nullbroker.handlers.telemetry.payload import PayloadRefused, inflated, read_points
 from nullbroker.stats import GAUGE, SUM, UP_DOWN_SUM
@@ -24,6 +26,7 @@ from tests.support.otlp_payloads import (
     SNAPPY,
     XERIAL_HEADER,
     ZSTD,
+    attributes,
     compressed,
     gauge,
     histogram,
@@ -196,6 +199,43 @@ def test_each_kind_of_point_is_read() -> None:
         ("sizes.count", SUM, (), 3.0, False),
         ("sizes.sum", SUM, (), 300.0, False),
     ]
+
+
+def test_several_resources_and_scopes_are_read_as_one_in_order() -> None:
+    """The Java clients send each metric in a ResourceMetrics of its own (an empty resource);
+    another client may send several scopes, or resources with attributes. Every metric is
+    read, in the order sent; a resource attribute sent twice has its later value, as one
+    mapping updated resource by resource would."""
+    data = MetricsData(
+        resource_metrics=[
+            ResourceMetrics(
+                resource=Resource(attributes=attributes({"rack": "r1", "zone": "a"})),
+                scope_metrics=[
+                    ScopeMetrics(metrics=[gauge("first", 1.0)]),
+                    ScopeMetrics(metrics=[total("second.total", 2), gauge("third", 3.0)]),
+                ],
+            ),
+            ResourceMetrics(scope_metrics=[ScopeMetrics(metrics=[total("fourth.total", 4)])]),
+            ResourceMetrics(
+                resource=Resource(attributes=attributes({"zone": "b"})),
+                scope_metrics=[ScopeMetrics(metrics=[gauge("fifth", 5.0, node_id="2")])],
+            ),
+        ]
+    ).SerializeToString()
+    resource_attributes, points, unread = read_points(data)
+    assert resource_attributes == {"rack": "r1", "zone": "b"}
+    assert (points, unread) == (
+        [
+            ("first", GAUGE, (), 1.0, False),
+            ("second.total", SUM, (), 2.0, True),
+            ("third", GAUGE, (), 3.0, False),
+            ("fourth.total", SUM, (), 4.0, True),
+            ("fifth", GAUGE, (("node_id", "2"),), 5.0, False),
+        ],
+        0,
+    )
+    # The package's own MetricsData is untouched by the flattened one read_points parses with.
+    assert len(MetricsData.FromString(data).resource_metrics) == 3
 
 
 def test_points_past_what_can_be_kept_are_counted_not_read() -> None:
