@@ -9,14 +9,20 @@ milliseconds.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import shutil
+import subprocess
 from typing import Any
 
 from perf.machine import REPO_ROOT
 
 BIN = REPO_ROOT / "scripts" / "kafka-bin"
 CACHE = REPO_ROOT / ".cache" / "kafka-tools"
+LIB = CACHE / "4.4.0" / "lib"
+PROGRAMS = REPO_ROOT / "perf" / "java"
+"""The perf tools' own Java programs, compiled against Kafka 4.4.0's jars when first run."""
 MIB = 1024 * 1024
 CONSUMER_TIMEOUT_MS = 10_000
 PRODUCER_FINAL = re.compile(
@@ -56,6 +62,29 @@ def producer_command(
         "--record-size", str(record_size),
         "--throughput", str(throughput),
         "--producer-props", f"bootstrap.servers={bootstrap}", *props,
+    ]  # fmt: skip
+
+
+def java_program_command(name: str, *args: str) -> list[str]:
+    """`java` running perf/java/`name`.java's class with Kafka 4.4.0's jars, the flags
+    kafka-run-class gives the tools (scripts/kafka-bin), compiled into .cache once per source
+    text."""
+    source = PROGRAMS / f"{name}.java"
+    classes = (
+        REPO_ROOT / ".cache" / "perf-java" / hashlib.sha256(source.read_bytes()).hexdigest()[:12]
+    )
+    if not (classes / f"{name}.class").exists():
+        # Built aside and moved in whole: another process may be building it too.
+        building = classes.with_name(f"{classes.name}.{os.getpid()}")
+        subprocess.run(["javac", "-cp", f"{LIB}/*", "-d", str(building), str(source)], check=True)
+        if classes.exists():
+            shutil.rmtree(building)
+        else:
+            building.replace(classes)
+    return [
+        "java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        "-cp", f"{LIB}/*:{classes}", name, *args,
     ]  # fmt: skip
 
 

@@ -35,7 +35,7 @@ import time
 from typing import Any
 
 from nullbroker.app.launcher import start
-from perf.java_perf import missing, producer_command
+from perf.java_perf import java_program_command, missing, producer_command
 from perf.proc_sampler import exact_cpu_seconds
 
 GIB = 1024**3
@@ -50,17 +50,30 @@ def run_once(
     warmup: float,
     interval_ms: int | None = None,
     throughput: int = -1,
+    one_jvm: bool = False,
 ) -> dict[str, Any]:
     settings = {} if interval_ms is None else {"client_metrics_interval_ms": interval_ms}
     with start(client_metrics=SIDES[side], **settings) as broker:
         cpu_before = exact_cpu_seconds(broker.pid)
         started = time.monotonic()
-        commands = [
-            producer_command(
-                broker.bootstrap, f"cost-{index}", records, record_size, (), throughput
-            )
-            for index in range(producers)
-        ]
+        if one_jvm:
+            commands = [
+                java_program_command(
+                    "ManyProducers",
+                    broker.bootstrap,
+                    str(producers),
+                    str(records),
+                    str(record_size),
+                    "cost",
+                )
+            ]
+        else:
+            commands = [
+                producer_command(
+                    broker.bootstrap, f"cost-{index}", records, record_size, (), throughput
+                )
+                for index in range(producers)
+            ]
         running = [
             subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for command in commands
@@ -105,6 +118,7 @@ def run_once(
         "agree": all(row.agrees for row in accounts.clients.agreement),
         "elapsed_seconds": elapsed,
         "throughput": throughput,
+        "one_jvm": one_jvm,
     }
 
 
@@ -136,8 +150,18 @@ def main(argv: list[str] | None = None) -> int:
         "sides. Below the machine's limit both sides send the same requests at the same "
         "times, and the difference is the broker's alone",
     )
+    parser.add_argument(
+        "--one-jvm",
+        action="store_true",
+        help="run the producers in one JVM (perf/java/ManyProducers.java, compiled against "
+        "Kafka 4.4.0's jars at first use) rather than a perf test each: the clients' start "
+        "and their telemetry path, loaded and compiled at the first push, paid once, not "
+        "once a producer, on the cores the broker shares (unthrottled only)",
+    )
     parser.add_argument("--json", help="write the runs and medians here")
     args = parser.parse_args(argv)
+    if args.one_jvm and args.throughput != -1:
+        parser.error("--one-jvm sends as fast as it can: no --throughput")
     why = missing()
     if why is not None:
         print(f"perf.telemetry_cost: {why}", file=sys.stderr)
@@ -154,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.warmup,
                 args.interval_ms,
                 args.throughput,
+                args.one_jvm,
             )
             runs.append(run)
             print(json.dumps(run), flush=True)

@@ -26,6 +26,7 @@ from perf import cluster_scaling, codec_bench, consumer_perf, producer_perf
 from perf.frames import fixed_set
 from perf.kafka_tools import ToolError, load_properties, parse_key_values
 from tests.support.broker_counts import metric_total, per_partition, samples
+from tests.support.kafka_tools import requires_kafka_tools
 from tests.support.module_command import run_module
 from tests.support.vectors import by_file, frame_bytes
 
@@ -817,3 +818,23 @@ def test_perf_compare_names_a_one_batch_step_whose_records_spread_past_its_warm_
     lines = _spread_steps({"steps": [step(True, 3), step(False, 32)]})
     assert lines[0].startswith("**Not one batch a request throughout**")
     assert "- mock, run 2: 32 of 50 records reached other partitions" in lines
+
+
+@requires_kafka_tools
+def test_the_one_jvm_load_sends_every_producers_records_to_its_own_topic() -> None:
+    """perf.telemetry_cost --one-jvm's producers (perf/java/ManyProducers.java, compiled
+    against Kafka 4.4.0's jars): each sends its records to a topic of its own, under a client
+    id of its own, and closes."""
+    from nullbroker import start
+    from perf.java_perf import java_program_command
+
+    with start() as broker:
+        command = java_program_command("ManyProducers", broker.bootstrap, "3", "2000", "50", "t")
+        subprocess.run(command, check=True, timeout=TOOL_TIMEOUT, capture_output=True)
+        for index in range(3):
+            accounts = broker.assert_produced(f"t-{index}", records=2000)
+    assert {
+        client_id: counts.produced_records
+        for client_id, counts in accounts.clients.by_client_id.items()
+        if client_id.startswith("t-")
+    } == {"t-producer-0": 2000, "t-producer-1": 2000, "t-producer-2": 2000}
