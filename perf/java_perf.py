@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 from typing import Any
 
 from perf.machine import REPO_ROOT
@@ -65,22 +66,33 @@ def producer_command(
     ]  # fmt: skip
 
 
-def java_program_command(name: str, *args: str) -> list[str]:
-    """`java` running perf/java/`name`.java's class with Kafka 4.4.0's jars, the flags
-    kafka-run-class gives the tools (scripts/kafka-bin), compiled into .cache once per source
-    text."""
-    source = PROGRAMS / f"{name}.java"
-    classes = (
-        REPO_ROOT / ".cache" / "perf-java" / hashlib.sha256(source.read_bytes()).hexdigest()[:12]
-    )
-    if not (classes / f"{name}.class").exists():
-        # Built aside and moved in whole: another process may be building it too.
-        building = classes.with_name(f"{classes.name}.{os.getpid()}")
-        subprocess.run(["javac", "-cp", f"{LIB}/*", "-d", str(building), str(source)], check=True)
+COMPILE_TIMEOUT = 180.0
+
+
+def compiled(source: Path, lib: Path, cache: Path) -> Path:
+    """The folder of `source`'s classes, compiled against the jars in `lib` into a folder of
+    `cache` named by the source's digest: a changed source is compiled again, an unchanged
+    one never (the perf tools' programs here, the tests' through tests/support/java_classes)."""
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
+    classes = cache / digest
+    if not (classes / f"{source.stem}.class").exists():
+        building = classes.with_name(f"{digest}.{os.getpid()}")
+        subprocess.run(
+            ["javac", "-cp", f"{lib}/*", "-d", str(building), str(source)],
+            check=True, timeout=COMPILE_TIMEOUT,
+        )  # fmt: skip
+        # Built aside and moved in whole, as another process may be building it too.
         if classes.exists():
             shutil.rmtree(building)
         else:
             building.replace(classes)
+    return classes
+
+
+def java_program_command(name: str, *args: str) -> list[str]:
+    """`java` running perf/java/`name`.java's class with Kafka 4.4.0's jars and the flags
+    kafka-run-class gives the tools (scripts/kafka-bin), compiled into .cache at first use."""
+    classes = compiled(PROGRAMS / f"{name}.java", LIB, REPO_ROOT / ".cache" / "perf-java")
     return [
         "java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
