@@ -212,7 +212,8 @@ class PushedClient:
     payload_bytes: int
     interval_ms: int
     ended: str
-    """"terminated" (it closed), "silent" (stopped pushing), "" (still pushing)."""
+    """"terminated" (it closed, with its closing push), "closed" (its connection closed with
+    no closing push), "silent" (stopped pushing), "" (still pushing)."""
     resource: Mapping[str, str]
     metrics: Mapping[str, float | None]
     series: tuple[PushedSeries, ...]
@@ -222,7 +223,9 @@ class PushedClient:
 class ClientAgreement:
     """A producer's pushed count of records sent (`metric`, summed over the `instances` of
     its client id) beside the records the broker appended for its client id. `final`: every
-    instance closed, so its count is complete."""
+    instance ended, so no more will come; `without_closing_push` of them ended with no
+    closing push (their connection closed first, or they fell silent), so what they sent
+    after their last push is not in `pushed`."""
 
     client_id: str
     metric: str
@@ -231,10 +234,15 @@ class ClientAgreement:
     instances: int
     final: bool
     agrees: bool
+    without_closing_push: int = 0
 
     def __str__(self) -> str:
         state = "closed" if self.final else "still running"
+        if self.without_closing_push:
+            state += f", {self.without_closing_push} without a closing push"
         verdict = "agree" if self.agrees else f"differ by {self.pushed - self.counted:+,}"
+        if not self.agrees and self.without_closing_push:
+            verdict += " (what those sent after their last push was never pushed)"
         return (
             f"client id {self.client_id!r} ({self.instances} instance(s), {state}): pushed "
             f"{self.metric} {self.pushed:,}, broker counted {self.counted:,} records: {verdict}"

@@ -261,16 +261,16 @@ def _number(value: float) -> float | None:
 
 def _agreement(stats: BrokerStats) -> list[dict[str, Any]]:
     """Per client id whose instances pushed a count of records sent: that count (summed
-    over its instances), the records the broker appended for the client id, and whether
-    every instance has ended (its count is final: a running one pushes what it sent up to
-    its last push)."""
-    pushed: dict[str, list[tuple[float, bool]]] = {}
+    over its instances), the records the broker appended for the client id, whether every
+    instance has ended (its count is final: a running one pushes what it sent up to its
+    last push), and how many ended with no closing push (closed or silent: what they sent
+    after their last push is missing from the count)."""
+    pushed: dict[str, list[tuple[float, str]]] = {}
     for client in stats.pushed_clients:
         metrics = client.metrics
         for name in SENT_METRICS:
             if name in metrics:
-                entry = pushed.setdefault(client.client_id, [])
-                entry.append((metrics[name], client.ended == "terminated"))
+                pushed.setdefault(client.client_id, []).append((metrics[name], client.ended))
     rows = []
     for client_id, counts in sorted(pushed.items()):
         sent = round(sum(count for count, _ in counts))
@@ -284,6 +284,7 @@ def _agreement(stats: BrokerStats) -> list[dict[str, Any]]:
                 "instances": len(counts),
                 "final": all(ended for _, ended in counts),
                 "agrees": sent == counted,
+                "without_closing_push": sum(ended not in ("", "terminated") for _, ended in counts),
             }
         )
     return rows

@@ -10,8 +10,8 @@ series). A series is a metric's name with its data point's attributes (a produce
 per-topic or per-node metrics are several series of one name).
 
 Bounded twice over: at most `max_clients` instances and `max_series` series over all of
-them. A new instance beyond the first pushes out an ended one (terminated, or silent past
-its expiry), else the one that pushed least recently; a series beyond the second is not
+them. A new instance beyond the first pushes out an ended one (terminated, closed, or silent
+past its expiry), else the one that pushed least recently; a series beyond the second is not
 kept, and counted. An ended instance leaves /metrics at once and stays in the accounts
 until it is pushed out, so that a run's summary still shows the clients that closed.
 
@@ -72,8 +72,11 @@ class PushedClient:
     """Bytes pushed, as sent (compressed)."""
     interval_ms: int = 0
     ended: str = ""
-    """Why the instance pushes no more: "terminated" (its closing push), "silent" (no push
-    for its expiry); "" while it pushes."""
+    """Why the instance pushes no more: "terminated" (its closing push), "closed" (the
+    connection its last push came on closed, and no closing push came: what it did after
+    its last push was never pushed), "silent" (no push for its expiry); "" while it pushes."""
+    connection: str = ""
+    """The connection (its peer address) its last push came on."""
     resource: dict[str, str] = field(default_factory=dict)
     series: dict[SeriesKey, Series] = field(default_factory=dict)
     """In the order of their keys (name, then attributes), as the accounts list them: put
@@ -143,8 +146,10 @@ class PushedMetrics:
         payload_bytes: int,
         terminating: bool,
         now_ms: int,
+        connection: str = "",
     ) -> None:
-        """An accepted push's points, into its instance's series."""
+        """An accepted push's points, into its instance's series; `connection` (the peer
+        address it came from) is the one whose closing ends the instance (`closed`)."""
         key = str(instance_id)
         pushed = self.clients.get(key)
         if pushed is None:
@@ -157,13 +162,37 @@ class PushedMetrics:
         pushed.last_push_ms = now_ms
         pushed.interval_ms = interval_ms
         pushed.ended = "terminated" if terminating else ""
+        pushed.connection = connection
         for name, value in list(resource.items())[:MAX_RESOURCE_ATTRIBUTES]:
             pushed.resource[name[:MAX_TEXT]] = value[:MAX_TEXT]
-        known = len(pushed.series)
-        for point in points:
-            self._add(pushed, point)
-        if len(pushed.series) != known:
-            pushed.series = dict(sorted(pushed.series.items()))
+        series = pushed.series
+        known = len(series)
+        # One loop, no call a point: a push holds a hundred or more, on the request path.
+        for name, kind, attributes, value, delta in points:
+            key = (name[:MAX_TEXT], attributes)
+            kept = series.get(key)
+            if kept is None:
+                if self.series_kept >= self.max_series:
+                    self.dropped_series += 1
+                    continue
+                kept = series[key] = Series(kind, 0.0)
+                self.series_kept += 1
+            kept.value = kept.value + value if delta else value
+            kept.kind = kind
+        if len(series) != known:
+            pushed.series = dict(sorted(series.items()))
+
+    def closed(self, connection: str) -> None:
+        """`connection` closed: the instances whose last push came on it and had not ended
+        have now (at most `max_clients` looked at, whatever the connection sent). A Java
+        producer that closes with requests in flight can drop its closing push (its sender
+        sends it only when the connection has room for one more request, and stops once the
+        last response is in): what it sent after its last push is never pushed, and its
+        agreement row says so instead of waiting for it."""
+        for pushed in self.clients.values():
+            if not pushed.ended and pushed.connection == connection:
+                pushed.ended = "closed"
+                pushed.snapshot = self._snapshots = None
 
     def expire(self, now_ms: int) -> None:
         """Mark as ended the instances silent for longer than Kafka keeps an instance:
@@ -217,19 +246,3 @@ class PushedMetrics:
         self._snapshots = None
         self.series_kept -= len(forgotten.series)
         self.dropped_clients += 1
-
-    def _add(self, pushed: PushedClient, point: Point) -> None:
-        name, kind, attributes, value, delta = point
-        key = (name[:MAX_TEXT], attributes)
-        series = pushed.series.get(key)
-        if series is None:
-            if self.series_kept >= self.max_series:
-                self.dropped_series += 1
-                return
-            series = pushed.series[key] = Series(kind, 0.0)
-            self.series_kept += 1
-        if delta:
-            series.value += value
-        else:
-            series.value = value
-        series.kind = kind

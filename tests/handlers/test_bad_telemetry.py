@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -24,6 +26,7 @@ from kio.schema.get_telemetry_subscriptions.v0.request import GetTelemetrySubscr
 from kio.schema.push_telemetry.v0.request import PushTelemetryRequest
 from kio.static.primitive import i8, i32
 
+from nullbroker.app.accounts import Accounts
 from nullbroker.app.launcher import RunningBroker
 from nullbroker.app.pytest_plugin import StartBroker
 from nullbroker.settings import Config
@@ -327,14 +330,55 @@ def test_a_client_that_disconnects_mid_push_does_not_disturb_another(
         return answers
 
     assert trio.run(run) == [ErrorCode.none, ErrorCode.none]
-    accounts = broker.accounts()
+    # The first instance's connection closed with no closing push from it: "closed".
+    accounts = accounts_once(
+        broker, lambda accounts: accounts.clients.instances[0].ended == "closed"
+    )
     assert [
         (instance.address, instance.pushes, instance.ended)
         for instance in accounts.clients.instances
-    ] == [("127.0.0.1", 1, ""), ("127.0.0.1", 1, "terminated")]
+    ] == [("127.0.0.1", 1, "closed"), ("127.0.0.1", 1, "terminated")]
     assert all(
         instance.metrics["org.apache.kafka.producer.record.send.total"] == 10
         for instance in accounts.clients.instances
     )
     assert accounts.clients.refused_payloads == 0
     assert broker.running
+
+
+def accounts_once(broker: RunningBroker, ready: Callable[[Accounts], bool]) -> Accounts:
+    """The broker's accounts once `ready` holds of them: a connection's close reaches the
+    broker after the client's side of it returns."""
+    deadline = time.monotonic() + CLOSE_SEEN_S
+    while not ready(accounts := broker.accounts()):
+        assert time.monotonic() < deadline, accounts.clients
+        time.sleep(0.05)
+    return accounts
+
+
+CLOSE_SEEN_S = 30.0
+
+
+def test_an_instance_whose_connection_closes_before_its_closing_push_ends_closed(
+    broker: RunningBroker,
+) -> None:
+    """As a Java producer that drops its closing push: the agreement row is final at once,
+    and says that what the instance sent after its last push was never pushed."""
+
+    async def run() -> Accounts:
+        leaving = await TelemetryClient.connect(broker)
+        staying = await TelemetryClient.connect(broker)
+        assert await leaving.push(ZSTD, compressed(ZSTD, GOOD)) is ErrorCode.none
+        assert await staying.push(ZSTD, compressed(ZSTD, GOOD)) is ErrorCode.none
+        await leaving.aclose()
+        accounts = accounts_once(
+            broker, lambda accounts: any(i.ended for i in accounts.clients.instances)
+        )
+        await staying.aclose()
+        return accounts
+
+    accounts = trio.run(run)
+    assert [instance.ended for instance in accounts.clients.instances] == ["closed", ""]
+    (row,) = accounts.clients.agreement
+    assert (row.pushed, row.instances, row.final, row.without_closing_push) == (20, 2, False, 1)
+    assert "1 without a closing push" in str(row)

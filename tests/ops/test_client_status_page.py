@@ -30,7 +30,7 @@ from tests.support.page_server import PageServer
 __all__ = ["browser"]
 
 KAFKA = "org.apache.kafka."
-LOADER, READER = "loader-instance", "reader-instance"
+LOADER, READER, WRITER = "loader-instance", "reader-instance", "writer-instance"
 TIMEOUT = 20.0
 PUSH_MS = 1_764_000_000_000
 """2025-11-24T16:00:00Z: a push at a whole second (the accounts' ISO time has no
@@ -128,13 +128,25 @@ def test_the_clients_section_shows_each_instance_beside_the_brokers_counts(
         before = page.evaluate(READ_CLIENTS)
         assert before["hidden"] is True and before["instances"] == {}
 
-        stats.pushed_clients = pushing_clients()
+        # A producer whose connection closed before its closing push: its last count short.
+        writer = snapshot(
+            WRITER,
+            "writer",
+            ("apache-kafka-java", "4.4.0"),
+            [("producer.record.send.total", (), 800.0)],
+            ended="closed",
+        )
+        stats.pushed_clients = (*pushing_clients(), writer)
         stats.client_records["loader"] = 1200
+        stats.client_records["writer"] = 1000
         stats.client_fetched["reader"] = 77
         shown = shown_once(page, "!read.hidden")
     finally:
         server.close()
 
+    assert shown["instances"][WRITER]["state"] == "closed"
+    assert shown["instances"][WRITER]["ended"] is True
+    del shown["instances"][WRITER]
     assert shown["instances"] == {
         LOADER: {
             "ended": False,
@@ -181,7 +193,17 @@ def test_the_clients_section_shows_each_instance_beside_the_brokers_counts(
             "instances": "1",
             "final": "not yet",
             "agrees": "yes",
-        }
+        },
+        "writer": {
+            "ended": False,
+            "client_id": "writer",
+            "metric": "org.apache.kafka.producer.record.send.total",
+            "pushed": "800",
+            "counted": "1,000",
+            "instances": "1",
+            "final": "yes (1 without a closing push)",
+            "agrees": "no",
+        },
     }
 
 

@@ -112,7 +112,12 @@ def expected_agreement(row: dict[str, Any]) -> dict[str, Any]:
         "pushed": row["pushed"],
         "counted": row["counted"],
         "instances": row["instances"],
-        "final": "yes" if row["final"] else "not yet",
+        "final": ("yes" if row["final"] else "not yet")
+        + (
+            f" ({row['without_closing_push']} without a closing push)"
+            if row["without_closing_push"]
+            else ""
+        ),
         "agrees": "yes" if row["agrees"] else "no",
     }
 

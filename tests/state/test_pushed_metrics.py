@@ -37,8 +37,19 @@ def push(
     now_ms: int,
     terminating: bool = False,
     client_id: str = "producer-1",
+    connection: str = "127.0.0.1:50000",
 ) -> None:
-    pushed.record(instance(n), client(client_id), INTERVAL_MS, {}, points, 100, terminating, now_ms)
+    pushed.record(
+        instance(n),
+        client(client_id),
+        INTERVAL_MS,
+        {},
+        points,
+        100,
+        terminating,
+        now_ms,
+        connection,
+    )
 
 
 def delta(name: str, value: float, **attributes: str) -> Point:
@@ -210,6 +221,34 @@ def test_a_terminating_push_ends_the_instance() -> None:
         2,
         15,
     )
+
+
+def test_an_instance_ends_closed_when_the_connection_of_its_last_push_closes() -> None:
+    # A Java producer can close without its closing push: its connection's close ends it.
+    pushed = PushedMetrics()
+    push(pushed, 1, [delta(SEND_TOTAL, 10)], T0, connection="a:1")
+    push(pushed, 2, [delta(SEND_TOTAL, 10)], T0, connection="b:2")
+    push(pushed, 3, [delta(SEND_TOTAL, 10)], T0, terminating=True, connection="a:1")
+    before = pushed.snapshots(T0)
+    pushed.closed("c:3")  # no instance pushed on it
+    assert pushed.snapshots(T0) is before
+    pushed.closed("a:1")
+    assert ended_by_instance(pushed, T0) == {1: "closed", 2: "", 3: "terminated"}
+    # An instance that pushes again on another connection is back, and that one counts now.
+    push(pushed, 1, [delta(SEND_TOTAL, 5)], T0 + INTERVAL_MS, connection="d:4")
+    pushed.closed("a:1")
+    assert ended_by_instance(pushed, T0 + INTERVAL_MS) == {1: "", 2: "", 3: "terminated"}
+    pushed.closed("d:4")
+    assert ended_by_instance(pushed, T0 + INTERVAL_MS)[1] == "closed"
+    (first,) = (s for s in pushed.snapshots(T0 + INTERVAL_MS) if s.instance_id == str(instance(1)))
+    assert first.metrics[SEND_TOTAL] == 15
+
+
+def ended_by_instance(pushed: PushedMetrics, now_ms: int) -> dict[int, str]:
+    return {
+        next(n for n in range(8) if str(instance(n)) == snapshot.instance_id): snapshot.ended
+        for snapshot in pushed.snapshots(now_ms)
+    }
 
 
 def test_a_snapshot_carries_the_client_and_its_series_in_plain_values() -> None:

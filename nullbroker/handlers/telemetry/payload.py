@@ -186,15 +186,18 @@ _MADE_SINGLE = {("MetricsData", "resource_metrics"), ("ResourceMetrics", "scope_
 
 
 def _point_attributes(key_values: Any) -> tuple[tuple[str, str], ...]:
+    if len(key_values) == 1:
+        # A Java client's per-topic or per-node metric: one attribute, no dict or sort.
+        return (_key_value(key_values[0]),)
     return tuple(sorted(_attributes(key_values).items()))[:MAX_POINT_ATTRIBUTES]
 
 
 def _attributes(key_values: Any) -> dict[str, str]:
-    found = {}
-    for key_value in key_values:
-        value = key_value.value
-        kind = value.WhichOneof("value")
-        found[key_value.key[:MAX_TEXT]] = (
-            "" if kind is None else str(getattr(value, kind))[:MAX_TEXT]
-        )
-    return found
+    return dict(map(_key_value, key_values))
+
+
+def _key_value(key_value: Any) -> tuple[str, str]:
+    """An attribute as text, each side cut to MAX_TEXT (any value kind: as Python prints it)."""
+    value = key_value.value
+    kind = value.WhichOneof("value")
+    return key_value.key[:MAX_TEXT], "" if kind is None else str(getattr(value, kind))[:MAX_TEXT]

@@ -102,5 +102,13 @@ def _kept(
         len(body.metrics),
         body.terminating,
         now,
+        session.peer,
     )
+    if not body.terminating:
+        # Its closing push may never come (PushedMetrics.closed): the connection's close says
+        # it ended. One entry a connection, whatever instances push on it.
+        session.on_close[_CLOSED_KEY] = lambda: pushed.closed(session.peer)
     return ErrorCode.none
+
+
+_CLOSED_KEY = ("pushed-metrics", "closed")
