@@ -163,19 +163,19 @@ class PushedMetrics:
         pushed.interval_ms = interval_ms
         pushed.ended = "terminated" if terminating else ""
         pushed.connection = connection
-        for name, value in list(resource.items())[:MAX_RESOURCE_ATTRIBUTES]:
-            pushed.resource[name[:MAX_TEXT]] = value[:MAX_TEXT]
+        for attribute, text in list(resource.items())[:MAX_RESOURCE_ATTRIBUTES]:
+            pushed.resource[attribute[:MAX_TEXT]] = text[:MAX_TEXT]
         series = pushed.series
         known = len(series)
         # One loop, no call a point: a push holds a hundred or more, on the request path.
         for name, kind, attributes, value, delta in points:
-            key = (name[:MAX_TEXT], attributes)
-            kept = series.get(key)
+            series_key = (name[:MAX_TEXT], attributes)
+            kept = series.get(series_key)
             if kept is None:
                 if self.series_kept >= self.max_series:
                     self.dropped_series += 1
                     continue
-                kept = series[key] = Series(kind, 0.0)
+                kept = series[series_key] = Series(kind, 0.0)
                 self.series_kept += 1
             kept.value = kept.value + value if delta else value
             kept.kind = kind
