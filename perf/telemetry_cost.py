@@ -116,6 +116,9 @@ def run_once(
         "requests": accounts.requests_total,
         "instances": len(accounts.clients.instances),
         "agree": all(row.agrees for row in accounts.clients.agreement),
+        # Producers whose closing push never came (the Java client drops it when it closes
+        # with its requests in flight): why "agree" is false, when it is.
+        "without_closing_push": sum(row.without_closing_push for row in accounts.clients.agreement),
         "elapsed_seconds": elapsed,
         "throughput": throughput,
         "one_jvm": one_jvm,
