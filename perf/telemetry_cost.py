@@ -39,7 +39,14 @@ from perf.java_perf import java_program_command, missing, producer_command
 from perf.proc_sampler import exact_cpu_seconds
 
 GIB = 1024**3
-SIDES = {"pushing": "*", "off": "off"}
+SIDES = {
+    "pushing": ("*", ()),
+    "off": ("off", ()),
+    "unpushed": ("*", ("enable.metrics.push=false",)),
+}
+"""Each side's --client-metrics and the producers' own properties. `unpushed` (with
+--with-unpushed): the broker as when pushing, the clients told not to push, so that the
+side-by-side also shows how far two sides apart where no one pushes."""
 
 
 def run_once(
@@ -53,7 +60,8 @@ def run_once(
     one_jvm: bool = False,
 ) -> dict[str, Any]:
     settings = {} if interval_ms is None else {"client_metrics_interval_ms": interval_ms}
-    with start(client_metrics=SIDES[side], **settings) as broker:
+    client_metrics, props = SIDES[side]
+    with start(client_metrics=client_metrics, **settings) as broker:
         cpu_before = exact_cpu_seconds(broker.pid)
         started = time.monotonic()
         if one_jvm:
@@ -70,7 +78,7 @@ def run_once(
         else:
             commands = [
                 producer_command(
-                    broker.bootstrap, f"cost-{index}", records, record_size, (), throughput
+                    broker.bootstrap, f"cost-{index}", records, record_size, props, throughput
                 )
                 for index in range(producers)
             ]
@@ -112,6 +120,7 @@ def run_once(
         "pushes_cpu_seconds": accounts.clients.cpu_seconds,
         "steady_pushes_cpu_seconds": accounts.clients.cpu_seconds - warm.clients.cpu_seconds,
         "pushes": accounts.requests.get("PushTelemetry", 0),
+        "subscription_requests": accounts.requests.get("GetTelemetrySubscriptions", 0),
         "produce_requests": accounts.requests.get("Produce", 0),
         "requests": accounts.requests_total,
         "instances": len(accounts.clients.instances),
@@ -161,17 +170,32 @@ def main(argv: list[str] | None = None) -> int:
         "and their telemetry path, loaded and compiled at the first push, paid once, not "
         "once a producer, on the cores the broker shares (unthrottled only)",
     )
+    parser.add_argument(
+        "--with-unpushed",
+        action="store_true",
+        help="a third side a round: the broker as when pushing, the producers with "
+        "enable.metrics.push=false (perf tests only). Its ratio to the side with pushing "
+        "off is the spread of two runs in which no one pushes: how much of the "
+        "side-by-side the machine makes",
+    )
     parser.add_argument("--json", help="write the runs and medians here")
     args = parser.parse_args(argv)
     if args.one_jvm and args.throughput != -1:
         parser.error("--one-jvm sends as fast as it can: no --throughput")
+    if args.one_jvm and args.with_unpushed:
+        parser.error("--with-unpushed sets the perf tests' properties: not with --one-jvm")
+    sides = list(SIDES) if args.with_unpushed else ["pushing", "off"]
     why = missing()
     if why is not None:
         print(f"perf.telemetry_cost: {why}", file=sys.stderr)
         return 2
     runs = []
     for round_index in range(args.rounds):
-        order = list(SIDES) if round_index % 2 == 0 else list(reversed(SIDES))
+        # Each side first as often as the others, and never in a fixed order.
+        shift = round_index % len(sides)
+        order = sides[shift:] + sides[:shift]
+        if round_index // len(sides) % 2:
+            order.reverse()
         for side in order:
             run = run_once(
                 side,
@@ -183,27 +207,36 @@ def main(argv: list[str] | None = None) -> int:
                 args.throughput,
                 args.one_jvm,
             )
+            run["round"] = round_index
             runs.append(run)
             print(json.dumps(run), flush=True)
     medians = {
         side: statistics.median(r["cpu_seconds_per_gib"] for r in runs if r["side"] == side)
-        for side in SIDES
+        for side in sides
     }
     steady = {
         side: statistics.median(r["steady_cpu_seconds_per_gib"] for r in runs if r["side"] == side)
-        for side in SIDES
+        for side in sides
     }
     ratio = medians["pushing"] / medians["off"]
     steady_ratio = steady["pushing"] / steady["off"]
-    # Each round's two runs ran one after the other, on the same machine's mood: the ratio
-    # within a round drifts less than either side's figure from round to round.
+    # A round's runs ran one after the other, on the same machine's mood: the ratio within a
+    # round drifts less than either side's figure from round to round.
     paired = {
-        window: sorted(_ratio(runs[index : index + 2], key) for index in range(0, len(runs), 2))
+        window: sorted(_ratio(runs, round_index, key) for round_index in range(args.rounds))
         for window, key in (
             ("steady", "steady_cpu_seconds_per_gib"),
             ("whole", "cpu_seconds_per_gib"),
         )
     }
+    if args.with_unpushed:
+        for window, key in (
+            ("steady", "steady_cpu_seconds_per_gib"),
+            ("whole", "cpu_seconds_per_gib"),
+        ):
+            paired[f"{window}, unpushed / off"] = sorted(
+                _ratio(runs, round_index, key, "unpushed") for round_index in range(args.rounds)
+            )
     share = {
         window: statistics.median(
             r[f"{prefix}pushes_cpu_seconds"] / r[f"{prefix}cpu_seconds"]
@@ -220,9 +253,15 @@ def main(argv: list[str] | None = None) -> int:
         f"runs' CPU, as the broker measured it, median: steady {share['steady']:.2%}, whole "
         f"{share['whole']:.2%}"
     )
-    for window, ratios in paired.items():
+    if args.with_unpushed:
         print(
-            f"{window}: pushing / off within each round, median {statistics.median(ratios):.4f} "
+            f"unpushed (the broker as when pushing, the clients not): steady "
+            f"{steady['unpushed']:.3f} s, whole {medians['unpushed']:.3f} s per GiB"
+        )
+    for window, ratios in paired.items():
+        label = window if "/" in window else f"{window}: pushing / off"
+        print(
+            f"{label} within each round, median {statistics.median(ratios):.4f} "
             f"(sorted: {', '.join(f'{r:.3f}' for r in ratios)})"
         )
     if args.json:
@@ -240,9 +279,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _ratio(pair: list[dict[str, Any]], key: str) -> float:
-    by_side = {run["side"]: run[key] for run in pair}
-    return float(by_side["pushing"] / by_side["off"])
+def _ratio(runs: list[dict[str, Any]], round_index: int, key: str, side: str = "pushing") -> float:
+    """`side`'s figure over the figure with pushing off, in one round."""
+    by_side = {run["side"]: run[key] for run in runs if run["round"] == round_index}
+    return float(by_side[side] / by_side["off"])
 
 
 if __name__ == "__main__":

@@ -838,3 +838,35 @@ def test_the_one_jvm_load_sends_every_producers_records_to_its_own_topic() -> No
         for client_id, counts in accounts.clients.by_client_id.items()
         if client_id.startswith("t-")
     } == {"t-producer-0": 2000, "t-producer-1": 2000, "t-producer-2": 2000}
+
+
+@requires_kafka_tools
+def test_the_telemetry_cost_runs_each_side_as_it_says(tmp_path: Path) -> None:
+    """perf.telemetry_cost --with-unpushed: a round runs the three sides, each with a broker
+    of its own and every record counted; only the side that pushes asks for a subscription
+    (the unpushed side's producers are told not to push, the off side's broker does not
+    advertise the APIs), and the JSON holds each round's ratios of both kinds."""
+    output = tmp_path / "cost.json"
+    done = run_module(
+        "perf.telemetry_cost",
+        "--producers", "1", "--records", "300000", "--rounds", "1",
+        "--warmup", "0.5", "--with-unpushed", "--json", str(output),
+        timeout=3 * TOOL_TIMEOUT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    document = json.loads(output.read_text())
+    runs = {run["side"]: run for run in document["runs"]}
+    assert sorted(runs) == ["off", "pushing", "unpushed"]
+    assert {side: run["subscription_requests"] > 0 for side, run in runs.items()} == {
+        "pushing": True,
+        "off": False,
+        "unpushed": False,
+    }
+    assert runs["off"]["pushes"] == runs["unpushed"]["pushes"] == 0
+    assert set(document["paired_ratios"]) == {
+        "steady",
+        "whole",
+        "steady, unpushed / off",
+        "whole, unpushed / off",
+    }
+    assert "unpushed (the broker as when pushing, the clients not)" in done.stdout
