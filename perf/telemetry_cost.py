@@ -22,6 +22,10 @@ measured twice: whole, and from `--warmup` seconds after the producers start to 
 window whose CPU and bytes give the steady figure. Eight JVMs start slowly on two cores: at a
 5-s interval none had pushed by 10 s, hence a default of 20 (a window that holds the first
 pushes holds the import too: compare its share of the pushes' CPU with the whole run's).
+
+`--with-unpushed` adds a third side to each round: the broker as when pushing, the perf tests
+told `enable.metrics.push=false`. Its ratio to the side with pushing off is what the machine
+alone makes of two sides where no one pushes, the yardstick for the pushing side's ratio.
 """
 
 from __future__ import annotations
