@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -49,6 +47,8 @@ MAX_SERIES = Config().client_metrics_max_series
 INTERVAL_MS = 100
 """The shortest push interval Kafka allows: a client may push again soon after."""
 REPEATS = 5
+CLOSE_SEEN_S = 30.0
+"""A connection's close reaches the broker after the client's side of it returns."""
 MIB = 1 << 20
 
 GOOD = metrics_data(
@@ -331,8 +331,10 @@ def test_a_client_that_disconnects_mid_push_does_not_disturb_another(
 
     assert trio.run(run) == [ErrorCode.none, ErrorCode.none]
     # The first instance's connection closed with no closing push from it: "closed".
-    accounts = accounts_once(
-        broker, lambda accounts: accounts.clients.instances[0].ended == "closed"
+    accounts = broker.accounts_until(
+        lambda accounts: accounts.clients.instances[0].ended == "closed",
+        CLOSE_SEEN_S,
+        what="the first instance closed",
     )
     assert [
         (instance.address, instance.pushes, instance.ended)
@@ -344,19 +346,6 @@ def test_a_client_that_disconnects_mid_push_does_not_disturb_another(
     )
     assert accounts.clients.refused_payloads == 0
     assert broker.running
-
-
-def accounts_once(broker: RunningBroker, ready: Callable[[Accounts], bool]) -> Accounts:
-    """The broker's accounts once `ready` holds of them: a connection's close reaches the
-    broker after the client's side of it returns."""
-    deadline = time.monotonic() + CLOSE_SEEN_S
-    while not ready(accounts := broker.accounts()):
-        assert time.monotonic() < deadline, accounts.clients
-        time.sleep(0.05)
-    return accounts
-
-
-CLOSE_SEEN_S = 30.0
 
 
 def test_an_instance_whose_connection_closes_before_its_closing_push_ends_closed(
@@ -371,8 +360,10 @@ def test_an_instance_whose_connection_closes_before_its_closing_push_ends_closed
         assert await leaving.push(ZSTD, compressed(ZSTD, GOOD)) is ErrorCode.none
         assert await staying.push(ZSTD, compressed(ZSTD, GOOD)) is ErrorCode.none
         await leaving.aclose()
-        accounts = accounts_once(
-            broker, lambda accounts: any(i.ended for i in accounts.clients.instances)
+        accounts = broker.accounts_until(
+            lambda accounts: any(i.ended for i in accounts.clients.instances),
+            CLOSE_SEEN_S,
+            what="an instance ended",
         )
         await staying.aclose()
         return accounts

@@ -104,9 +104,9 @@ def _kept(
         now,
         session.peer,
     )
-    if not body.terminating:
+    if not body.terminating and _CLOSED_KEY not in session.on_close:
         # Its closing push may never come (PushedMetrics.closed): the connection's close says
-        # it ended. One entry a connection, whatever instances push on it.
+        # it ended. One entry a connection, made at its first push, whatever instances push.
         session.on_close[_CLOSED_KEY] = lambda: pushed.closed(session.peer)
     return ErrorCode.none
 
